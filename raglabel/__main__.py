@@ -1,0 +1,5 @@
+"""``python -m raglabel``."""
+
+from raglabel.cli.main import main
+
+raise SystemExit(main())

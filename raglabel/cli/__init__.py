@@ -1,0 +1,1 @@
+"""Command-line interface. Heavy imports stay inside the commands that need them."""

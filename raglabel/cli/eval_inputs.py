@@ -1,0 +1,198 @@
+"""Turn ``raglabel eval`` options into a label set, runs and evaluation options."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from pydantic import ValidationError
+
+from raglabel.errors import UsageError
+from raglabel.evaluation import Options
+from raglabel.formats.align import Alignment
+from raglabel.formats.maps import GradeMap, parse_gain_map, parse_grade_map
+from raglabel.formats.report import LabelsInfo, fingerprint
+from raglabel.formats.samples import read_samples
+from raglabel.formats.trec import read_qrels, read_run
+from raglabel.metrics.config import MetricConfig
+from raglabel.metrics.evaluate import QueryStats
+from raglabel.metrics.names import MetricNameError, parse_metric_list
+from raglabel.metrics.run import RankedRun
+
+
+@dataclass
+class Loaded:
+    stats: QueryStats
+    runs: list[RankedRun]
+    options: Options
+    labels_info: LabelsInfo
+    config: dict[str, object]
+    warnings: list[str]
+
+
+def _named(spec: str, option: str) -> tuple[str, Path]:
+    """``NAME=FILE`` or a bare ``FILE`` (named after its stem)."""
+    name, sep, file = spec.partition("=")
+    if sep and name and not Path(spec).exists():
+        if not file:
+            raise UsageError(f"{option} {spec!r}: no file after '='")
+        return name, Path(file)
+    return Path(spec).stem, Path(spec)
+
+
+def _cutoffs(text: str | None, default: int) -> list[int]:
+    if not text:
+        return [default]
+    ks: list[int] = []
+    for part in text.split(","):
+        try:
+            k = int(part.strip())
+        except ValueError:
+            raise UsageError(f"-k: {part.strip()!r} is not an integer") from None
+        if k < 1:
+            raise UsageError(f"-k: cutoffs must be at least 1, got {k}")
+        ks.append(k)
+    return sorted(set(ks))
+
+
+def _metric_config(args: argparse.Namespace) -> MetricConfig:
+    fields: dict[str, object] = {}
+    for option in ("alpha", "cap4", "cap3", "relevance_threshold", "harm_threshold"):
+        value = getattr(args, option)
+        if value is not None:
+            fields[option] = value
+    if args.ctx_threshold is not None:
+        fields["ctx_threshold"] = args.ctx_threshold
+    if args.gain_map:
+        try:
+            fields["gain_map"] = parse_gain_map(args.gain_map)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    try:
+        return MetricConfig.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        option = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "option"
+        raise UsageError(f"{option}: {first['msg']}") from None
+
+
+def _validate_counts(args: argparse.Namespace) -> None:
+    if args.resamples < 1 or args.permutations < 1:
+        raise UsageError("--resamples and --permutations must be at least 1")
+    if not 0.0 < args.confidence < 1.0:
+        raise UsageError("--confidence must be between 0 and 1, e.g. 0.95")
+    if args.qrels and args.samples:
+        raise UsageError("give labels once: --qrels or --samples, not both")
+    if not args.qrels and not args.samples:
+        raise UsageError("nothing to evaluate: give --qrels with --run, or --samples")
+    if args.qrels and not args.run:
+        raise UsageError("--qrels needs at least one --run NAME=FILE")
+
+
+def load_inputs(args: argparse.Namespace) -> Loaded:
+    _validate_counts(args)
+    config = _metric_config(args)
+    ks = _cutoffs(args.k, config.default_k)
+    try:
+        metrics = parse_metric_list(args.metrics, ks)
+    except MetricNameError as exc:
+        raise UsageError(f"--metrics: {exc}") from None
+    try:
+        grade_map = parse_grade_map(args.grade_map) if args.grade_map else None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+    run_specs = [_named(spec, "--run") for spec in args.run]
+    names = [name for name, _ in run_specs]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise UsageError(f"two runs are named {dup!r}; name them with --run NAME=FILE")
+
+    runs: list[RankedRun] = []
+    answers = None
+    if args.samples:
+        sample_name, sample_path = _named(args.samples, "--samples")
+        samples = read_samples(sample_path, grade_map)
+        if sample_name in names:
+            raise UsageError(f"the samples run and a --run are both named {sample_name!r}")
+        align = Alignment.from_qrels(samples.qrels)
+        frame = samples.run.with_columns(contains=samples.contains)
+        runs.append(
+            align.run(sample_name, frame, in_list_order=True, k_override=samples.k_override)
+        )
+        answers = np.array([q in samples.answered for q in align.labels.query_ids], np.bool_)
+        labels_source = str(sample_path)
+    else:
+        align = Alignment.from_qrels(read_qrels(Path(args.qrels), grade_map))
+        labels_source = str(args.qrels)
+    for name, path in run_specs:
+        runs.append(align.run(name, read_run(path)))
+
+    if any(key.base == "containment" for key in metrics) and answers is None:
+        if args.metrics and "containment" in args.metrics:
+            raise UsageError("containment needs passage texts and expected answers: use --samples")
+        metrics = [key for key in metrics if key.base != "containment"]
+
+    pools = _pools(args.pool, runs, align)
+    if args.baseline is not None and args.baseline not in {run.name for run in runs}:
+        raise UsageError(f"--baseline {args.baseline!r} is not one of the runs")
+
+    stats = QueryStats.build(align.labels, config)
+    info = LabelsInfo(
+        queries=align.labels.n_queries,
+        graded=align.labels.n_graded,
+        fingerprint=fingerprint(align.qrels),
+        source="human",
+        grade_inversions=[
+            q for q, flag in zip(align.labels.query_ids, stats.inverted, strict=True) if flag
+        ],
+    )
+    effective_map = grade_map or GradeMap()
+    report_config: dict[str, object] = {
+        "k": ks,
+        "metrics": [key.name for key in metrics],
+        **config.model_dump(),
+        "grade_map": "binary list -> 5; map values are grades"
+        if args.samples and not args.grade_map
+        else effective_map.describe(),
+        "pool": {name: pool.name for name, pool in pools.items()},
+        "labels": labels_source,
+        "resamples": args.resamples,
+        "permutations": args.permutations,
+        "seed": args.seed,
+        "confidence": args.confidence,
+    }
+    options = Options(
+        metrics=metrics,
+        per_query=args.per_query,
+        ci=args.ci,
+        compare=args.compare,
+        baseline=args.baseline,
+        resamples=args.resamples,
+        permutations=args.permutations,
+        seed=args.seed,
+        level=args.confidence,
+        answers=answers,
+        pools=pools,
+    )
+    return Loaded(stats, runs, options, info, report_config, align.warnings)
+
+
+def _pools(specs: list[str], runs: list[RankedRun], align: Alignment) -> dict[str, RankedRun]:
+    by_name = {run.name: run for run in runs}
+    pools: dict[str, RankedRun] = {}
+    for spec in specs:
+        target, sep, source = spec.partition("=")
+        if not sep or not target or not source:
+            raise UsageError(f"--pool {spec!r}: expected NAME=RUN (a run name or a run file)")
+        if target not in by_name:
+            raise UsageError(f"--pool {spec!r}: no run is named {target!r}")
+        if source in by_name:
+            pools[target] = by_name[source]
+        elif Path(source).exists():
+            pools[target] = align.run(f"{Path(source).stem} (pool)", read_run(Path(source)))
+        else:
+            raise UsageError(f"--pool {spec!r}: {source!r} is neither a run name nor a file")
+    return pools

@@ -1,0 +1,42 @@
+"""The ``raglabel`` console script: argument parsing and error-to-exit-code policy."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from raglabel import __version__
+from raglabel.cli import eval_cmd
+from raglabel.errors import InputError, UsageError
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="raglabel",
+        description="Grade passages for RAG queries and measure whether retrieval got better.",
+    )
+    parser.add_argument("--version", action="version", version=f"raglabel {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    eval_cmd.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result: int = args.handler(args)
+    except UsageError as exc:
+        parser.exit(EXIT_USAGE, f"raglabel {args.command}: error: {exc}\n")
+    except InputError as exc:
+        print(f"raglabel {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("raglabel: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    return result

@@ -1,0 +1,25 @@
+"""Errors that reach the user: each names what was wrong and where."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class InputError(Exception):
+    """Bad input: a file, a line (when there is one) and what is wrong with it."""
+
+    def __init__(self, source: str | Path | None, message: str, line: int | None = None) -> None:
+        self.source = None if source is None else str(source)
+        self.line = line
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = self.source or ""
+        if self.line is not None:
+            where = f"{where}:{self.line}"
+        return f"{where}: {self.message}" if where else self.message
+
+
+class UsageError(Exception):
+    """Options that do not fit together; reported like argparse's own errors (exit 2)."""

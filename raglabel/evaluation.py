@@ -1,0 +1,197 @@
+"""From loaded labels and runs to a :class:`Report`: means, intervals, comparisons."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from raglabel.formats.report import Comparison, CtxRankDetail, LabelsInfo, Report, RunReport
+from raglabel.metrics.ctxrank import ideal_ranks
+from raglabel.metrics.evaluate import QueryStats, evaluate_run
+from raglabel.metrics.names import MetricKey
+from raglabel.metrics.run import RankedRun
+from raglabel.metrics.stats import (
+    bootstrap_means,
+    nan_mean,
+    paired_randomization,
+    percentile_interval,
+    ratio_of_means,
+)
+
+FloatArray = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the user asked of an evaluation, beyond the metric conventions."""
+
+    metrics: Sequence[MetricKey]
+    per_query: bool = False
+    ci: bool = False
+    compare: bool = False
+    baseline: str | None = None
+    resamples: int = 1000
+    permutations: int = 10_000
+    seed: int = 42
+    level: float = 0.95
+    answers: NDArray[np.bool_] | None = None
+    pools: dict[str, RankedRun] = field(default_factory=dict)
+
+
+def _clean(value: float) -> float | None:
+    return None if np.isnan(value) else float(value)
+
+
+def _pct_proc_pairs(metrics: Sequence[MetricKey]) -> dict[MetricKey, tuple[MetricKey, MetricKey]]:
+    return {
+        key: (MetricKey("ra_nwg", key.k), MetricKey("proc", key.k))
+        for key in metrics
+        if key.base == "pct_proc"
+    }
+
+
+def evaluate(
+    stats: QueryStats,
+    runs: Sequence[RankedRun],
+    options: Options,
+    *,
+    labels_info: LabelsInfo,
+    config: dict[str, object],
+    warnings: list[str],
+) -> Report:
+    """Compute every run's per-query values and assemble the report."""
+    query_ids = stats.labels.query_ids
+    # %PROC's run-level value is a ratio of means, so its parts are computed even
+    # when the user did not ask for them.
+    ratio_parts = _pct_proc_pairs(options.metrics)
+    needed = list(dict.fromkeys([*options.metrics, *itertools.chain(*ratio_parts.values())]))
+    values: dict[str, dict[MetricKey, FloatArray]] = {
+        run.name: evaluate_run(
+            stats, run, needed, pool=options.pools.get(run.name), answers=options.answers
+        )
+        for run in runs
+    }
+    reports: dict[str, RunReport] = {}
+    for run in runs:
+        per_run = values[run.name]
+        mean: dict[str, float | None] = {}
+        valid: dict[str, int] = {}
+        for key in options.metrics:
+            if key in ratio_parts:
+                num, den = ratio_parts[key]
+                mean[key.name], valid[key.name] = ratio_of_means(per_run[num], per_run[den])
+            else:
+                mean[key.name], valid[key.name] = nan_mean(per_run[key])
+        report = RunReport(mean=mean, valid=valid)
+        if options.ci:
+            report.ci = _intervals(per_run, options, ratio_parts)
+        if options.per_query:
+            report.per_query = {
+                qid: {key.name: _clean(per_run[key][q]) for key in options.metrics}
+                for q, qid in enumerate(query_ids)
+            }
+            report.ctx_rank = _ctx_details(run, per_run, options.metrics, query_ids)
+        reports[run.name] = report
+    result = Report(labels=labels_info, config=config, runs=reports, warnings=warnings)
+    if options.compare and len(runs) > 1:
+        result.compare = _comparisons(runs, values, options)
+    return result
+
+
+def _intervals(
+    per_run: dict[MetricKey, FloatArray],
+    options: Options,
+    ratio_parts: dict[MetricKey, tuple[MetricKey, MetricKey]],
+) -> dict[str, tuple[float, float] | None]:
+    plain = [key for key in options.metrics if key not in ratio_parts]
+    parts = list(dict.fromkeys(itertools.chain(*ratio_parts.values())))
+    columns = plain + [p for p in parts if p not in plain]
+    if not columns:
+        return {}
+    matrix = np.column_stack([per_run[key] for key in columns])
+    # A ratio's numerator and denominator share their resamples because all columns
+    # are drawn together; RA-nWG and PROC are NA on the same queries (G_oracle = 0),
+    # so each resample's ratio is over queries where both are defined.
+    boot = bootstrap_means(matrix, options.resamples, options.seed)
+    result: dict[str, tuple[float, float] | None] = {}
+    for key in options.metrics:
+        if key in ratio_parts:
+            num, den = ratio_parts[key]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ratio = boot[:, columns.index(num)] / boot[:, columns.index(den)]
+            ratio[~np.isfinite(ratio)] = np.nan
+            result[key.name] = percentile_interval(ratio, options.level)
+        else:
+            result[key.name] = percentile_interval(boot[:, columns.index(key)], options.level)
+    return result
+
+
+def _ctx_details(
+    run: RankedRun,
+    per_run: dict[MetricKey, FloatArray],
+    metrics: Sequence[MetricKey],
+    query_ids: Sequence[str],
+) -> dict[str, dict[str, CtxRankDetail]] | None:
+    keys = [key for key in metrics if key.base == "ctx_rank_prec" and key.k is not None]
+    if not keys:
+        return None
+    details: dict[str, dict[str, CtxRankDetail]] = {}
+    for key in keys:
+        assert key.k is not None
+        passed = per_run.get(MetricKey("ctx_rank_pass", key.k))
+        score = per_run[key]
+        by_query: dict[str, CtxRankDetail] = {}
+        for q, qid in enumerate(query_ids):
+            ranks, grades = ideal_ranks(run, q, key.k)
+            ok = None if np.isnan(score[q]) else bool(passed[q] > 0) if passed is not None else None
+            by_query[qid] = CtxRankDetail(
+                k=int(ranks.size),
+                actual_ranks=list(range(ranks.size)),
+                ideal_ranks=ranks.tolist(),
+                grades=[int(g) if g > 0 else None for g in grades],
+                passed=ok,
+            )
+        details[key.name] = by_query
+    return details
+
+
+def _comparisons(
+    runs: Sequence[RankedRun],
+    values: dict[str, dict[MetricKey, FloatArray]],
+    options: Options,
+) -> list[Comparison]:
+    names = [run.name for run in runs]
+    if options.baseline is not None:
+        pairs = [(options.baseline, name) for name in names if name != options.baseline]
+    else:
+        pairs = list(itertools.combinations(names, 2))
+    out: list[Comparison] = []
+    for base, other in pairs:
+        for key in options.metrics:
+            test = paired_randomization(
+                values[base][key],
+                values[other][key],
+                permutations=options.permutations,
+                resamples=options.resamples,
+                seed=options.seed,
+                level=options.level,
+            )
+            out.append(
+                Comparison(
+                    baseline=base,
+                    run=other,
+                    metric=key.name,
+                    mean_difference=test.mean_difference,
+                    ci=test.ci,
+                    p_value=test.p_value,
+                    wins=test.wins,
+                    ties=test.ties,
+                    losses=test.losses,
+                    queries=test.queries,
+                )
+            )
+    return out

@@ -1,0 +1,86 @@
+"""Line-level reading shared by the whitespace-separated formats.
+
+The fast readers hand canonical files to polars; whenever a file is anything but
+canonical (tabs, carriage returns, odd spacing, bad bytes, a bad value), this exact
+reader takes over, so that an error can name its line.
+"""
+
+from __future__ import annotations
+
+import math
+import mmap
+from collections.abc import Iterator
+from pathlib import Path
+
+from raglabel.errors import InputError
+
+# Bytes that polars' single-space reader would misread silently, or that are invalid.
+# Each is a single byte so that the scan is a memchr; empty fields (double or leading
+# spaces) show up later as nulls instead.
+_IRREGULAR = (b"\t", b"\r", b"\x0b", b"\x0c", b"\x00")
+
+
+def check_readable(path: Path) -> int:
+    """Size of ``path`` in bytes, or a clear error when it cannot be read."""
+    if not path.exists():
+        raise InputError(path, "no such file")
+    if not path.is_file():
+        raise InputError(path, "not a regular file")
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as exc:
+        raise InputError(path, f"cannot be read: {exc.strerror}") from None
+    return path.stat().st_size
+
+
+def is_canonical(path: Path) -> bool:
+    """True when the file has none of the bytes that need the exact reader."""
+    with path.open("rb") as handle:
+        if path.stat().st_size == 0:
+            return True
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return all(data.find(byte) < 0 for byte in _IRREGULAR)
+
+
+def data_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of every line that is neither blank nor a ``#`` comment."""
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if b"\x00" in raw:
+                raise InputError(path, "contains a NUL byte", number)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(
+                    path, f"is not valid UTF-8 (byte {exc.start + 1} of the line)", number
+                ) from None
+            fields = text.split()
+            if not fields or fields[0].startswith("#"):
+                continue
+            yield number, fields
+
+
+def line_of_row(path: Path, row: int) -> int | None:
+    """File line number of data row ``row`` (0-based), for error messages."""
+    for index, (number, _fields) in enumerate(data_lines(path)):
+        if index == row:
+            return number
+    return None
+
+
+def parse_float(path: Path, line: int, text: str, what: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(path, f"{what} {text!r} is not a number", line) from None
+    if not math.isfinite(value):
+        raise InputError(path, f"{what} {text!r} is not a finite number", line)
+    return value
+
+
+def parse_int(path: Path, line: int, text: str, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError(path, f"{what} {text!r} is not an integer", line) from None

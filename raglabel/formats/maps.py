@@ -1,0 +1,101 @@
+"""``from:to`` maps given on the command line: grade maps and gain maps."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import BaseModel, ConfigDict, Field
+
+from raglabel.metrics.config import GRADES
+
+
+class GradeMap(BaseModel):
+    """Imported integer label -> grade 1..5.
+
+    The default is the TREC 0..3 scale (0->2, 1->3, 2->4, 3->5) with every negative
+    label meaning junk or harm (grade 1). A map given by the user covers exactly the
+    labels it names.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mapping: dict[int, Annotated[int, Field(ge=1, le=5)]] = Field(
+        default_factory=lambda: {0: 2, 1: 3, 2: 4, 3: 5}
+    )
+    negative: Annotated[int, Field(ge=1, le=5)] | None = Field(
+        1, description="Grade of any negative label not in the mapping (None: an error)."
+    )
+
+    def describe(self) -> str:
+        text = ",".join(f"{k}:{v}" for k, v in sorted(self.mapping.items()))
+        if self.negative is not None:
+            text += f",<0:{self.negative}"
+        return text
+
+    def apply(self, labels: NDArray[np.int64]) -> tuple[NDArray[np.int8], NDArray[np.bool_]]:
+        """Grades for ``labels`` and a mask of the labels the map does not cover."""
+        grades = np.zeros(labels.shape, dtype=np.int8)
+        covered = np.zeros(labels.shape, dtype=np.bool_)
+        for label, grade in self.mapping.items():
+            hit = labels == label
+            grades[hit] = grade
+            covered |= hit
+        if self.negative is not None:
+            neg = (labels < 0) & ~covered
+            grades[neg] = self.negative
+            covered |= neg
+        return grades, ~covered
+
+
+def _pairs(text: str, option: str) -> list[tuple[str, str]]:
+    pairs = []
+    for raw in text.split(","):
+        part = raw.strip()
+        if not part:
+            continue
+        left, sep, right = part.partition(":")
+        if not sep or not left.strip() or not right.strip():
+            raise ValueError(f"{option}: {part!r} is not a from:to pair (e.g. 0:2,1:3,2:4,3:5)")
+        pairs.append((left.strip(), right.strip()))
+    if not pairs:
+        raise ValueError(f"{option}: the map is empty")
+    return pairs
+
+
+def parse_grade_map(text: str) -> GradeMap:
+    """``"0:2,1:5"`` -> a GradeMap covering exactly those labels."""
+    mapping: dict[int, int] = {}
+    for left, right in _pairs(text, "--grade-map"):
+        try:
+            label, grade = int(left), int(right)
+        except ValueError:
+            raise ValueError(
+                f"--grade-map: {left}:{right} must map an integer label to a grade"
+            ) from None
+        if grade not in GRADES:
+            raise ValueError(f"--grade-map: {left}:{right} maps to {grade}, outside grades 1-5")
+        if label in mapping:
+            raise ValueError(f"--grade-map: label {label} is mapped twice")
+        mapping[label] = grade
+    return GradeMap(mapping=mapping, negative=None)
+
+
+def parse_gain_map(text: str) -> dict[int, float]:
+    """``"1:0,2:0,3:1,4:2,5:3"`` -> grade -> nDCG gain, for all five grades."""
+    gains: dict[int, float] = {}
+    for left, right in _pairs(text, "--gain-map"):
+        try:
+            grade, gain = int(left), float(right)
+        except ValueError:
+            raise ValueError(f"--gain-map: {left}:{right} must map a grade to a number") from None
+        if grade not in GRADES:
+            raise ValueError(f"--gain-map: {grade} is not a grade (1-5)")
+        if not np.isfinite(gain) or gain < 0:
+            raise ValueError(f"--gain-map: gain of grade {grade} must be a finite number >= 0")
+        gains[grade] = gain
+    missing = [g for g in GRADES if g not in gains]
+    if missing:
+        raise ValueError(f"--gain-map: give a gain for every grade; missing {missing}")
+    return gains

@@ -1,0 +1,43 @@
+"""JSON Schemas of raglabel's JSON formats, generated from their pydantic models.
+
+``python -m raglabel.formats.schemas`` rewrites ``schemas/``; a test fails when the
+committed files drift from the models.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from raglabel.formats.report import Report
+from raglabel.formats.samples import Sample
+
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "report.schema.json": Report,
+    "samples-line.schema.json": Sample,
+}
+
+
+def render(model: type[BaseModel]) -> str:
+    schema = model.model_json_schema(mode="serialization")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+
+
+def write(folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, model in SCHEMAS.items():
+        path = folder / name
+        path.write_text(render(model), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("schemas")
+    for path in write(target):
+        print(path)

@@ -1,0 +1,151 @@
+"""TREC run and qrels files, read as polars frames.
+
+Runs: ``qid Q0 docid rank score tag`` (fields past the sixth ignored); qrels:
+``qid iteration docid relevance``. Blank lines and ``#`` comment lines are skipped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from raglabel.errors import InputError
+from raglabel.formats.lines import (
+    check_readable,
+    data_lines,
+    is_canonical,
+    line_of_row,
+    parse_float,
+    parse_int,
+)
+from raglabel.formats.maps import GradeMap
+
+_RUN_FIELDS = ("qid", "q0", "docid", "rank", "score", "tag")
+_QRELS_FIELDS = ("qid", "iteration", "docid", "relevance")
+
+
+def _fast_frame(path: Path, schema: dict[str, pl.DataType], keep: list[str]) -> pl.DataFrame | None:
+    """Parse a canonical single-space file with polars; None when it is not canonical.
+
+    A missing or empty field shows as null, a bad number as a parse error: either way
+    the exact reader is asked to find and name the line.
+    """
+    if not is_canonical(path):
+        return None
+    complete = pl.all_horizontal([pl.col(name).is_not_null() for name in schema])
+    try:
+        frame = (
+            pl.scan_csv(
+                path,
+                separator=" ",
+                has_header=False,
+                quote_char=None,
+                comment_prefix="#",
+                schema=schema,
+                extra_columns="ignore",
+                missing_columns="insert",
+            )
+            .select([*keep, complete.alias("_complete")])
+            .collect()
+        )
+    except (pl.exceptions.PolarsError, UnicodeDecodeError, ValueError):
+        return None
+    if not frame["_complete"].all():
+        return None
+    frame = frame.drop("_complete")
+    return frame
+
+
+def _require_rows(path: Path, frame: pl.DataFrame, what: str) -> None:
+    if frame.height == 0:
+        raise InputError(path, f"has no {what} lines (the file is empty or only comments)")
+
+
+def read_run(path: str | Path) -> pl.DataFrame:
+    """A run as a frame ``qid, docid, score`` in file order (ordering is the caller's)."""
+    path = Path(path)
+    check_readable(path)
+    schema: dict[str, pl.DataType] = {
+        name: pl.Float64() if name == "score" else pl.String() for name in _RUN_FIELDS
+    }
+    frame = _fast_frame(path, schema, ["qid", "docid", "score"])
+    if frame is not None and frame.height and bool(frame["score"].is_finite().all()):
+        return frame
+    qids: list[str] = []
+    docids: list[str] = []
+    scores: list[float] = []
+    for number, fields in data_lines(path):
+        if len(fields) < 6:
+            raise InputError(
+                path,
+                f"expected 6 fields (qid Q0 docid rank score tag), found {len(fields)}",
+                number,
+            )
+        scores.append(parse_float(path, number, fields[4], "score"))
+        qids.append(fields[0])
+        docids.append(fields[2])
+    frame = pl.DataFrame(
+        {"qid": qids, "docid": docids, "score": scores},
+        schema={"qid": pl.String, "docid": pl.String, "score": pl.Float64},
+    )
+    _require_rows(path, frame, "run")
+    return frame
+
+
+def read_qrels(path: str | Path, grade_map: GradeMap | None = None) -> pl.DataFrame:
+    """Qrels as a frame ``qid, docid, grade`` (grades 1..5 through ``grade_map``).
+
+    A label the map does not cover, and a (qid, docid) judged twice, are errors that
+    name their lines.
+    """
+    path = Path(path)
+    check_readable(path)
+    grade_map = grade_map or GradeMap()
+    schema: dict[str, pl.DataType] = {
+        name: pl.Int64() if name == "relevance" else pl.String() for name in _QRELS_FIELDS
+    }
+    frame = _fast_frame(path, schema, ["qid", "docid", "relevance"])
+    if frame is None:
+        rows: dict[str, list[object]] = {"qid": [], "docid": [], "relevance": []}
+        for number, fields in data_lines(path):
+            if len(fields) < 4:
+                raise InputError(
+                    path,
+                    f"expected 4 fields (qid iteration docid relevance), found {len(fields)}",
+                    number,
+                )
+            rows["relevance"].append(parse_int(path, number, fields[3], "relevance"))
+            rows["qid"].append(fields[0])
+            rows["docid"].append(fields[2])
+        frame = pl.DataFrame(
+            rows, schema={"qid": pl.String, "docid": pl.String, "relevance": pl.Int64}
+        )
+    _require_rows(path, frame, "qrels")
+    labels = frame["relevance"].to_numpy()
+    grades, uncovered = grade_map.apply(labels)
+    if uncovered.any():
+        row = int(np.flatnonzero(uncovered)[0])
+        raise InputError(
+            path,
+            f"relevance {labels[row]} is not covered by the grade map ({grade_map.describe()}); "
+            "give one with --grade-map, e.g. --grade-map 0:2,1:5 for binary qrels",
+            line_of_row(path, row),
+        )
+    frame = frame.select("qid", "docid").with_columns(grade=pl.Series(grades, dtype=pl.Int8))
+    dup = frame.select(pl.struct("qid", "docid").is_duplicated()).to_series()
+    if dup.any():
+        rows_dup = np.flatnonzero(dup.to_numpy())
+        first = frame.row(int(rows_dup[0]), named=True)
+        same = frame.with_row_index("_row").filter(
+            (pl.col("qid") == first["qid"]) & (pl.col("docid") == first["docid"])
+        )["_row"]
+        lines = [line_of_row(path, int(r)) for r in same[:2]]
+        raise InputError(
+            path,
+            f"passage {first['docid']!r} is judged twice for query {first['qid']!r} "
+            f"(lines {lines[0]} and {lines[1]}); keep one judgment per pair",
+            lines[1],
+        )
+    return frame

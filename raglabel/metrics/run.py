@@ -1,0 +1,83 @@
+"""A system run as arrays: the ranked entries of all queries, back to back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+
+@dataclass(frozen=True)
+class RankedRun:
+    """Ranked entries of one run, aligned with a :class:`LabelSet`.
+
+    Query ``q`` owns ``grades[offsets[q]:offsets[q + 1]]`` in rank order (best first).
+    A grade of 0 marks an entry nobody graded. ``contains`` says, per entry, whether
+    the passage text holds the query's expected answer (``None`` when texts or
+    answers are unknown). ``k_override`` pins a query's cutoff (0 = not pinned).
+    """
+
+    name: str
+    offsets: NDArray[np.int64]
+    grades: NDArray[np.int8]
+    contains: NDArray[np.bool_] | None = None
+    k_override: NDArray[np.int64] | None = None
+    _qidx: list[NDArray[np.int64]] = field(default_factory=list, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.offsets.ndim != 1 or self.offsets.size == 0 or self.offsets[0] != 0:
+            raise ValueError("offsets must be a 1-d array starting at 0")
+        if self.offsets[-1] != self.grades.size:
+            raise ValueError("offsets must end at the number of entries")
+        if (np.diff(self.offsets) < 0).any():
+            raise ValueError("offsets must not decrease")
+        if self.grades.size and (self.grades.min() < 0 or self.grades.max() > 5):
+            raise ValueError("entry grades must be 0 (unjudged) or 1..5")
+        if self.contains is not None and self.contains.shape != self.grades.shape:
+            raise ValueError("contains must have one flag per entry")
+        if self.k_override is not None and self.k_override.shape != (self.n_queries,):
+            raise ValueError("k_override must have one value per query")
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.offsets.size - 1)
+
+    @property
+    def lengths(self) -> NDArray[np.int64]:
+        return np.diff(self.offsets)
+
+    @property
+    def qidx(self) -> NDArray[np.int64]:
+        """Query index of every entry (computed once, then cached)."""
+        if not self._qidx:
+            self._qidx.append(np.repeat(np.arange(self.n_queries, dtype=np.int64), self.lengths))
+        return self._qidx[0]
+
+    @property
+    def positions(self) -> NDArray[np.int64]:
+        """0-based rank of every entry within its query."""
+        return np.arange(self.grades.size, dtype=np.int64) - self.offsets[self.qidx]
+
+    @classmethod
+    def from_lists(
+        cls,
+        name: str,
+        ranked_grades: list[list[int]],
+        contains: list[list[bool]] | None = None,
+        k_override: list[int] | None = None,
+    ) -> RankedRun:
+        """Build from Python lists; convenient for tests and small inputs."""
+        lengths = np.array([len(r) for r in ranked_grades], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        flat = [g for r in ranked_grades for g in r]
+        contains_arr = None
+        if contains is not None:
+            contains_arr = np.array([c for r in contains for c in r], dtype=np.bool_)
+        return cls(
+            name=name,
+            offsets=offsets,
+            grades=np.array(flat, dtype=np.int8),
+            contains=contains_arr,
+            k_override=None if k_override is None else np.array(k_override, dtype=np.int64),
+        )

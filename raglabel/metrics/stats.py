@@ -1,0 +1,128 @@
+"""Means over queries, percentile bootstrap intervals and paired randomization tests.
+
+All resampling is seeded, so one input always gives one output. Resamples are drawn
+as count matrices (how often each query is picked) so that a mean over a resample
+is a matrix product, and NA values simply carry zero weight.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+FloatArray = NDArray[np.float64]
+_CHUNK = 256
+
+
+def nan_mean(values: FloatArray) -> tuple[float | None, int]:
+    """Mean of the defined values and how many there were (None when there are none)."""
+    valid = ~np.isnan(values)
+    n = int(valid.sum())
+    return (float(values[valid].mean()) if n else None), n
+
+
+def ratio_of_means(num: FloatArray, den: FloatArray) -> tuple[float | None, int]:
+    """mean(num) / mean(den) over queries where both are defined (None if den's mean is 0)."""
+    both = ~np.isnan(num) & ~np.isnan(den)
+    n = int(both.sum())
+    if n == 0:
+        return None, 0
+    d = float(den[both].mean())
+    return (float(num[both].mean()) / d if d > 0 else None), n
+
+
+def _resample_counts(rng: np.random.Generator, n: int, size: int) -> NDArray[np.float64]:
+    counts: NDArray[np.float64] = rng.multinomial(n, np.full(n, 1.0 / n), size=size).astype(
+        np.float64
+    )
+    return counts
+
+
+def bootstrap_means(columns: FloatArray, resamples: int, seed: int) -> FloatArray:
+    """Means of every column over bootstrap resamples of rows: shape (resamples, n_columns).
+
+    NaN entries drop out of each resample's mean; a resample where a column has no
+    defined value yields NaN for it.
+    """
+    n = columns.shape[0]
+    valid = (~np.isnan(columns)).astype(np.float64)
+    filled = np.nan_to_num(columns, nan=0.0)
+    rng = np.random.default_rng(seed)
+    out = np.empty((resamples, columns.shape[1]))
+    for start in range(0, resamples, _CHUNK):
+        size = min(_CHUNK, resamples - start)
+        counts = _resample_counts(rng, n, size)
+        total = counts @ filled
+        weight = counts @ valid
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[start : start + size] = total / weight
+    return out
+
+
+def percentile_interval(samples: FloatArray, level: float = 0.95) -> tuple[float, float] | None:
+    """Central percentile interval of bootstrap samples (None if none is defined)."""
+    defined = samples[~np.isnan(samples)]
+    if defined.size == 0:
+        return None
+    tail = (1.0 - level) / 2.0 * 100.0
+    lo, hi = np.percentile(defined, [tail, 100.0 - tail])
+    return float(lo), float(hi)
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """Run B minus run A on one metric, over queries where both are defined."""
+
+    mean_difference: float | None
+    ci: tuple[float, float] | None
+    p_value: float | None
+    wins: int
+    ties: int
+    losses: int
+    queries: int
+
+
+def paired_randomization(
+    a: FloatArray,
+    b: FloatArray,
+    *,
+    permutations: int,
+    resamples: int,
+    seed: int,
+    level: float = 0.95,
+) -> PairedComparison:
+    """Two-sided paired randomization (sign-flip) test of mean(b - a).
+
+    The p-value counts the observed statistic itself among the permutations
+    ((hits + 1) / (permutations + 1)), so it is never 0. The interval is a
+    percentile bootstrap of the mean difference.
+    """
+    both = ~np.isnan(a) & ~np.isnan(b)
+    diff = (b - a)[both]
+    n = int(diff.size)
+    wins = int((diff > 0).sum())
+    losses = int((diff < 0).sum())
+    if n == 0:
+        return PairedComparison(None, None, None, 0, 0, 0, 0)
+    observed = float(diff.mean())
+    rng = np.random.default_rng(seed)
+    hits = 0
+    tolerance = 1e-12 * max(1.0, abs(observed))
+    for start in range(0, permutations, _CHUNK):
+        size = min(_CHUNK, permutations - start)
+        signs = rng.integers(0, 2, size=(size, n), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
+        stats = signs @ diff / n
+        hits += int((np.abs(stats) >= abs(observed) - tolerance).sum())
+    p_value = (hits + 1) / (permutations + 1)
+    boot = bootstrap_means(diff[:, None], resamples, seed + 1)[:, 0]
+    return PairedComparison(
+        mean_difference=observed,
+        ci=percentile_interval(boot, level),
+        p_value=p_value,
+        wins=wins,
+        ties=n - wins - losses,
+        losses=losses,
+        queries=n,
+    )

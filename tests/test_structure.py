@@ -1,0 +1,87 @@
+"""Layering and tooling: what each layer may import, schemas in sync, lint and types clean."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from raglabel.formats.schemas import SCHEMAS, render
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _imported_by(module: str) -> set[str]:
+    code = f"import sys, {module}; print('\\n'.join(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    return {name.split(".")[0] for name in out.split()}
+
+
+@pytest.mark.parametrize(
+    ("module", "forbidden"),
+    [
+        ("raglabel.metrics", {"textual", "polars", "rich", "sqlite_utils", "httpx", "sqlite3"}),
+        ("raglabel.formats.trec", {"textual", "rich", "sqlite_utils", "httpx"}),
+        ("raglabel.evaluation", {"textual", "rich", "sqlite_utils", "httpx"}),
+        ("raglabel.cli.main", {"textual", "polars", "numpy", "pydantic", "rich"}),
+    ],
+)
+def test_layers_import_only_what_they_need(module: str, forbidden: set[str]) -> None:
+    # The metrics core stays pure numpy; the CLI entry point stays light so that
+    # `raglabel --help` and every command start fast; nothing but the app loads Textual.
+    assert not (_imported_by(module) & forbidden)
+
+
+def test_eval_path_never_loads_textual() -> None:
+    code = (
+        "import sys; from raglabel.cli import eval_inputs, render; import raglabel.evaluation; "
+        "print('textual' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_committed_schemas_match_models(name: str) -> None:
+    committed = (ROOT / "schemas" / name).read_text(encoding="utf-8")
+    assert committed == render(SCHEMAS[name]), (
+        f"schemas/{name} is stale: run `python -m raglabel.formats.schemas`"
+    )
+    json.loads(committed)
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name, path=str(Path(sys.executable).parent))
+    if found is None:
+        pytest.fail(f"{name} is not installed beside {sys.executable}: pip install -e '.[test]'")
+    return found
+
+
+def test_ruff_clean() -> None:
+    result = subprocess.run(
+        [_tool("ruff"), "check", "raglabel", "tests", "benchmarks"],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    result = subprocess.run(
+        [_tool("ruff"), "format", "--check", "raglabel", "tests", "benchmarks"],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_clean() -> None:
+    result = subprocess.run([_tool("mypy")], check=False, cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
