@@ -94,7 +94,9 @@ def evaluate(
                 qid: {key.name: _clean(per_run[key][q]) for key in options.metrics}
                 for q, qid in enumerate(query_ids)
             }
-            report.ctx_rank = _ctx_details(run, per_run, options.metrics, query_ids)
+            report.ctx_rank = _ctx_details(
+                run, per_run, options.metrics, query_ids, stats.config.ctx_threshold
+            )
         reports[run.name] = report
     result = Report(labels=labels_info, config=config, runs=reports, warnings=warnings)
     if options.compare and len(runs) > 1:
@@ -135,6 +137,7 @@ def _ctx_details(
     per_run: dict[MetricKey, FloatArray],
     metrics: Sequence[MetricKey],
     query_ids: Sequence[str],
+    threshold: float,
 ) -> dict[str, dict[str, CtxRankDetail]] | None:
     keys = [key for key in metrics if key.base == "ctx_rank_prec" and key.k is not None]
     if not keys:
@@ -142,12 +145,11 @@ def _ctx_details(
     details: dict[str, dict[str, CtxRankDetail]] = {}
     for key in keys:
         assert key.k is not None
-        passed = per_run.get(MetricKey("ctx_rank_pass", key.k))
         score = per_run[key]
         by_query: dict[str, CtxRankDetail] = {}
         for q, qid in enumerate(query_ids):
             ranks, grades = ideal_ranks(run, q, key.k)
-            ok = None if np.isnan(score[q]) else bool(passed[q] > 0) if passed is not None else None
+            ok = None if np.isnan(score[q]) else bool(score[q] >= threshold - 1e-9)
             by_query[qid] = CtxRankDetail(
                 k=int(ranks.size),
                 actual_ranks=list(range(ranks.size)),
