@@ -150,23 +150,26 @@ def _run_slots(
     pick_keys = pick_keys + _gumbel(rng, pick_keys.shape)
     picked = np.argsort(-pick_keys, axis=1)
 
-    # Ranks for them, favouring the top of the list as real retrievers do.
+    # Ranks for them, favouring the top of the list as real retrievers do; Gumbel top-k
+    # again, so the first `retrieved` columns in key order are a proper weighted sample.
+    width = min(depth, MAX_JUDGED)
     rank_keys = -np.arange(depth, dtype=np.float64)[None, :] / (depth / 8.0)
     rank_keys = rank_keys + _gumbel(rng, (queries, depth))
-    width = min(depth, MAX_JUDGED)
-    ranks = np.argpartition(-rank_keys, width - 1, axis=1)[:, :width]
-    ranks = np.sort(ranks, axis=1)
+    candidates = np.argpartition(-rank_keys, width - 1, axis=1)[:, :width]
+    by_key = np.argsort(-np.take_along_axis(rank_keys, candidates, axis=1), axis=1)
+    candidates = np.take_along_axis(candidates, by_key, axis=1)
+    used = np.arange(width)[None, :] < retrieved[:, None]
+    ranks = np.sort(np.where(used, candidates, depth), axis=1)
 
     # Better-labelled passages take the better of the chosen ranks, blurred by noise.
-    picked_labels = np.take_along_axis(judged.labels, picked[:, :width], axis=1)
-    order_keys = skill * picked_labels + rng.normal(0.0, 1.0, size=picked_labels.shape)
-    in_rank_order = np.take_along_axis(
-        picked[:, :width], np.argsort(-order_keys, axis=1, kind="stable"), axis=1
-    )
+    chosen = picked[:, :width]
+    chosen_labels = np.take_along_axis(judged.labels, chosen, axis=1)
+    order_keys = skill * chosen_labels + rng.normal(0.0, 1.0, size=chosen.shape)
+    order_keys = np.where(used, order_keys, -np.inf)
+    in_rank_order = np.take_along_axis(chosen, np.argsort(-order_keys, axis=1), axis=1)
 
     # Unjudged filler: each run gets its own block of slots, overlapping nobody else's.
     slots = MAX_JUDGED + run_index * depth + np.tile(np.arange(depth), (queries, 1))
-    used = np.arange(width)[None, :] < retrieved[:, None]
     rows = np.broadcast_to(np.arange(queries)[:, None], used.shape)
     slots[rows[used], ranks[used]] = in_rank_order[used]
     return slots
