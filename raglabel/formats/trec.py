@@ -22,7 +22,6 @@ from raglabel.formats.lines import (
 )
 from raglabel.formats.maps import GradeMap
 
-_RUN_FIELDS = ("qid", "q0", "docid", "rank", "score", "tag")
 _QRELS_FIELDS = ("qid", "iteration", "docid", "relevance")
 
 
@@ -67,8 +66,15 @@ def read_run(path: str | Path) -> pl.DataFrame:
     """A run as a frame ``qid, docid, score`` in file order (ordering is the caller's)."""
     path = Path(path)
     check_readable(path)
+    # Columns that are only checked for presence parse to cheaper types. A rank that
+    # is not an integer sends the file to the exact reader, which ignores ranks.
     schema: dict[str, pl.DataType] = {
-        name: pl.Float64() if name == "score" else pl.String() for name in _RUN_FIELDS
+        "qid": pl.String(),
+        "q0": pl.Categorical(),
+        "docid": pl.String(),
+        "rank": pl.Int64(),
+        "score": pl.Float64(),
+        "tag": pl.Categorical(),
     }
     frame = _fast_frame(path, schema, ["qid", "docid", "score"])
     if frame is not None and frame.height and bool(frame["score"].is_finite().all()):
