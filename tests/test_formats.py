@@ -201,8 +201,13 @@ def test_samples_are_read_and_matched(tmp_path: Path) -> None:
         ' "actual_output": ["y", "x"]}',
     ]
     samples = read_samples(write(tmp_path, "s.jsonl", "\n".join(lines) + "\n"))
-    assert samples.qrels.rows() == [("q1", "a", 5), ("q1", "b", 2), ("2", "x", 5)]
-    assert samples.contains.tolist() == [False, True, False, False]
+    qrels = samples.qrels
+    assert list(zip(qrels.qids, qrels.docids, qrels.grades, strict=True)) == [
+        ("q1", "a", 5),
+        ("q1", "b", 2),
+        ("2", "x", 5),
+    ]
+    assert samples.run.contains == [False, True, False, False]
     assert samples.k_override == {"q1": 1}
     assert samples.answered == {"q1"}
 

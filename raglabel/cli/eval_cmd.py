@@ -84,6 +84,13 @@ def register(commands: Any) -> None:
     out.add_argument("--format", choices=FORMATS, default="table", help="output format")
     out.add_argument("--output", "-o", metavar="F", help="write to F instead of stdout")
     out.add_argument("--timings", action="store_true", help="print load and compute seconds")
+    out.add_argument(
+        "--reader",
+        choices=("auto", "python", "polars"),
+        default="auto",
+        help="file reader: python for small inputs, polars (columnar) for large; "
+        "auto picks by size (8 MB); both give identical results",
+    )
     parser.set_defaults(handler=run)
 
 

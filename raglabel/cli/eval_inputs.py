@@ -7,19 +7,97 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import NDArray
 from pydantic import ValidationError
 
 from raglabel.errors import UsageError
 from raglabel.evaluation import Options
-from raglabel.formats.align import Alignment
 from raglabel.formats.maps import GradeMap, parse_gain_map, parse_grade_map
-from raglabel.formats.report import LabelsInfo, fingerprint
+from raglabel.formats.report import LabelsInfo
+from raglabel.formats.rows import RowAlignment, read_qrels_rows, read_run_rows
 from raglabel.formats.samples import read_samples
-from raglabel.formats.trec import read_qrels, read_run
 from raglabel.metrics.config import MetricConfig
 from raglabel.metrics.evaluate import QueryStats
+from raglabel.metrics.labels import LabelSet
 from raglabel.metrics.names import MetricNameError, parse_metric_list
 from raglabel.metrics.run import RankedRun
+
+#: Below this many input bytes, plain Python beats importing and starting polars.
+SMALL_INPUT_BYTES = 8 << 20
+
+
+class Backend:
+    """Reads label and run files through one of two equivalent readers."""
+
+    kind = "python"
+
+    def __init__(self, align: RowAlignment, sample_runs: list[RankedRun]) -> None:
+        self._align = align
+        self.sample_runs = sample_runs
+
+    @property
+    def labels(self) -> LabelSet:
+        return self._align.labels
+
+    @property
+    def warnings(self) -> list[str]:
+        return self._align.warnings
+
+    def fingerprint(self) -> str:
+        return self._align.fingerprint
+
+    def run_file(self, name: str, path: Path) -> RankedRun:
+        return self._align.run(name, read_run_rows(path))
+
+
+class PolarsBackend(Backend):
+    """The columnar reader, for inputs where parsing speed matters."""
+
+    kind = "polars"
+
+    def __init__(self, qrels: Path, grade_map: GradeMap | None) -> None:
+        from raglabel.formats.align import Alignment
+        from raglabel.formats.trec import read_qrels
+
+        self._polars = Alignment.from_qrels(read_qrels(qrels, grade_map))
+        self.sample_runs = []
+
+    @property
+    def labels(self) -> LabelSet:
+        return self._polars.labels
+
+    @property
+    def warnings(self) -> list[str]:
+        return self._polars.warnings
+
+    def fingerprint(self) -> str:
+        return self._polars.fingerprint()
+
+    def run_file(self, name: str, path: Path) -> RankedRun:
+        from raglabel.formats.trec import read_run
+
+        return self._polars.run(name, read_run(path))
+
+
+def _open_labels(
+    args: argparse.Namespace, grade_map: GradeMap | None, run_paths: list[Path]
+) -> tuple[Backend, NDArray[np.bool_] | None, str]:
+    if args.samples:
+        sample_name, sample_path = _named(args.samples, "--samples")
+        samples = read_samples(sample_path, grade_map)
+        align = RowAlignment.from_qrels(samples.qrels)
+        run = align.run(sample_name, samples.run, samples.k_override)
+        answers = np.array([q in samples.answered for q in align.labels.query_ids], np.bool_)
+        return Backend(align, [run]), answers, str(sample_path)
+    qrels = Path(args.qrels)
+    reader = args.reader
+    if reader == "auto":
+        files = [qrels, *run_paths]
+        size = sum(p.stat().st_size for p in files if p.is_file())
+        reader = "python" if size <= SMALL_INPUT_BYTES else "polars"
+    if reader == "polars":
+        return PolarsBackend(qrels, grade_map), None, str(qrels)
+    return Backend(RowAlignment.from_qrels(read_qrels_rows(qrels, grade_map)), []), None, str(qrels)
 
 
 @dataclass
@@ -110,43 +188,31 @@ def load_inputs(args: argparse.Namespace) -> Loaded:
         dup = next(n for n in names if names.count(n) > 1)
         raise UsageError(f"two runs are named {dup!r}; name them with --run NAME=FILE")
 
-    runs: list[RankedRun] = []
-    answers = None
-    if args.samples:
-        sample_name, sample_path = _named(args.samples, "--samples")
-        samples = read_samples(sample_path, grade_map)
-        if sample_name in names:
-            raise UsageError(f"the samples run and a --run are both named {sample_name!r}")
-        align = Alignment.from_qrels(samples.qrels)
-        frame = samples.run.with_columns(contains=samples.contains)
-        runs.append(
-            align.run(sample_name, frame, in_list_order=True, k_override=samples.k_override)
-        )
-        answers = np.array([q in samples.answered for q in align.labels.query_ids], np.bool_)
-        labels_source = str(sample_path)
-    else:
-        align = Alignment.from_qrels(read_qrels(Path(args.qrels), grade_map))
-        labels_source = str(args.qrels)
+    backend, answers, labels_source = _open_labels(args, grade_map, [p for _, p in run_specs])
+    runs: list[RankedRun] = list(backend.sample_runs)
+    if runs and runs[0].name in names:
+        raise UsageError(f"the samples run and a --run are both named {runs[0].name!r}")
     for name, path in run_specs:
-        runs.append(align.run(name, read_run(path)))
+        runs.append(backend.run_file(name, path))
 
     if any(key.base == "containment" for key in metrics) and answers is None:
         if args.metrics and "containment" in args.metrics:
             raise UsageError("containment needs passage texts and expected answers: use --samples")
         metrics = [key for key in metrics if key.base != "containment"]
 
-    pools = _pools(args.pool, runs, align)
+    pools = _pools(args.pool, runs, backend)
     if args.baseline is not None and args.baseline not in {run.name for run in runs}:
         raise UsageError(f"--baseline {args.baseline!r} is not one of the runs")
 
-    stats = QueryStats.build(align.labels, config)
+    labels = backend.labels
+    stats = QueryStats.build(labels, config)
     info = LabelsInfo(
-        queries=align.labels.n_queries,
-        graded=align.labels.n_graded,
-        fingerprint=fingerprint(align.qrels),
+        queries=labels.n_queries,
+        graded=labels.n_graded,
+        fingerprint=backend.fingerprint(),
         source="human",
         grade_inversions=[
-            q for q, flag in zip(align.labels.query_ids, stats.inverted, strict=True) if flag
+            q for q, flag in zip(labels.query_ids, stats.inverted, strict=True) if flag
         ],
     )
     effective_map = grade_map or GradeMap()
@@ -158,6 +224,7 @@ def load_inputs(args: argparse.Namespace) -> Loaded:
         if args.samples and not args.grade_map
         else effective_map.describe(),
         "pool": {name: pool.name for name, pool in pools.items()},
+        "reader": backend.kind,
         "labels": labels_source,
         "resamples": args.resamples,
         "permutations": args.permutations,
@@ -177,10 +244,10 @@ def load_inputs(args: argparse.Namespace) -> Loaded:
         answers=answers,
         pools=pools,
     )
-    return Loaded(stats, runs, options, info, report_config, align.warnings)
+    return Loaded(stats, runs, options, info, report_config, backend.warnings)
 
 
-def _pools(specs: list[str], runs: list[RankedRun], align: Alignment) -> dict[str, RankedRun]:
+def _pools(specs: list[str], runs: list[RankedRun], backend: Backend) -> dict[str, RankedRun]:
     by_name = {run.name: run for run in runs}
     pools: dict[str, RankedRun] = {}
     for spec in specs:
@@ -192,7 +259,7 @@ def _pools(specs: list[str], runs: list[RankedRun], align: Alignment) -> dict[st
         if source in by_name:
             pools[target] = by_name[source]
         elif Path(source).exists():
-            pools[target] = align.run(f"{Path(source).stem} (pool)", read_run(Path(source)))
+            pools[target] = backend.run_file(f"{Path(source).stem} (pool)", Path(source))
         else:
             raise UsageError(f"--pool {spec!r}: {source!r} is neither a run name nor a file")
     return pools

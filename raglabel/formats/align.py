@@ -8,6 +8,7 @@ confirmed on the strings themselves, so a collision cannot mislabel an entry.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,6 +39,16 @@ class Alignment:
         keys = _pair_hash(qrels)
         order = np.argsort(keys, kind="stable").astype(np.int64)
         return cls(labels=labels, qrels=qrels, _key_order=order, _keys_sorted=keys[order])
+
+    def fingerprint(self) -> str:
+        """SHA-256 of the sorted ``qid, docid, grade`` lines, as the row reader computes it."""
+        canonical = self.qrels.sort(["qid", "docid"]).select(
+            pl.format("{}\t{}\t{}", "qid", "docid", "grade").alias("line")
+        )
+        digest = hashlib.sha256()
+        for chunk in canonical.iter_slices(200_000):
+            digest.update("".join(line + "\n" for line in chunk["line"].to_list()).encode())
+        return "sha256:" + digest.hexdigest()[:16]
 
     def grades_of(
         self, frame: pl.DataFrame, keys: NDArray[np.uint64] | None = None

@@ -34,6 +34,13 @@ class GradeMap(BaseModel):
             text += f",<0:{self.negative}"
         return text
 
+    def grade_of(self, label: int) -> int | None:
+        """Grade of one label, or None when the map does not cover it."""
+        grade = self.mapping.get(label)
+        if grade is None and label < 0:
+            return self.negative
+        return grade
+
     def apply(self, labels: NDArray[np.int64]) -> tuple[NDArray[np.int8], NDArray[np.bool_]]:
         """Grades for ``labels`` and a mask of the labels the map does not cover."""
         grades = np.zeros(labels.shape, dtype=np.int8)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-
-import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -80,15 +77,3 @@ class Report(BaseModel):
     runs: dict[str, RunReport]
     compare: list[Comparison] | None = None
     warnings: list[str] = Field(default_factory=list)
-
-
-def fingerprint(qrels: pl.DataFrame) -> str:
-    """SHA-256 of the sorted ``qid, docid, grade`` triples, stable across machines."""
-    canonical = qrels.sort(["qid", "docid"]).select(
-        pl.format("{}\t{}\t{}", "qid", "docid", "grade").alias("line")
-    )
-    digest = hashlib.sha256()
-    for chunk in canonical.iter_slices(200_000):
-        digest.update("\n".join(chunk["line"].to_list()).encode("utf-8"))
-        digest.update(b"\n")
-    return "sha256:" + digest.hexdigest()[:16]

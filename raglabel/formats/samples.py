@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
-import polars as pl
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from raglabel.errors import InputError
 from raglabel.formats.lines import check_readable
 from raglabel.formats.maps import GradeMap
+from raglabel.formats.rows import QrelsRows, RunRows
 from raglabel.formats.text import normalize
 
 
@@ -76,11 +76,10 @@ class Sample(BaseModel):
 
 @dataclass(frozen=True)
 class SampleSet:
-    """Samples flattened to frames: gold grades, the ranked run, and per-query extras."""
+    """Samples flattened to rows: gold grades, the ranked run, and per-query extras."""
 
-    qrels: pl.DataFrame  # qid, docid, grade
-    run: pl.DataFrame  # qid, docid in rank order
-    contains: np.ndarray  # per run row: does the passage text hold the expected answer
+    qrels: QrelsRows
+    run: RunRows  # in list order; ``contains`` says if a text holds the expected answer
     k_override: dict[str, int]
     answered: set[str]  # queries with an expected answer
 
@@ -99,9 +98,8 @@ def read_samples(path: str | Path, grade_map: GradeMap | None = None) -> SampleS
     """
     path = Path(path)
     check_readable(path)
-    qrels: dict[str, list[Any]] = {"qid": [], "docid": [], "grade": []}
-    run: dict[str, list[Any]] = {"qid": [], "docid": []}
-    contains: list[bool] = []
+    qrels = QrelsRows([], [], [])
+    run = RunRows([], [], None, [])
     k_override: dict[str, int] = {}
     answered: set[str] = set()
     seen: dict[str, int] = {}
@@ -126,27 +124,22 @@ def read_samples(path: str | Path, grade_map: GradeMap | None = None) -> SampleS
             seen[sample.id] = number
             gold = _gold_grades(path, number, sample, grade_map)
             for docid, grade in gold.items():
-                qrels["qid"].append(sample.id)
-                qrels["docid"].append(docid)
-                qrels["grade"].append(grade)
+                qrels.qids.append(sample.id)
+                qrels.docids.append(docid)
+                qrels.grades.append(grade)
             answer = normalize(sample.expected_answer) if sample.expected_answer else ""
             if answer:
                 answered.add(sample.id)
             if sample.metadata is not None and sample.metadata.k is not None:
                 k_override[sample.id] = sample.metadata.k
             for passage in sample.retrieved():
-                run["qid"].append(sample.id)
-                run["docid"].append(passage.id)
-                contains.append(bool(answer) and answer in normalize(passage.text or ""))
+                run.qids.append(sample.id)
+                run.docids.append(passage.id)
+                assert run.contains is not None
+                run.contains.append(bool(answer) and answer in normalize(passage.text or ""))
     if not seen:
         raise InputError(path, "has no samples (the file is empty)")
-    return SampleSet(
-        qrels=pl.DataFrame(qrels, schema={"qid": pl.String, "docid": pl.String, "grade": pl.Int8}),
-        run=pl.DataFrame(run, schema={"qid": pl.String, "docid": pl.String}),
-        contains=np.array(contains, dtype=np.bool_),
-        k_override=k_override,
-        answered=answered,
-    )
+    return SampleSet(qrels=qrels, run=run, k_override=k_override, answered=answered)
 
 
 def _gold_grades(

@@ -1,0 +1,180 @@
+"""Small inputs as plain Python rows, with no dataframe library to import.
+
+For files of a few megabytes, starting polars costs more than the work itself; this
+path reads them line by line (naming the line of any error) and aligns them with
+dictionaries. It also serves as an independent implementation that the tests
+compare the polars path against.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from raglabel.errors import InputError
+from raglabel.formats.lines import check_readable, data_lines, parse_float, parse_int
+from raglabel.formats.maps import GradeMap
+from raglabel.metrics.labels import LabelSet
+from raglabel.metrics.run import RankedRun
+
+
+@dataclass(frozen=True)
+class RunRows:
+    qids: list[str]
+    docids: list[str]
+    scores: list[float] | None  # None: lists already in rank order (samples)
+    contains: list[bool] | None = None
+
+
+@dataclass(frozen=True)
+class QrelsRows:
+    qids: list[str]
+    docids: list[str]
+    grades: list[int]
+
+
+def read_run_rows(path: str | Path) -> RunRows:
+    path = Path(path)
+    check_readable(path)
+    qids: list[str] = []
+    docids: list[str] = []
+    scores: list[float] = []
+    for number, fields in data_lines(path):
+        if len(fields) < 6:
+            raise InputError(
+                path,
+                f"expected 6 fields (qid Q0 docid rank score tag), found {len(fields)}",
+                number,
+            )
+        scores.append(parse_float(path, number, fields[4], "score"))
+        qids.append(fields[0])
+        docids.append(fields[2])
+    if not qids:
+        raise InputError(path, "has no run lines (the file is empty or only comments)")
+    return RunRows(qids, docids, scores)
+
+
+def read_qrels_rows(path: str | Path, grade_map: GradeMap | None = None) -> QrelsRows:
+    path = Path(path)
+    check_readable(path)
+    grade_map = grade_map or GradeMap()
+    rows = QrelsRows([], [], [])
+    first_line: dict[tuple[str, str], int] = {}
+    for number, fields in data_lines(path):
+        if len(fields) < 4:
+            raise InputError(
+                path,
+                f"expected 4 fields (qid iteration docid relevance), found {len(fields)}",
+                number,
+            )
+        label = parse_int(path, number, fields[3], "relevance")
+        grade = grade_map.grade_of(label)
+        if grade is None:
+            raise InputError(
+                path,
+                f"relevance {label} is not covered by the grade map ({grade_map.describe()}); "
+                "give one with --grade-map, e.g. --grade-map 0:2,1:5 for binary qrels",
+                number,
+            )
+        pair = (fields[0], fields[2])
+        if pair in first_line:
+            raise InputError(
+                path,
+                f"passage {pair[1]!r} is judged twice for query {pair[0]!r} "
+                f"(lines {first_line[pair]} and {number}); keep one judgment per pair",
+                number,
+            )
+        first_line[pair] = number
+        rows.qids.append(pair[0])
+        rows.docids.append(pair[1])
+        rows.grades.append(grade)
+    if not rows.qids:
+        raise InputError(path, "has no qrels lines (the file is empty or only comments)")
+    return rows
+
+
+def fingerprint_rows(qrels: QrelsRows) -> str:
+    """Same digest as the polars path: sorted ``qid<TAB>docid<TAB>grade`` lines."""
+    # Python orders str by code point, which is exactly UTF-8 byte order.
+    lines = sorted(zip(qrels.qids, qrels.docids, qrels.grades, strict=True))
+    digest = hashlib.sha256()
+    digest.update("".join(f"{q}\t{d}\t{g}\n" for q, d, g in lines).encode("utf-8"))
+    return "sha256:" + digest.hexdigest()[:16]
+
+
+@dataclass
+class RowAlignment:
+    """Labels and runs aligned with dictionaries; same results as the polars path."""
+
+    labels: LabelSet
+    grade_of: dict[tuple[str, str], int]
+    fingerprint: str
+    warnings: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_qrels(cls, qrels: QrelsRows) -> RowAlignment:
+        query_ids = sorted(set(qrels.qids))
+        position = {q: i for i, q in enumerate(query_ids)}
+        counts = np.zeros((len(query_ids), 6), dtype=np.int64)
+        for qid, grade in zip(qrels.qids, qrels.grades, strict=True):
+            counts[position[qid], grade] += 1
+        grade_of = dict(zip(zip(qrels.qids, qrels.docids, strict=True), qrels.grades, strict=True))
+        return cls(LabelSet(tuple(query_ids), counts), grade_of, fingerprint_rows(qrels))
+
+    def run(self, name: str, rows: RunRows, k_override: dict[str, int] | None = None) -> RankedRun:
+        position = {q: i for i, q in enumerate(self.labels.query_ids)}
+        per_query: list[list[int]] = [[] for _ in self.labels.query_ids]
+        unknown: dict[str, None] = {}
+        for row, qid in enumerate(rows.qids):
+            if qid in position:
+                per_query[position[qid]].append(row)
+            else:
+                unknown.setdefault(qid)
+        if unknown:
+            self.warnings.append(
+                f"run {name!r}: {len(unknown)} quer{'y' if len(unknown) == 1 else 'ies'} "
+                f"not in the labels skipped ({_sample(list(unknown))})"
+            )
+        scores, docids = rows.scores, rows.docids
+        grades: list[int] = []
+        contains: list[bool] = []
+        lengths: list[int] = []
+        dropped: list[str] = []
+        for q, members in enumerate(per_query):
+            if scores is not None:
+                # trec_eval: score descending, then passage id descending as bytes.
+                members.sort(key=lambda r: (scores[r], docids[r]), reverse=True)
+            seen: set[str] = set()
+            qid = self.labels.query_ids[q]
+            for r in members:
+                if docids[r] in seen:
+                    dropped.append(f"{docids[r]} in {qid}")
+                    continue
+                seen.add(docids[r])
+                grades.append(self.grade_of.get((qid, docids[r]), 0))
+                if rows.contains is not None:
+                    contains.append(rows.contains[r])
+            lengths.append(len(seen))
+        if dropped:
+            self.warnings.append(
+                f"run {name!r}: {len(dropped)} repeated passage id(s) dropped, "
+                f"keeping the best-ranked ({_sample(dropped)})"
+            )
+        pinned = None
+        if k_override:
+            pinned = np.array([k_override.get(q, 0) for q in self.labels.query_ids], np.int64)
+        return RankedRun(
+            name=name,
+            offsets=np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(np.int64),
+            grades=np.array(grades, dtype=np.int8),
+            contains=None if rows.contains is None else np.array(contains, dtype=np.bool_),
+            k_override=pinned,
+        )
+
+
+def _sample(items: list[str], limit: int = 3) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (", ..." if len(items) > limit else "")
