@@ -94,9 +94,7 @@ def evaluate(
                 qid: {key.name: _clean(per_run[key][q]) for key in options.metrics}
                 for q, qid in enumerate(query_ids)
             }
-            report.ctx_rank = _ctx_details(
-                run, per_run, options.metrics, query_ids, stats.config.ctx_threshold
-            )
+            report.ctx_rank = _ctx_details(run, per_run, options.metrics, stats)
         reports[run.name] = report
     result = Report(labels=labels_info, config=config, runs=reports, warnings=warnings)
     if options.compare and len(runs) > 1:
@@ -136,8 +134,7 @@ def _ctx_details(
     run: RankedRun,
     per_run: dict[MetricKey, FloatArray],
     metrics: Sequence[MetricKey],
-    query_ids: Sequence[str],
-    threshold: float,
+    stats: QueryStats,
 ) -> dict[str, dict[str, CtxRankDetail]] | None:
     keys = [key for key in metrics if key.base == "ctx_rank_prec" and key.k is not None]
     if not keys:
@@ -147,8 +144,9 @@ def _ctx_details(
         assert key.k is not None
         score = per_run[key]
         by_query: dict[str, CtxRankDetail] = {}
-        for q, qid in enumerate(query_ids):
-            ranks, grades = ideal_ranks(run, q, key.k)
+        threshold = stats.config.ctx_threshold
+        for q, qid in enumerate(stats.labels.query_ids):
+            ranks, grades = ideal_ranks(run, q, key.k, stats.gains)
             ok = None if np.isnan(score[q]) else bool(score[q] >= threshold - 1e-9)
             by_query[qid] = CtxRankDetail(
                 k=int(ranks.size),

@@ -33,7 +33,10 @@ class MetricConfig(BaseModel):
     )
     base_utilities: dict[int, float] = Field(
         default_factory=lambda: {5: 1.0, 4: 0.5, 3: 0.1, 2: 0.0, 1: 0.0},
-        description="Base utility b_g of each grade.",
+        description=(
+            "Base utility b_g of each grade. Grades 2 and 1 default to 0 (weight 0, as in "
+            "the metric's definition); given a positive utility they are capped by cap3."
+        ),
     )
     fallback_weights: dict[int, float] = Field(
         default_factory=lambda: {5: 1.0, 4: 1.0, 3: 0.2, 2: 0.0, 1: 0.0},

@@ -36,10 +36,10 @@ def rarity_weights(counts: NDArray[np.int64], config: MetricConfig) -> NDArray[n
 
 
 def grade_inversions(counts: NDArray[np.int64], weights: NDArray[np.float64]) -> NDArray[np.bool_]:
-    """Queries where a present grade outweighs a present higher grade (e.g. w3 > w4)."""
+    """Queries where a present grade outweighs a present higher grade (w3 > w4, w4 > w5)."""
     flagged = np.zeros(counts.shape[0], dtype=np.bool_)
-    for low in (1, 2, 3):
-        for high in range(low + 1, 5):
+    for low in (1, 2, 3, 4):
+        for high in range(low + 1, 6):
             both = (counts[:, low] > 0) & (counts[:, high] > 0)
             flagged |= both & (weights[:, low] > weights[:, high])
     return flagged

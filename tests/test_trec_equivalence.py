@@ -1,0 +1,365 @@
+"""raglabel against pytrec_eval (trec_eval's own code) on TREC files with many tied scores.
+
+With the default grade map (0->2, 1->3, 2->4, 3->5), gain max(0, grade - 2) and the
+relevance threshold grade 4, raglabel's ndcg@k / recall@k / precision@k / hit@k / mrr must
+equal trec_eval's ndcg_cut.k / recall.k / P.k / success.k / recip_rank at relevance level 2,
+per query. Ties on score are broken by passage id descending, compared as bytes, in both.
+
+Where they legitimately differ (checked, not compared):
+- a query with no label >= 2: trec_eval reports recall/success/recip_rank 0, raglabel NA;
+- a query in the qrels but missing from the run: trec_eval leaves it out, raglabel scores 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import pytrec_eval
+
+from raglabel.formats.align import Alignment
+from raglabel.formats.maps import GradeMap
+from raglabel.formats.trec import read_qrels, read_run
+from raglabel.metrics import MetricConfig, evaluate_runs, parse_metric_list
+
+CUTOFFS = (1, 3, 5, 10, 20)
+SEED = 20261122
+REPO = Path(__file__).resolve().parents[1]
+
+# Passage ids chosen so that byte order matters: case, shared prefixes, digits that sort
+# differently as text and as numbers, non-ASCII.
+VOCABULARY = (
+    [f"d{j}" for j in range(40)]
+    + [f"D{j}" for j in range(10)]
+    + ["a", "ab", "ab0", "abc", "b", "B", "Z", "z", "doc-é", "doc-e", "doc-ß", "Ω-7", "_x", "9"]
+)
+
+Qrels = dict[str, dict[str, int]]
+Run = dict[str, dict[str, float]]
+
+
+def make_collection(seed: int = SEED) -> tuple[Qrels, Run]:
+    """~50 judged queries, runs full of ties, unjudged and unretrieved passages."""
+    rng = np.random.default_rng(seed)
+    vocab = np.array(VOCABULARY, dtype=object)
+    qrels: Qrels = {}
+    run: Run = {}
+    for i in range(52):
+        qid = f"q{i}"
+        judged = rng.choice(vocab, size=int(rng.integers(3, 30)), replace=False)
+        labels = rng.choice([0, 1, 2, 3], size=judged.size, p=[0.45, 0.25, 0.2, 0.1])
+        if i < 48 and labels.max() < 2:
+            labels[int(rng.integers(judged.size))] = int(rng.integers(2, 4))
+        if i == 48:  # no label >= 2, some 1s: recall etc. NA in raglabel, nDCG defined
+            labels = np.minimum(labels, 1)
+            labels[0] = 1
+        if i == 49:  # only non-relevant judgments: nDCG 0
+            labels[:] = 0
+        qrels[qid] = {str(d): int(g) for d, g in zip(judged, labels, strict=True)}
+        if i in (50, 51):
+            continue  # judged, but the run never retrieved anything for these
+        # most judged passages plus random others (many of them unjudged)
+        kept = judged[rng.random(judged.size) < 0.7]
+        others = rng.choice(vocab, size=int(rng.integers(1, 30)), replace=False)
+        retrieved = list(dict.fromkeys([*kept, *others]))
+        rng.shuffle(retrieved)
+        # scores lean towards the label; one decimal gives many ties; some are negative
+        label = np.array([qrels[qid].get(str(d), 0) for d in retrieved])
+        scores = np.round(0.15 * label + rng.random(label.size) * 0.7 - 0.2, 1)
+        run[qid] = {str(d): float(s) for d, s in zip(retrieved, scores, strict=True)}
+    # retrieved for a query nobody judged: ignored by both
+    run["q_unjudged"] = {"d1": 0.5, "d2": 0.5}
+    return qrels, run
+
+
+def write_qrels(path: Path, qrels: Qrels) -> None:
+    lines = [f"{q} 0 {d} {g}" for q, docs in qrels.items() for d, g in docs.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _score_text(score: float, style: int) -> str:
+    if style == 1 and score != 0:
+        return f"{score:.1E}"  # exponent notation, e.g. 3.0E-01
+    return repr(score)
+
+
+def write_run(path: Path, run: Run, layout: str, seed: int = SEED) -> None:
+    """``sorted``: grouped, score-descending, ties in random order (the usual file);
+    ``shuffled``: lines in random order; ``tabs``: shuffled and tab-separated with a
+    comment and blank lines (the exact, non-canonical reader). The rank column is junk.
+    """
+    rng = np.random.default_rng(seed + 1)
+    rows = []
+    for q, docs in run.items():
+        items = list(docs.items())
+        rng.shuffle(items)  # random order inside ties
+        if layout == "sorted":
+            items.sort(key=lambda item: -item[1])  # stable: ties keep the random order
+        rows.extend((q, d, s) for d, s in items)
+    if layout != "sorted":
+        rng.shuffle(rows)
+    sep = "\t" if layout == "tabs" else " "
+    lines = [
+        sep.join([q, "Q0", d, str(int(rng.integers(1, 1000))), _score_text(s, n % 2), "tag"])
+        for n, (q, d, s) in enumerate(rows)
+    ]
+    if layout == "tabs":
+        lines = ["# a comment line", "", *lines[:10], "   ", *lines[10:]]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def trec_eval(qrels: Qrels, run: Run, level: int = 2) -> dict[str, dict[str, float]]:
+    cut = ",".join(str(k) for k in CUTOFFS)
+    measures = {f"ndcg_cut.{cut}", f"recall.{cut}", f"P.{cut}", f"success.{cut}", "recip_rank"}
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, measures, relevance_level=level)
+    result: dict[str, dict[str, float]] = evaluator.evaluate(run)
+    return result
+
+
+def raglabel_eval(
+    qrels_path: Path,
+    run_path: Path,
+    config: MetricConfig | None = None,
+    grade_map: GradeMap | None = None,
+) -> dict[str, dict[str, float]]:
+    """Per query: {metric name: value (NaN = NA)} through the file-level path."""
+    align = Alignment.from_qrels(read_qrels(qrels_path, grade_map))
+    run = align.run("x", read_run(run_path))
+    keys = parse_metric_list("ndcg,recall,precision,hit,mrr", ks=list(CUTOFFS))
+    values = evaluate_runs(align.labels, [run], keys, config=config or MetricConfig())["x"]
+    return {
+        qid: {key.name: float(values[key][i]) for key in keys}
+        for i, qid in enumerate(align.labels.query_ids)
+    }
+
+
+PAIRS = [("ndcg@{k}", "ndcg_cut_{k}"), ("precision@{k}", "P_{k}")]
+# defined only for queries with a label >= 2 in raglabel
+RELEVANT_PAIRS = [("recall@{k}", "recall_{k}"), ("hit@{k}", "success_{k}")]
+
+
+def no_relevant(qrels: Qrels, qid: str, level: int = 2) -> bool:
+    return max(qrels[qid].values()) < level
+
+
+def compare(
+    ours: dict[str, dict[str, float]],
+    theirs: dict[str, dict[str, float]],
+    qrels: Qrels,
+    level: int = 2,
+) -> int:
+    """Every (query, metric) both define, compared to 1e-9; returns the number compared."""
+    compared = 0
+    mismatches = []
+    for qid, measures in theirs.items():
+        mine = ours[qid]
+        pairs = [(a.format(k=k), b.format(k=k)) for a, b in PAIRS for k in CUTOFFS]
+        if no_relevant(qrels, qid, level):
+            assert math.isnan(mine["mrr"]), f"{qid}: no relevant passage, MRR should be NA"
+        else:
+            pairs += [(a.format(k=k), b.format(k=k)) for a, b in RELEVANT_PAIRS for k in CUTOFFS]
+            pairs.append(("mrr", "recip_rank"))
+        for name, measure in pairs:
+            compared += 1
+            if not math.isclose(mine[name], measures[measure], rel_tol=0, abs_tol=1e-9):
+                mismatches.append(f"{qid} {name}: raglabel {mine[name]}, trec {measures[measure]}")
+    assert not mismatches, "\n".join(mismatches[:20])
+    return compared
+
+
+@pytest.fixture(scope="module")
+def collection() -> tuple[Qrels, Run]:
+    return make_collection()
+
+
+@pytest.fixture(scope="module")
+def reference(collection: tuple[Qrels, Run]) -> dict[str, dict[str, float]]:
+    return trec_eval(*collection)
+
+
+def test_collection_has_the_intended_shape(collection: tuple[Qrels, Run]) -> None:
+    qrels, run = collection
+    assert len(qrels) == 52
+    ties = sum(len(docs) - len(set(docs.values())) for docs in run.values())
+    assert ties > 300, "scores should be heavily tied"
+    unjudged = sum(d not in qrels.get(q, {}) for q, docs in run.items() for d in docs)
+    unretrieved = sum(d not in run.get(q, {}) for q, docs in qrels.items() for d in docs)
+    assert unjudged > 100
+    assert unretrieved > 100
+    assert sum(no_relevant(qrels, q) for q in qrels) == 2
+
+
+@pytest.mark.parametrize("layout", ["sorted", "shuffled", "tabs"])
+def test_per_query_equals_trec_eval(
+    tmp_path: Path,
+    collection: tuple[Qrels, Run],
+    reference: dict[str, dict[str, float]],
+    layout: str,
+) -> None:
+    qrels, run = collection
+    write_qrels(tmp_path / "qrels.txt", qrels)
+    write_run(tmp_path / "run.txt", run, layout)
+    ours = raglabel_eval(tmp_path / "qrels.txt", tmp_path / "run.txt")
+    assert set(reference) == {q for q in qrels if q in run}
+    compared = compare(ours, reference, qrels)
+    assert compared > 50 * len(CUTOFFS) * 2
+
+
+def test_queries_trec_eval_scores_differently(
+    tmp_path: Path, collection: tuple[Qrels, Run], reference: dict[str, dict[str, float]]
+) -> None:
+    qrels, run = collection
+    write_qrels(tmp_path / "qrels.txt", qrels)
+    write_run(tmp_path / "run.txt", run, "sorted")
+    ours = raglabel_eval(tmp_path / "qrels.txt", tmp_path / "run.txt")
+    # Judged queries without a label >= 2: binary metrics NA in raglabel (0 in trec_eval),
+    # nDCG still defined and equal to trec_eval's.
+    for qid in ("q48", "q49"):
+        assert no_relevant(qrels, qid)
+        assert reference[qid]["recip_rank"] == 0.0
+        for k in CUTOFFS:
+            assert math.isnan(ours[qid][f"recall@{k}"])
+            assert math.isnan(ours[qid][f"hit@{k}"])
+            assert reference[qid][f"recall_{k}"] == 0.0
+        assert math.isnan(ours[qid]["mrr"])
+    # q48 retrieves a label-1 passage in its top 20 (gain 1), q49 has only zero gains.
+    assert ours["q49"]["ndcg@20"] == 0.0
+    assert 0.0 < ours["q48"]["ndcg@20"] <= 1.0
+    # Judged queries the run never retrieved for: trec_eval skips them, raglabel scores 0.
+    for qid in ("q50", "q51"):
+        assert qid not in reference
+        assert not no_relevant(qrels, qid)
+        for k in CUTOFFS:
+            for base in ("ndcg", "recall", "precision", "hit"):
+                assert ours[qid][f"{base}@{k}"] == 0.0, f"{qid} {base}@{k}"
+        assert ours[qid]["mrr"] == 0.0
+    # The query nobody judged is not part of the evaluation at all.
+    assert "q_unjudged" not in ours
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_other_collections(tmp_path: Path, seed: int) -> None:
+    qrels, run = make_collection(seed)
+    write_qrels(tmp_path / "qrels.txt", qrels)
+    write_run(tmp_path / "run.txt", run, "shuffled", seed)
+    ours = raglabel_eval(tmp_path / "qrels.txt", tmp_path / "run.txt")
+    compare(ours, trec_eval(qrels, run), qrels)
+
+
+def test_tie_order_is_passage_id_descending_as_bytes(tmp_path: Path) -> None:
+    # Five tied passages with grades 1..5 (labels 0..4 through a custom map) reveal the
+    # order raglabel ranks them in. Bytes: "é" = C3 A9 > "b" > "ab" > "a" > "B".
+    ids = {"a": 0, "ab": 1, "B": 2, "b": 3, "é": 4}
+    (tmp_path / "qrels.txt").write_text(
+        "".join(f"q 0 {d} {label}\n" for d, label in ids.items()), encoding="utf-8"
+    )
+    (tmp_path / "run.txt").write_text(
+        "".join(f"q Q0 {d} {n} 1.5 t\n" for n, d in enumerate(ids)), encoding="utf-8"
+    )
+    grade_map = GradeMap(mapping={0: 1, 1: 2, 2: 3, 3: 4, 4: 5}, negative=None)
+    align = Alignment.from_qrels(read_qrels(tmp_path / "qrels.txt", grade_map))
+    ranked = align.run("x", read_run(tmp_path / "run.txt"))
+    order_by_grade = {1: "a", 2: "ab", 3: "B", 4: "b", 5: "é"}
+    assert [order_by_grade[int(g)] for g in ranked.grades] == ["é", "b", "ab", "a", "B"]
+    # trec_eval agrees: the relevant passage's reciprocal rank gives its position.
+    for position, doc in enumerate(["é", "b", "ab", "a", "B"], start=1):
+        qrels = {"q": {d: (2 if d == doc else 0) for d in ids}}
+        evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}, relevance_level=2)
+        got = evaluator.evaluate({"q": dict.fromkeys(ids, 1.5)})
+        assert got["q"]["recip_rank"] == pytest.approx(1 / position)
+
+
+@pytest.mark.parametrize(
+    ("threshold", "level"),
+    [(3, 1), (4, 2), (5, 3)],
+)
+def test_relevance_threshold_equals_trec_relevance_level(
+    tmp_path: Path, collection: tuple[Qrels, Run], threshold: int, level: int
+) -> None:
+    # grade = label + 2, so "grade >= threshold" is "label >= threshold - 2"
+    qrels, run = collection
+    write_qrels(tmp_path / "qrels.txt", qrels)
+    write_run(tmp_path / "run.txt", run, "shuffled")
+    config = MetricConfig(relevance_threshold=threshold)
+    ours = raglabel_eval(tmp_path / "qrels.txt", tmp_path / "run.txt", config)
+    compare(ours, trec_eval(qrels, run, level), qrels, level)
+
+
+def test_binary_qrels_with_grade_map(tmp_path: Path, collection: tuple[Qrels, Run]) -> None:
+    # Binary labels through --grade-map 0:2,1:5: relevant = grade 5 = label 1 (trec -l 1);
+    # gains 0 and 3 scale every DCG by 3, so nDCG equals trec_eval's on the 0/1 labels.
+    qrels, run = collection
+    binary = {q: {d: int(label >= 2) for d, label in docs.items()} for q, docs in qrels.items()}
+    write_qrels(tmp_path / "qrels.txt", binary)
+    write_run(tmp_path / "run.txt", run, "sorted")
+    grade_map = GradeMap(mapping={0: 2, 1: 5}, negative=None)
+    ours = raglabel_eval(tmp_path / "qrels.txt", tmp_path / "run.txt", grade_map=grade_map)
+    compare(ours, trec_eval(binary, run, 1), binary, 1)
+
+
+REPEATED_RUNS = {
+    # shuffled: the fully sorting path
+    "unsorted": "q Q0 rel 1 0.1 t\nq Q0 top 1 0.9 t\nq Q0 rel 2 0.2 t\nq Q0 other 3 0.15 t\n",
+    # already in score order: the path that only re-orders ties
+    "sorted": "q Q0 top 1 0.9 t\nq Q0 rel 2 0.2 t\nq Q0 other 3 0.15 t\nq Q0 rel 4 0.1 t\n",
+}
+
+
+@pytest.mark.parametrize("layout", sorted(REPEATED_RUNS))
+def test_repeated_passage_keeps_its_best_rank(tmp_path: Path, layout: str) -> None:
+    # "rel" appears twice; its best-ranked occurrence (score 0.2, rank 2) counts.
+    (tmp_path / "qrels.txt").write_text("q 0 rel 3\nq 0 other 0\n", encoding="utf-8")
+    (tmp_path / "run.txt").write_text(REPEATED_RUNS[layout], encoding="utf-8")
+    ours = raglabel_eval(tmp_path / "qrels.txt", tmp_path / "run.txt")
+    theirs = trec_eval(
+        {"q": {"rel": 3, "other": 0}}, {"q": {"top": 0.9, "rel": 0.2, "other": 0.15}}
+    )
+    assert ours["q"]["mrr"] == pytest.approx(0.5)
+    compare(ours, theirs, {"q": {"rel": 3, "other": 0}})
+    # P@5 divides by 5 over 3 distinct passages (the repeat is gone): 1/5
+    assert ours["q"]["precision@5"] == pytest.approx(0.2)
+
+
+def test_cli_json_per_query_equals_trec_eval(
+    tmp_path: Path, collection: tuple[Qrels, Run], reference: dict[str, dict[str, float]]
+) -> None:
+    qrels, run = collection
+    q, r = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    write_qrels(q, qrels)
+    write_run(r, run, "shuffled")
+    command = [sys.executable, "-m", "raglabel", "eval", "--qrels", str(q), "--run", f"x={r}"]
+    command += ["-k", "10", "--metrics", "ndcg@10,recall@10,mrr"]
+    command += ["--format", "json", "--per-query"]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    per_query = report["runs"]["x"]["per_query"]
+    assert set(per_query) == set(qrels)
+    assert report["labels"]["queries"] == len(qrels)
+    assert report["labels"]["graded"] == sum(len(d) for d in qrels.values())
+    for qid, values in per_query.items():
+        if qid not in reference:  # judged but never retrieved: 0, not NA
+            assert values == {"ndcg@10": 0.0, "recall@10": 0.0, "mrr": 0.0}, qid
+            continue
+        theirs = reference[qid]
+        assert values["ndcg@10"] == pytest.approx(theirs["ndcg_cut_10"], abs=1e-9), qid
+        if no_relevant(qrels, qid):
+            assert values["recall@10"] is None, qid
+            assert values["mrr"] is None, qid
+        else:
+            assert values["recall@10"] == pytest.approx(theirs["recall_10"], abs=1e-9), qid
+            assert values["mrr"] == pytest.approx(theirs["recip_rank"], abs=1e-9), qid
+    # The run-level mean leaves NA queries out and counts the rest.
+    valid = report["runs"]["x"]["valid"]
+    assert valid["recall@10"] == len(qrels) - 2
+    assert valid["ndcg@10"] == len(qrels)
+    recalls = [v["recall@10"] for v in per_query.values() if v["recall@10"] is not None]
+    assert report["runs"]["x"]["mean"]["recall@10"] == pytest.approx(
+        sum(recalls) / len(recalls), abs=1e-12
+    )
+    assert "q_unjudged" in done.stderr  # the skipped query is named in a warning
