@@ -111,7 +111,10 @@ def _table(report: Report) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=io.StringIO(), width=max(100, 24 + 22 * len(report.runs)))
+    has_ci = any(result.ci for result in report.runs.values())
+    # Wide enough that a cell with its interval and count never wraps.
+    column = 36 if has_ci else 20
+    console = Console(file=io.StringIO(), width=max(80, 24 + column * len(report.runs)))
     labels = report.labels
     title = (
         f"{labels.queries} queries, {labels.graded} graded pairs, "
