@@ -11,6 +11,12 @@ from pathlib import Path
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
 
 
+def raglabel(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "raglabel", *args], capture_output=True, text=True, check=False
+    )
+
+
 def test_demo_check_script_passes() -> None:
     result = subprocess.run(
         [sys.executable, str(DEMO / "check_demo.py")], capture_output=True, text=True, check=False
@@ -20,13 +26,8 @@ def test_demo_check_script_passes() -> None:
 
 def test_demo_runs_tell_the_reranker_story() -> None:
     runs = sorted(str(p) for p in (DEMO / "runs").glob("*.run"))
-    result = subprocess.run(
-        [sys.executable, "-m", "raglabel", "eval", "--qrels", str(DEMO / "qrels.txt")]
-        + ["--run", *runs, "-k", "5", "--format", "json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    qrels = str(DEMO / "qrels.txt")
+    result = raglabel("eval", "--qrels", qrels, "--run", *runs, "-k", "5", "--format", "json")
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     mean = {name: run["mean"] for name, run in json.loads(result.stdout)["runs"].items()}
@@ -39,13 +40,8 @@ def test_demo_runs_tell_the_reranker_story() -> None:
 
 
 def test_demo_samples_evaluate_with_containment() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "raglabel", "eval", "--samples", str(DEMO / "samples.jsonl")]
-        + ["--metrics", "containment", "--format", "json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    samples = str(DEMO / "samples.jsonl")
+    result = raglabel("eval", "--samples", samples, "--metrics", "containment", "--format", "json")
     assert result.returncode == 0, result.stderr
     value = json.loads(result.stdout)["runs"]["samples"]["mean"]["containment@5"]
     assert 0.5 < value < 1.0
