@@ -1,0 +1,1 @@
+"""Per-tool evaluation scripts, each run as its own process by ``benchmarks/run.py``."""
