@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from raglabel.errors import InputError
 from raglabel.formats.align import Alignment
 from raglabel.formats.maps import GradeMap, parse_gain_map, parse_grade_map
+from raglabel.formats.rows import read_qrels_rows, read_run_rows
 from raglabel.formats.samples import read_samples
 from raglabel.formats.text import normalize
 from raglabel.formats.trec import read_qrels, read_run
@@ -59,12 +61,13 @@ def test_run_accepts_any_whitespace(tmp_path: Path, content: str) -> None:
     ],
     ids=["short-line", "bad-score", "nan", "huge", "bad-utf8", "nul"],
 )
+@pytest.mark.parametrize("reader", [read_run, read_run_rows], ids=["polars", "python"])
 def test_run_errors_name_the_line(
-    tmp_path: Path, content: str | bytes, line: int, fragment: str
+    tmp_path: Path, content: str | bytes, line: int, fragment: str, reader: Callable[[Path], object]
 ) -> None:
     path = write(tmp_path, "bad.run", content)
     with pytest.raises(InputError) as caught:
-        read_run(path)
+        reader(path)
     assert caught.value.line == line
     assert fragment in caught.value.message
     assert str(caught.value).startswith(f"{path}:{line}: ")
@@ -72,10 +75,9 @@ def test_run_errors_name_the_line(
 
 @pytest.mark.parametrize("content", ["", "# only a comment\n\n"])
 def test_empty_files_are_errors(tmp_path: Path, content: str) -> None:
-    with pytest.raises(InputError, match="empty"):
-        read_run(write(tmp_path, "e.run", content))
-    with pytest.raises(InputError, match="empty"):
-        read_qrels(write(tmp_path, "e.qrels", content))
+    for read in (read_run, read_run_rows, read_qrels, read_qrels_rows):
+        with pytest.raises(InputError, match="empty"):
+            read(write(tmp_path, "e.txt", content))
 
 
 def test_missing_file_is_an_error(tmp_path: Path) -> None:
@@ -88,10 +90,13 @@ def test_qrels_default_map_is_trec_scale(tmp_path: Path) -> None:
     assert read_qrels(path)["grade"].to_list() == [2, 3, 4, 5, 1, 1]
 
 
-def test_qrels_label_outside_the_map_names_line_and_option(tmp_path: Path) -> None:
+@pytest.mark.parametrize("reader", [read_qrels, read_qrels_rows], ids=["polars", "python"])
+def test_qrels_label_outside_the_map_names_line_and_option(
+    tmp_path: Path, reader: Callable[[Path], object]
+) -> None:
     path = write(tmp_path, "q", "q1 0 a 0\n# note\nq1 0 b 4\n")
     with pytest.raises(InputError) as caught:
-        read_qrels(path)
+        reader(path)
     assert caught.value.line == 3
     assert "--grade-map" in caught.value.message
 
@@ -111,9 +116,12 @@ def test_qrels_binary_map(tmp_path: Path) -> None:
         ("q1 0 a 1\nq1 0 b 2\nq1 0 a 3\n", 3, "judged twice"),
     ],
 )
-def test_qrels_errors(tmp_path: Path, content: str, line: int, fragment: str) -> None:
+@pytest.mark.parametrize("reader", [read_qrels, read_qrels_rows], ids=["polars", "python"])
+def test_qrels_errors(
+    tmp_path: Path, content: str, line: int, fragment: str, reader: Callable[[Path], object]
+) -> None:
     with pytest.raises(InputError) as caught:
-        read_qrels(write(tmp_path, "q", content))
+        reader(write(tmp_path, "q", content))
     assert caught.value.line == line
     assert fragment in caught.value.message
 
