@@ -64,10 +64,11 @@ def read_run_rows(path: str | Path) -> RunRows:
             if rows and all(map(math.isfinite, scores)):
                 qids = [fields[0] for fields in rows]
                 return RunRows(qids, [fields[2] for fields in rows], scores)
-    return _read_run_exactly(path)
+    return read_run_exactly(path)
 
 
-def _read_run_exactly(path: Path) -> RunRows:
+def read_run_exactly(path: Path) -> RunRows:
+    """Line by line, so that the first bad line is named; for files that need it."""
     qids: list[str] = []
     docids: list[str] = []
     scores: list[float] = []
@@ -102,10 +103,11 @@ def read_qrels_rows(path: str | Path, grade_map: GradeMap | None = None) -> Qrel
             docids = [fields[2] for fields in rows]
             if None not in grades and len(set(zip(qids, docids, strict=True))) == len(rows):
                 return QrelsRows(qids, docids, [g for g in grades if g is not None])
-    return _read_qrels_exactly(path, grade_map)
+    return read_qrels_exactly(path, grade_map)
 
 
-def _read_qrels_exactly(path: Path, grade_map: GradeMap) -> QrelsRows:
+def read_qrels_exactly(path: Path, grade_map: GradeMap) -> QrelsRows:
+    """Line by line, so that the first bad line is named; for files that need it."""
     rows = QrelsRows([], [], [])
     first_line: dict[tuple[str, str], int] = {}
     for number, fields in data_lines(path):

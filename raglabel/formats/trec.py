@@ -12,15 +12,9 @@ import numpy as np
 import polars as pl
 
 from raglabel.errors import InputError
-from raglabel.formats.lines import (
-    check_readable,
-    data_lines,
-    is_canonical,
-    line_of_row,
-    parse_float,
-    parse_int,
-)
+from raglabel.formats.lines import check_readable, is_canonical, line_of_row
 from raglabel.formats.maps import GradeMap
+from raglabel.formats.rows import read_qrels_exactly, read_run_exactly
 
 _QRELS_FIELDS = ("qid", "iteration", "docid", "relevance")
 
@@ -79,25 +73,11 @@ def read_run(path: str | Path) -> pl.DataFrame:
     frame = _fast_frame(path, schema, ["qid", "docid", "score"])
     if frame is not None and frame.height and bool(frame["score"].is_finite().all()):
         return frame
-    qids: list[str] = []
-    docids: list[str] = []
-    scores: list[float] = []
-    for number, fields in data_lines(path):
-        if len(fields) < 6:
-            raise InputError(
-                path,
-                f"expected 6 fields (qid Q0 docid rank score tag), found {len(fields)}",
-                number,
-            )
-        scores.append(parse_float(path, number, fields[4], "score"))
-        qids.append(fields[0])
-        docids.append(fields[2])
-    frame = pl.DataFrame(
-        {"qid": qids, "docid": docids, "score": scores},
+    rows = read_run_exactly(path)
+    return pl.DataFrame(
+        {"qid": rows.qids, "docid": rows.docids, "score": rows.scores},
         schema={"qid": pl.String, "docid": pl.String, "score": pl.Float64},
     )
-    _require_rows(path, frame, "run")
-    return frame
 
 
 def read_qrels(path: str | Path, grade_map: GradeMap | None = None) -> pl.DataFrame:
@@ -114,19 +94,11 @@ def read_qrels(path: str | Path, grade_map: GradeMap | None = None) -> pl.DataFr
     }
     frame = _fast_frame(path, schema, ["qid", "docid", "relevance"])
     if frame is None:
-        rows: dict[str, list[object]] = {"qid": [], "docid": [], "relevance": []}
-        for number, fields in data_lines(path):
-            if len(fields) < 4:
-                raise InputError(
-                    path,
-                    f"expected 4 fields (qid iteration docid relevance), found {len(fields)}",
-                    number,
-                )
-            rows["relevance"].append(parse_int(path, number, fields[3], "relevance"))
-            rows["qid"].append(fields[0])
-            rows["docid"].append(fields[2])
-        frame = pl.DataFrame(
-            rows, schema={"qid": pl.String, "docid": pl.String, "relevance": pl.Int64}
+        # The exact reader maps labels and rejects repeated pairs itself.
+        rows = read_qrels_exactly(path, grade_map)
+        return pl.DataFrame(
+            {"qid": rows.qids, "docid": rows.docids, "grade": rows.grades},
+            schema={"qid": pl.String, "docid": pl.String, "grade": pl.Int8},
         )
     _require_rows(path, frame, "qrels")
     labels = frame["relevance"].to_numpy()
