@@ -33,15 +33,9 @@ class Backend:
 
     def __init__(self, align: RowAlignment, sample_runs: list[RankedRun]) -> None:
         self._align = align
+        self.labels: LabelSet = align.labels
+        self.warnings: list[str] = align.warnings  # the aligner appends to this very list
         self.sample_runs = sample_runs
-
-    @property
-    def labels(self) -> LabelSet:
-        return self._align.labels
-
-    @property
-    def warnings(self) -> list[str]:
-        return self._align.warnings
 
     def fingerprint(self) -> str:
         return self._align.fingerprint
@@ -60,15 +54,9 @@ class PolarsBackend(Backend):
         from raglabel.formats.trec import read_qrels
 
         self._polars = Alignment.from_qrels(read_qrels(qrels, grade_map))
+        self.labels = self._polars.labels
+        self.warnings = self._polars.warnings
         self.sample_runs = []
-
-    @property
-    def labels(self) -> LabelSet:
-        return self._polars.labels
-
-    @property
-    def warnings(self) -> list[str]:
-        return self._polars.warnings
 
     def fingerprint(self) -> str:
         return self._polars.fingerprint()
