@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from raglabel.formats.report import Comparison, CtxRankDetail, LabelsInfo, Report, RunReport
-from raglabel.metrics.ctxrank import ideal_ranks
+from raglabel.metrics.ctxrank import ideal_ranks, passes
 from raglabel.metrics.evaluate import QueryStats, evaluate_run
 from raglabel.metrics.names import MetricKey
 from raglabel.metrics.run import RankedRun
@@ -143,11 +143,11 @@ def _ctx_details(
     for key in keys:
         assert key.k is not None
         score = per_run[key]
+        passed = passes(score, stats.config.ctx_threshold)
         by_query: dict[str, CtxRankDetail] = {}
-        threshold = stats.config.ctx_threshold
         for q, qid in enumerate(stats.labels.query_ids):
             ranks, grades = ideal_ranks(run, q, key.k, stats.gains)
-            ok = None if np.isnan(score[q]) else bool(score[q] >= threshold - 1e-9)
+            ok = None if np.isnan(score[q]) else bool(passed[q])
             by_query[qid] = CtxRankDetail(
                 k=int(ranks.size),
                 actual_ranks=list(range(ranks.size)),

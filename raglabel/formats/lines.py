@@ -46,21 +46,36 @@ def is_canonical(path: Path) -> bool:
 _WHOLE_FILE_BYTES = 64 << 20
 
 
+def clean_text(path: Path) -> str | None:
+    """The whole file as text when it is small, NUL-free and valid UTF-8; else None
+    (a large file is streamed, and a bad one re-read line by line to name the line)."""
+    if path.stat().st_size > _WHOLE_FILE_BYTES:
+        return None
+    data = path.read_bytes()
+    if b"\x00" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def require_fields(path: Path, number: int, fields: list[str], layout: str) -> None:
+    """A line must have at least the fields ``layout`` names (extra ones are ignored)."""
+    wanted = len(layout.split())
+    if len(fields) < wanted:
+        raise InputError(path, f"expected {wanted} fields ({layout}), found {len(fields)}", number)
+
+
 def data_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
     """(line number, fields) of every line that is neither blank nor a ``#`` comment."""
-    if path.stat().st_size <= _WHOLE_FILE_BYTES:
-        data = path.read_bytes()
-        if b"\x00" not in data:
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                pass  # the line-by-line reader below names the line
-            else:
-                for number, line in enumerate(text.split("\n"), start=1):
-                    fields = line.split()
-                    if fields and not fields[0].startswith("#"):
-                        yield number, fields
-                return
+    text = clean_text(path)
+    if text is not None:
+        for number, line in enumerate(text.split("\n"), start=1):
+            fields = line.split()
+            if fields and not fields[0].startswith("#"):
+                yield number, fields
+        return
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if b"\x00" in raw:

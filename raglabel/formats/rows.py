@@ -16,7 +16,14 @@ from pathlib import Path
 import numpy as np
 
 from raglabel.errors import InputError
-from raglabel.formats.lines import check_readable, data_lines, parse_float, parse_int
+from raglabel.formats.lines import (
+    check_readable,
+    clean_text,
+    data_lines,
+    parse_float,
+    parse_int,
+    require_fields,
+)
 from raglabel.formats.maps import GradeMap
 from raglabel.metrics.labels import LabelSet
 from raglabel.metrics.run import RankedRun
@@ -39,12 +46,8 @@ class QrelsRows:
 
 def _split_lines(path: Path) -> list[list[str]] | None:
     """Fields of every data line of a small, clean file; None sends it to the exact reader."""
-    data = path.read_bytes()
-    if b"\x00" in data:
-        return None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
+    text = clean_text(path)
+    if text is None:
         return None
     rows = [line.split() for line in text.split("\n")]
     return [fields for fields in rows if fields and not fields[0].startswith("#")]
@@ -73,12 +76,7 @@ def read_run_exactly(path: Path) -> RunRows:
     docids: list[str] = []
     scores: list[float] = []
     for number, fields in data_lines(path):
-        if len(fields) < 6:
-            raise InputError(
-                path,
-                f"expected 6 fields (qid Q0 docid rank score tag), found {len(fields)}",
-                number,
-            )
+        require_fields(path, number, fields, "qid Q0 docid rank score tag")
         scores.append(parse_float(path, number, fields[4], "score"))
         qids.append(fields[0])
         docids.append(fields[2])
@@ -111,12 +109,7 @@ def read_qrels_exactly(path: Path, grade_map: GradeMap) -> QrelsRows:
     rows = QrelsRows([], [], [])
     first_line: dict[tuple[str, str], int] = {}
     for number, fields in data_lines(path):
-        if len(fields) < 4:
-            raise InputError(
-                path,
-                f"expected 4 fields (qid iteration docid relevance), found {len(fields)}",
-                number,
-            )
+        require_fields(path, number, fields, "qid iteration docid relevance")
         label = parse_int(path, number, fields[3], "relevance")
         grade = grade_map.grade_of(label)
         if grade is None:

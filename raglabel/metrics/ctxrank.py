@@ -8,6 +8,12 @@ from numpy.typing import NDArray
 from raglabel.metrics.run import RankedRun
 
 
+def passes(score: NDArray[np.float64], threshold: float) -> NDArray[np.bool_]:
+    """Whether each ctx_rank_prec score reaches the pass mark (within float rounding)."""
+    passed: NDArray[np.bool_] = score >= threshold - 1e-9
+    return passed
+
+
 def ideal_ranks(
     run: RankedRun, query: int, k: int, gains: NDArray[np.float64]
 ) -> tuple[NDArray[np.int64], NDArray[np.int8]]:

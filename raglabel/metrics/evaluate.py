@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from raglabel.metrics.config import GRADES, MetricConfig
+from raglabel.metrics.ctxrank import passes
 from raglabel.metrics.discount import discount, ideal_dcg
 from raglabel.metrics.labels import LabelSet, counts_from_grades
 from raglabel.metrics.names import MetricKey
@@ -173,7 +174,7 @@ class _RunView:
             best = ideal_dcg(top_counts, np.broadcast_to(stats.gains, (self.n, 6)), kq)
             score = _ratio(100.0 * dcg, best, best > 0)
             out["ctx_rank_prec"] = score
-            passed = (score >= cfg.ctx_threshold - 1e-9).astype(np.float64)
+            passed = passes(score, cfg.ctx_threshold).astype(np.float64)
             out["ctx_rank_pass"] = np.where(np.isnan(score), np.nan, passed)
         return out
 
