@@ -8,8 +8,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from raglabel.errors import InputError
-
 FORMATS = ("table", "json", "csv", "markdown")
 
 
@@ -116,7 +114,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"raglabel eval: warning: {warning}", file=sys.stderr)
     text = render(report, args.format, per_query=args.per_query)
     if args.output:
-        _write_atomically(Path(args.output), text)
+        from raglabel.formats.output import atomic_text
+
+        with atomic_text(Path(args.output)) as handle:
+            handle.write(text)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -126,14 +127,3 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Write beside the target and rename, so a failure never leaves half a report."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise InputError(path, f"cannot write the report: {exc.strerror}") from None

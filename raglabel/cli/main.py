@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from raglabel import __version__
-from raglabel.cli import eval_cmd
+from raglabel.cli import eval_cmd, export_cmd, import_cmd, init_cmd
 from raglabel.errors import InputError, UsageError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -20,6 +20,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"raglabel {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    init_cmd.register(commands)
+    import_cmd.register(commands)
+    export_cmd.register(commands)
     eval_cmd.register(commands)
     return parser
 

@@ -2,36 +2,41 @@
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Self
 
 import numpy as np
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from raglabel.errors import InputError
-from raglabel.formats.lines import check_readable
+from raglabel.formats.jsonl import Identifier, validated
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.rows import QrelsRows, RunRows
-from raglabel.formats.text import normalize
-
-
-def _id_text(value: Any) -> Any:
-    # JSON producers often write numeric ids; an id is its text either way.
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    return value
-
-
-Identifier = Annotated[str, BeforeValidator(_id_text), Field(min_length=1)]
+from raglabel.formats.text import content_id, normalize
 
 
 class RetrievedPassage(BaseModel):
+    """A retrieved passage: its id, its text, or both (text alone is matched by content)."""
+
     model_config = ConfigDict(extra="ignore")
 
-    id: Identifier
+    id: Identifier | None = None
     text: str | None = None
+
+    @model_validator(mode="after")
+    def _identified(self) -> Self:
+        if self.id is None and not (self.text and self.text.strip()):
+            raise ValueError("a retrieved passage needs an id or a text")
+        return self
+
+    def key(self) -> str:
+        """The id, or for text alone an id derived from the normalised text."""
+        if self.id is not None:
+            return self.id
+        assert self.text is not None
+        return content_id(self.text)
 
 
 class ActualOutput(BaseModel):
@@ -84,10 +89,19 @@ class SampleSet:
     answered: set[str]  # queries with an expected answer
 
 
-def _describe(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(line)"
-    return f"field {where}: {first['msg']}"
+def samples_in(path: str | Path) -> Iterator[tuple[int, Sample]]:
+    """Every sample with its line number; a repeated sample id is an error."""
+    path = Path(path)
+    seen: dict[str, int] = {}
+    for number, sample in validated(path, Sample):
+        if sample.id in seen:
+            raise InputError(
+                path, f"sample id {sample.id!r} already used on line {seen[sample.id]}", number
+            )
+        seen[sample.id] = number
+        yield number, sample
+    if not seen:
+        raise InputError(path, "has no samples (the file is empty)")
 
 
 def read_samples(path: str | Path, grade_map: GradeMap | None = None) -> SampleSet:
@@ -95,54 +109,32 @@ def read_samples(path: str | Path, grade_map: GradeMap | None = None) -> SampleS
 
     A list ``expected_output`` means binary relevance (relevant -> grade 5, as with
     ``--grade-map 0:2,1:5``); a map gives grades 1..5, or labels through ``grade_map``.
+    A retrieved passage given by text alone gets an id derived from that text.
     """
     path = Path(path)
-    check_readable(path)
     qrels = QrelsRows([], [], [])
     run = RunRows([], [], None, [])
     k_override: dict[str, int] = {}
     answered: set[str] = set()
-    seen: dict[str, int] = {}
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise InputError(path, "is not valid UTF-8", number) from None
-            if not text.strip():
-                continue
-            try:
-                sample = Sample.model_validate(json.loads(text))
-            except json.JSONDecodeError as exc:
-                raise InputError(path, f"not valid JSON ({exc.msg})", number) from None
-            except ValidationError as exc:
-                raise InputError(path, _describe(exc), number) from None
-            if sample.id in seen:
-                raise InputError(
-                    path, f"sample id {sample.id!r} already used on line {seen[sample.id]}", number
-                )
-            seen[sample.id] = number
-            gold = _gold_grades(path, number, sample, grade_map)
-            for docid, grade in gold.items():
-                qrels.qids.append(sample.id)
-                qrels.docids.append(docid)
-                qrels.grades.append(grade)
-            answer = normalize(sample.expected_answer) if sample.expected_answer else ""
-            if answer:
-                answered.add(sample.id)
-            if sample.metadata is not None and sample.metadata.k is not None:
-                k_override[sample.id] = sample.metadata.k
-            for passage in sample.retrieved():
-                run.qids.append(sample.id)
-                run.docids.append(passage.id)
-                assert run.contains is not None
-                run.contains.append(bool(answer) and answer in normalize(passage.text or ""))
-    if not seen:
-        raise InputError(path, "has no samples (the file is empty)")
+    for number, sample in samples_in(path):
+        for docid, grade in gold_grades(path, number, sample, grade_map).items():
+            qrels.qids.append(sample.id)
+            qrels.docids.append(docid)
+            qrels.grades.append(grade)
+        answer = normalize(sample.expected_answer) if sample.expected_answer else ""
+        if answer:
+            answered.add(sample.id)
+        if sample.metadata is not None and sample.metadata.k is not None:
+            k_override[sample.id] = sample.metadata.k
+        for passage in sample.retrieved():
+            run.qids.append(sample.id)
+            run.docids.append(passage.key())
+            assert run.contains is not None
+            run.contains.append(bool(answer) and answer in normalize(passage.text or ""))
     return SampleSet(qrels=qrels, run=run, k_override=k_override, answered=answered)
 
 
-def _gold_grades(
+def gold_grades(
     path: Path, number: int, sample: Sample, grade_map: GradeMap | None
 ) -> dict[str, int]:
     expected = sample.expected_output

@@ -1,0 +1,69 @@
+"""``raglabel export``: a project's labels as TREC qrels, JSONL or CSV."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from raglabel.cli.options import grade_map_option
+
+
+def register(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "export",
+        help="export labels as TREC qrels, JSONL or CSV",
+        description=(
+            "Write a project's labels out. Qrels hold one resolved grade per pair, mapped back "
+            "to labels through the grade map; JSONL and CSV hold each annotator's current "
+            "grade, or with --history every event of the log."
+        ),
+    )
+    parser.add_argument("db", metavar="DB", help="the project file")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--qrels", metavar="F", help="TREC qrels of the resolved grades")
+    target.add_argument("--jsonl", metavar="F", help="JSON Lines, one grade (or event) a line")
+    target.add_argument("--csv", metavar="F", help="CSV with a header, one grade (or event) a row")
+    parser.add_argument(
+        "--grade-map",
+        metavar="MAP",
+        help="label:grade pairs, used in reverse for qrels (default 0:2,1:3,2:4,3:5, <0:1)",
+    )
+    parser.add_argument(
+        "--history", action="store_true", help="JSONL/CSV: every event, not current grades"
+    )
+    parser.add_argument(
+        "--policy",
+        choices=("median", "max", "min"),
+        default="median",
+        help="qrels: how several annotators' grades resolve to one (default median)",
+    )
+    parser.add_argument("--annotator", metavar="NAME", help="qrels: one annotator's grades only")
+    parser.add_argument(
+        "--fill-with-judge",
+        action="store_true",
+        help="qrels: judge suggestions fill pairs no human graded",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from raglabel.formats.maps import GradeMap
+    from raglabel.storage.export import export_csv, export_jsonl, export_qrels
+    from raglabel.storage.labels import LabelChoice
+    from raglabel.storage.project import Project
+
+    with Project.open(args.db) as project:
+        if args.qrels:
+            choice = LabelChoice(args.policy, args.annotator, args.fill_with_judge)
+            grade_map = grade_map_option(args.grade_map) or GradeMap()
+            count = export_qrels(project.conn, Path(args.qrels), grade_map, choice)
+            target, what = args.qrels, "judged pairs"
+        elif args.jsonl:
+            count = export_jsonl(project.conn, Path(args.jsonl), history=args.history)
+            target, what = args.jsonl, "events" if args.history else "grades"
+        else:
+            count = export_csv(project.conn, Path(args.csv), history=args.history)
+            target, what = args.csv, "events" if args.history else "grades"
+    print(f"wrote {count} {what} to {target}")
+    return 0

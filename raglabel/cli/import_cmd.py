@@ -1,0 +1,144 @@
+"""``raglabel import``: corpora, labels and runs into a project, all or nothing."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from raglabel.cli.options import grade_map_option, named_file
+from raglabel.errors import UsageError
+
+
+def register(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "import",
+        help="import queries, passages, labels and runs into a project",
+        description=(
+            "Import into a project. Everything given is read and checked first, then written "
+            "in one transaction: a bad line anywhere leaves the project exactly as it was."
+        ),
+        epilog=(
+            "examples:\n"
+            "  raglabel import project.db --queries queries.tsv --passages passages.jsonl\n"
+            "  raglabel import project.db --qrels qrels.txt --annotator alice "
+            "--run bm25=bm25.run\n"
+            "  raglabel import project.db --beir scifact --split test\n"
+            "  raglabel import project.db --samples rag=samples.jsonl"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("db", metavar="DB", help="the project file (see raglabel init)")
+    parser.add_argument("--queries", metavar="F", help="queries: TSV qid<TAB>text, or JSONL")
+    parser.add_argument(
+        "--passages", metavar="F", help="passages: JSONL (id, text, title, metadata), or TSV"
+    )
+    parser.add_argument("--qrels", metavar="F", help="TREC qrels: qid iteration docid relevance")
+    parser.add_argument(
+        "--grade-map", metavar="MAP", help="label:grade pairs for qrels (default 0:2,1:3,2:4,3:5)"
+    )
+    parser.add_argument(
+        "--annotator",
+        metavar="NAME",
+        help="whose grades the labels are (default: the label file's name)",
+    )
+    parser.add_argument(
+        "--run",
+        metavar="NAME=F",
+        action="extend",
+        nargs="+",
+        default=[],
+        help="a TREC run; NAME defaults to the file's stem",
+    )
+    parser.add_argument("--beir", metavar="DIR", help="a BEIR folder: corpus, queries and qrels")
+    parser.add_argument("--split", default="test", help="the BEIR qrels split (default test)")
+    parser.add_argument(
+        "--samples", metavar="[NAME=]F", help="samples JSONL: queries, gold grades and one run"
+    )
+    parser.add_argument(
+        "--labels", metavar="F", help="a label file raglabel export wrote (JSONL or CSV)"
+    )
+    parser.add_argument(
+        "--depth",
+        type=int,
+        default=20,
+        metavar="N",
+        help="pool depth: each run's top N passages per query become candidates (default 20)",
+    )
+    parser.add_argument(
+        "--replace", action="store_true", help="replace runs that already have the same name"
+    )
+    parser.set_defaults(handler=run)
+
+
+@contextmanager
+def _progress(total: int) -> Iterator[Any]:
+    """A step bar on a terminal; plain silence otherwise (CI logs stay clean)."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    with bar:
+        yield bar, bar.add_task("importing", total=total)
+
+
+def run(args: argparse.Namespace) -> int:
+    from raglabel.storage.importer import ImportRequest, run_import
+    from raglabel.storage.project import Project
+
+    if args.depth < 1:
+        raise UsageError("--depth must be at least 1")
+    request = ImportRequest(
+        queries=_path(args.queries),
+        passages=_path(args.passages),
+        qrels=_path(args.qrels),
+        grade_map=grade_map_option(args.grade_map),
+        annotator=args.annotator,
+        runs=[named_file(spec, "--run") for spec in args.run],
+        beir=_path(args.beir),
+        split=args.split,
+        samples=named_file(args.samples, "--samples") if args.samples else None,
+        labels=_path(args.labels),
+        depth=args.depth,
+        replace=args.replace,
+    )
+    names = [name for name, _ in request.runs] + ([request.samples[0]] if request.samples else [])
+    if len(set(names)) != len(names):
+        raise UsageError("two runs have the same name; name them with --run NAME=FILE")
+    steps = sum(bool(x) for x in (args.queries, args.passages, args.qrels, args.beir, args.samples))
+    steps += 2 * len(request.runs) + bool(args.labels) + 1
+    if steps == 1:
+        raise UsageError("nothing to import: give --queries, --passages, --qrels, --run, ...")
+    with Project.open(args.db) as project, _progress(steps) as bar:
+
+        def advance(description: str) -> None:
+            if bar is not None:
+                progress, task = bar
+                progress.update(task, description=description, advance=1)
+
+        summary = run_import(project, request, advance)
+    for warning in summary.warnings:
+        print(f"raglabel import: warning: {warning}", file=sys.stderr)
+    parts = [f"{what}: {count}" for what, count in summary.counts.items() if count]
+    print(f"imported into {args.db}: {', '.join(parts) or 'nothing new'}")
+    if summary.matched:
+        how = ", ".join(f"{count} {kind}" for kind, count in sorted(summary.matched.items()))
+        print(f"retrieved passages matched by: {how}")
+    return 0
+
+
+def _path(value: str | None) -> Path | None:
+    return None if value is None else Path(value)

@@ -1,0 +1,103 @@
+"""``raglabel export``: labels out as TREC qrels, JSONL or CSV."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from raglabel.errors import UsageError
+from raglabel.formats.maps import GradeMap
+from raglabel.formats.output import atomic_text
+from raglabel.storage.labelfile import FIELDS
+from raglabel.storage.labels import LabelChoice, resolved_labels
+
+
+def reverse_map(grade_map: GradeMap) -> dict[int, int]:
+    """Grade -> label; each grade used must come from exactly one label of the map."""
+    reverse: dict[int, list[int]] = {}
+    for label, grade in grade_map.mapping.items():
+        reverse.setdefault(grade, []).append(label)
+    if grade_map.negative is not None and grade_map.negative not in reverse:
+        reverse[grade_map.negative] = [-1]
+    for grade, labels in reverse.items():
+        if len(labels) > 1:
+            shown = " and ".join(str(label) for label in sorted(labels))
+            raise UsageError(
+                f"--grade-map: grade {grade} comes from labels {shown}; to write qrels, "
+                "each grade needs one label"
+            )
+    return {grade: labels[0] for grade, labels in reverse.items()}
+
+
+def export_qrels(
+    conn: sqlite3.Connection, path: Path, grade_map: GradeMap, choice: LabelChoice
+) -> int:
+    """Resolved grades as ``qid 0 docid label`` lines, sorted, labels via the reversed map."""
+    labels = reverse_map(grade_map)
+    resolved = resolved_labels(conn, choice)
+    rows = sorted(
+        zip(resolved.qrels.qids, resolved.qrels.docids, resolved.qrels.grades, strict=True)
+    )
+    missing = sorted({grade for _, _, grade in rows} - set(labels))
+    if missing:
+        raise UsageError(
+            f"--grade-map ({grade_map.describe()}) gives no label for grade "
+            f"{', '.join(map(str, missing))}; name one for every grade in the project"
+        )
+    with atomic_text(path) as handle:
+        for qid, docid, grade in rows:
+            handle.write(f"{qid} 0 {docid} {labels[grade]}\n")
+    return len(rows)
+
+
+_EVENT_COLUMNS = (
+    "e.id, q.ext_id, p.ext_id, a.name, e.kind, e.grade, e.target, e.note, e.source, e.model,"
+    " e.origin, e.shown_at, e.graded_at, e.active_ms, e.accepted_suggestion"
+)
+_EVENT_JOINS = (
+    " JOIN query q ON q.id = e.query_id JOIN passage p ON p.id = e.passage_id"
+    " JOIN annotator a ON a.id = e.annotator_id"
+)
+
+
+def _records(conn: sqlite3.Connection, history: bool) -> Iterator[dict[str, Any]]:
+    if history:
+        sql = f"SELECT {_EVENT_COLUMNS} FROM event e {_EVENT_JOINS} ORDER BY e.id"
+    else:
+        # Each standing grade with the event that set it, so times and source travel along.
+        sql = (
+            f"SELECT {_EVENT_COLUMNS} FROM current_grade c JOIN event e ON e.id = c.event_id"
+            f" {_EVENT_JOINS} ORDER BY q.ext_id, p.ext_id, a.name"
+        )
+    for row in conn.execute(sql):
+        record = dict(zip(FIELDS, row, strict=True))
+        if record["accepted_suggestion"] is not None:
+            record["accepted_suggestion"] = bool(record["accepted_suggestion"])
+        if not history:
+            record["event"] = None
+        yield record
+
+
+def export_jsonl(conn: sqlite3.Connection, path: Path, *, history: bool) -> int:
+    count = 0
+    with atomic_text(path) as handle:
+        for record in _records(conn, history):
+            compact = {key: value for key, value in record.items() if value is not None}
+            handle.write(json.dumps(compact, ensure_ascii=False) + "\n")
+            count += 1
+    return count
+
+
+def export_csv(conn: sqlite3.Connection, path: Path, *, history: bool) -> int:
+    count = 0
+    with atomic_text(path, newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=FIELDS)
+        writer.writeheader()
+        for record in _records(conn, history):
+            writer.writerow(record)
+            count += 1
+    return count

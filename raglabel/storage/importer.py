@@ -1,0 +1,295 @@
+"""``raglabel import``: every input read and checked first, then written in one transaction.
+
+Reading first means a bad line anywhere stops the import before the database is
+touched; writing in one transaction means a failure while writing (a disk error, a run
+name already taken) leaves the file exactly as it was too.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from raglabel.formats.corpus import (
+    PassageRecord,
+    QueryRecord,
+    read_beir,
+    read_passages,
+    read_queries,
+)
+from raglabel.formats.maps import GradeMap
+from raglabel.formats.rows import QrelsRows, read_qrels_rows
+from raglabel.formats.samples import Sample, gold_grades, samples_in
+from raglabel.storage.grades import GradeEvent, append_many, event_row
+from raglabel.storage.items import annotator_id, ensure_passages, ensure_queries
+from raglabel.storage.labelfile import LabelLine, read_label_file
+from raglabel.storage.matching import PassageIndex
+from raglabel.storage.project import Project, now
+from raglabel.storage.runs import Ranking, Run, rank_trec_file, store
+
+#: Default pool depth: how many of each run's top passages per query become candidates.
+DEFAULT_DEPTH = 20
+
+
+@dataclass
+class ImportRequest:
+    queries: Path | None = None
+    passages: Path | None = None
+    qrels: Path | None = None
+    grade_map: GradeMap | None = None
+    annotator: str | None = None
+    runs: Sequence[tuple[str, Path]] = ()
+    beir: Path | None = None
+    split: str = "test"
+    samples: tuple[str, Path] | None = None
+    labels: Path | None = None
+    depth: int = DEFAULT_DEPTH
+    replace: bool = False
+
+
+@dataclass
+class ImportSummary:
+    counts: Counter[str] = field(default_factory=Counter)
+    matched: Counter[str] = field(default_factory=Counter)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Parsed:
+    queries: list[QueryRecord] = field(default_factory=list)
+    passages: list[PassageRecord] = field(default_factory=list)
+    qrels: list[tuple[QrelsRows, str]] = field(default_factory=list)  # (rows, annotator)
+    runs: list[Run] = field(default_factory=list)
+    samples: list[tuple[int, Sample]] = field(default_factory=list)
+    labels: list[LabelLine] = field(default_factory=list)
+
+
+Progress = Callable[[str], None]
+
+
+def run_import(
+    project: Project, request: ImportRequest, progress: Progress | None = None
+) -> ImportSummary:
+    step = progress or (lambda _: None)
+    parsed = _parse(request, step)
+    summary = ImportSummary()
+    step("writing to the project")
+    with project.write():
+        conn = project.conn
+        _write_corpus(conn, parsed, summary)
+        for rows, annotator in parsed.qrels:
+            _write_qrels(conn, rows, annotator, summary)
+        for run in parsed.runs:
+            step(f"storing run {run.name!r}")
+            counts = store(conn, run, depth=request.depth, replace=request.replace)
+            summary.counts["runs"] += 1
+            summary.counts["run entries"] += counts["entries"]
+            if run.repeats:
+                summary.warnings.append(
+                    f"run {run.name!r}: {len(run.repeats)} repeated passage id(s) dropped, "
+                    f"keeping the best-ranked ({', '.join(run.repeats[:3])}"
+                    f"{', ...' if len(run.repeats) > 3 else ''})"
+                )
+        if request.samples is not None:
+            _write_samples(conn, request, parsed.samples, summary)
+        if parsed.labels:
+            assert request.labels is not None
+            _write_labels(conn, parsed.labels, summary)
+    return summary
+
+
+def _parse(request: ImportRequest, step: Progress) -> _Parsed:
+    parsed = _Parsed()
+    if request.queries:
+        step(f"reading {request.queries}")
+        parsed.queries += read_queries(request.queries)
+    if request.passages:
+        step(f"reading {request.passages}")
+        parsed.passages += read_passages(request.passages)
+    if request.beir:
+        step(f"reading {request.beir}")
+        beir = read_beir(request.beir, request.split, request.grade_map)
+        parsed.queries += beir.queries
+        parsed.passages += beir.passages
+        who = request.annotator or f"{request.beir.name}/{request.split}"
+        parsed.qrels.append((beir.qrels, who))
+    if request.qrels:
+        step(f"reading {request.qrels}")
+        rows = read_qrels_rows(request.qrels, request.grade_map)
+        parsed.qrels.append((rows, request.annotator or request.qrels.name))
+    for name, path in request.runs:
+        step(f"reading run {name!r} from {path}")
+        parsed.runs.append(rank_trec_file(name, path))
+    if request.samples:
+        step(f"reading {request.samples[1]}")
+        parsed.samples = list(samples_in(request.samples[1]))
+        # Gold grades are checked now, so a bad one fails before anything is written.
+        for number, sample in parsed.samples:
+            gold_grades(request.samples[1], number, sample, request.grade_map)
+    if request.labels:
+        step(f"reading {request.labels}")
+        parsed.labels = [line for _, line in read_label_file(request.labels)]
+    return parsed
+
+
+def _json(value: dict[str, Any] | None) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _write_corpus(conn: sqlite3.Connection, parsed: _Parsed, summary: ImportSummary) -> None:
+    if parsed.queries:
+        before = conn.execute("SELECT count(*) FROM query").fetchone()[0]
+        conn.executemany(
+            "INSERT INTO query (ext_id, text, expected_answer, metadata) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (ext_id) DO UPDATE SET text = excluded.text,"
+            " expected_answer = coalesce(excluded.expected_answer, expected_answer),"
+            " metadata = coalesce(excluded.metadata, metadata)",
+            ((q.id, q.text, q.expected_answer, _json(q.metadata())) for q in parsed.queries),
+        )
+        added = conn.execute("SELECT count(*) FROM query").fetchone()[0] - before
+        summary.counts["queries added"] += added
+        summary.counts["queries updated"] += len(parsed.queries) - added
+    if parsed.passages:
+        before = conn.execute("SELECT count(*) FROM passage").fetchone()[0]
+        conn.executemany(
+            "INSERT INTO passage (ext_id, title, text, metadata) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (ext_id) DO UPDATE SET title = excluded.title, text = excluded.text,"
+            " metadata = excluded.metadata",
+            ((p.id, p.title, p.text, _json(p.metadata)) for p in parsed.passages),
+        )
+        added = conn.execute("SELECT count(*) FROM passage").fetchone()[0] - before
+        summary.counts["passages added"] += added
+        summary.counts["passages updated"] += len(parsed.passages) - added
+
+
+def _grade_events(
+    conn: sqlite3.Connection, triples: list[tuple[str, str, int]], annotator: str, origin: str
+) -> int:
+    """Imported grades as events by ``annotator``; their pairs become candidates."""
+    queries = ensure_queries(conn, (q for q, _, _ in triples))
+    passages = ensure_passages(conn, (p for _, p, _ in triples))
+    who = annotator_id(conn, annotator)
+    stamp = now()
+    conn.executemany(
+        "INSERT OR IGNORE INTO candidate (query_id, passage_id) VALUES (?, ?)",
+        ((queries[q], passages[p]) for q, p, _ in triples),
+    )
+    append_many(
+        conn,
+        (
+            (
+                queries[q],
+                passages[p],
+                who,
+                "grade",
+                g,
+                None,
+                None,
+                "human",
+                None,
+                origin,
+                None,
+                stamp,
+                None,
+                None,
+            )
+            for q, p, g in triples
+        ),
+    )
+    return len(triples)
+
+
+def _write_qrels(
+    conn: sqlite3.Connection, rows: QrelsRows, annotator: str, summary: ImportSummary
+) -> None:
+    triples = list(zip(rows.qids, rows.docids, rows.grades, strict=True))
+    summary.counts["grades"] += _grade_events(conn, triples, annotator, f"qrels:{annotator}")
+
+
+def _write_samples(
+    conn: sqlite3.Connection,
+    request: ImportRequest,
+    samples: list[tuple[int, Sample]],
+    summary: ImportSummary,
+) -> None:
+    assert request.samples is not None
+    name, path = request.samples
+    index = PassageIndex(conn.execute("SELECT ext_id, text FROM passage WHERE text IS NOT NULL"))
+    triples: list[tuple[str, str, int]] = []
+    rankings: list[Ranking] = []
+    texts: dict[str, str] = {}
+    for number, sample in samples:
+        conn.execute(
+            "INSERT INTO query (ext_id, text, expected_answer, k) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (ext_id) DO UPDATE SET text = excluded.text,"
+            " expected_answer = excluded.expected_answer, k = excluded.k",
+            (
+                sample.id,
+                sample.input.question,
+                sample.expected_answer,
+                sample.metadata.k if sample.metadata else None,
+            ),
+        )
+        gold = gold_grades(path, number, sample, request.grade_map)
+        triples += [(sample.id, pid, grade) for pid, grade in gold.items()]
+        ranked: list[str] = []
+        for passage in sample.retrieved():
+            if passage.id is not None:
+                index.note_id()
+                ext_id = passage.id
+            else:
+                assert passage.text is not None
+                ext_id, _ = index.match(passage.text, prefer=gold)
+            if passage.text and ext_id not in texts:
+                texts[ext_id] = passage.text
+            if ext_id not in ranked:
+                ranked.append(ext_id)
+        rankings.append(Ranking(sample.id, ranked, None))
+    summary.counts["samples"] += len(samples)
+    summary.counts["grades"] += _grade_events(
+        conn, triples, request.annotator or path.name, f"samples:{path.name}"
+    )
+    run = Run(name, str(path), rankings)
+    counts = store(conn, run, depth=request.depth, replace=request.replace)
+    summary.counts["runs"] += 1
+    summary.counts["run entries"] += counts["entries"]
+    # Retrieved text fills passages the corpus did not give text for; it never
+    # overwrites a text the project already holds.
+    ensure_passages(conn, texts)
+    conn.executemany(
+        "UPDATE passage SET text = ? WHERE ext_id = ? AND text IS NULL",
+        ((text, ext_id) for ext_id, text in texts.items()),
+    )
+    summary.matched.update(index.counts)
+
+
+def _write_labels(conn: sqlite3.Connection, lines: list[LabelLine], summary: ImportSummary) -> None:
+    queries = ensure_queries(conn, (line.query for line in lines))
+    passages = ensure_passages(conn, (line.passage for line in lines))
+    annotators = {name: annotator_id(conn, name) for name in {line.annotator for line in lines}}
+    first = conn.execute("SELECT coalesce(max(id), 0) FROM event").fetchone()[0] + 1
+    # The events keep their order, so each gets first + its position as its new id;
+    # undo targets are renumbered the same way.
+    renumber = {line.event: first + i for i, line in enumerate(lines) if line.event is not None}
+    rows = []
+    for line in lines:
+        event = GradeEvent.model_validate(
+            line.model_dump(exclude={"event"})
+            | {"target": None if line.target is None else renumber[line.target]}
+        )
+        rows.append(
+            event_row(
+                event, queries[line.query], passages[line.passage], annotators[line.annotator]
+            )
+        )
+    conn.executemany(
+        "INSERT OR IGNORE INTO candidate (query_id, passage_id) VALUES (?, ?)",
+        {(queries[line.query], passages[line.passage]) for line in lines},
+    )
+    append_many(conn, rows)
+    summary.counts["label events"] += len(lines)

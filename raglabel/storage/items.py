@@ -1,0 +1,49 @@
+"""Queries, passages and annotators by their external ids, created on first mention."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+
+
+def _ensure(conn: sqlite3.Connection, table: str, ext_ids: Iterable[str]) -> dict[str, int]:
+    wanted = list(dict.fromkeys(ext_ids))
+    known: dict[str, int] = {}
+    # Chunks keep each IN list under SQLite's bound-parameter limit.
+    for start in range(0, len(wanted), 30_000):
+        chunk = wanted[start : start + 30_000]
+        marks = ",".join("?" * len(chunk))
+        known.update(
+            conn.execute(f"SELECT ext_id, id FROM {table} WHERE ext_id IN ({marks})", chunk)
+        )
+    missing = [ext for ext in wanted if ext not in known]
+    if missing:
+        # Inside the caller's write transaction nobody else inserts, so new rows take
+        # consecutive ids after the current maximum, in insertion order.
+        top = conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0]
+        conn.executemany(
+            f"INSERT INTO {table} (id, ext_id) VALUES (?, ?)",
+            ((top + i, ext) for i, ext in enumerate(missing, start=1)),
+        )
+        known.update((ext, top + i) for i, ext in enumerate(missing, start=1))
+    return known
+
+
+def ensure_queries(conn: sqlite3.Connection, ext_ids: Iterable[str]) -> dict[str, int]:
+    return _ensure(conn, "query", ext_ids)
+
+
+def ensure_passages(conn: sqlite3.Connection, ext_ids: Iterable[str]) -> dict[str, int]:
+    return _ensure(conn, "passage", ext_ids)
+
+
+def annotator_id(conn: sqlite3.Connection, name: str) -> int:
+    row = conn.execute("SELECT id FROM annotator WHERE name = ?", (name,)).fetchone()
+    if row is not None:
+        return int(row[0])
+    return int(conn.execute("INSERT INTO annotator (name) VALUES (?)", (name,)).lastrowid or 0)
+
+
+def lookup(conn: sqlite3.Connection, table: str, ext_id: str) -> int | None:
+    row = conn.execute(f"SELECT id FROM {table} WHERE ext_id = ?", (ext_id,)).fetchone()
+    return None if row is None else int(row[0])

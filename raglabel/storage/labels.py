@@ -1,0 +1,105 @@
+"""The label set metrics use: one resolved grade per (query, passage)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from raglabel.errors import UsageError
+from raglabel.formats.rows import QrelsRows
+
+Policy = Literal["median", "max", "min"]
+POLICIES: tuple[Policy, ...] = ("median", "max", "min")
+
+
+def resolve(grades: Sequence[int], policy: Policy = "median") -> int:
+    """One grade from several annotators' grades; the median takes the lower middle."""
+    if not grades:
+        raise ValueError("no grades to resolve")
+    if policy == "max":
+        return max(grades)
+    if policy == "min":
+        return min(grades)
+    ordered = sorted(grades)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+@dataclass(frozen=True)
+class LabelChoice:
+    """Which grades become labels: a policy over annotators, or one annotator's alone."""
+
+    policy: Policy = "median"
+    annotator: str | None = None
+    fill_with_judge: bool = False
+
+    def describe(self) -> str:
+        who = (
+            f"annotator {self.annotator!r}"
+            if self.annotator
+            else f"{self.policy} over annotators' current grades"
+        )
+        extra = "; judge suggestions fill ungraded pairs" if self.fill_with_judge else ""
+        return f"human: {who}{extra}"
+
+
+@dataclass(frozen=True)
+class ResolvedLabels:
+    qrels: QrelsRows
+    human: int  # pairs graded by people
+    judge_filled: int  # pairs graded only by a judge, used because the user asked
+    source: str
+
+
+def resolved_labels(conn: sqlite3.Connection, choice: LabelChoice) -> ResolvedLabels:
+    if choice.annotator is not None:
+        known = conn.execute(
+            "SELECT 1 FROM annotator WHERE name = ?", (choice.annotator,)
+        ).fetchone()
+        if known is None:
+            raise UsageError(f"--annotator {choice.annotator!r}: nobody of that name graded here")
+    per_pair: dict[tuple[str, str], list[int]] = defaultdict(list)
+    rows = conn.execute(
+        "SELECT q.ext_id, p.ext_id, c.grade, a.name FROM current_grade c"
+        " JOIN query q ON q.id = c.query_id JOIN passage p ON p.id = c.passage_id"
+        " JOIN annotator a ON a.id = c.annotator_id"
+    )
+    for qid, pid, grade, name in rows:
+        if choice.annotator is None or name == choice.annotator:
+            per_pair[(qid, pid)].append(grade)
+    labels = {pair: resolve(grades, choice.policy) for pair, grades in per_pair.items()}
+    human = len(labels)
+    filled = 0
+    models: set[str] = set()
+    if choice.fill_with_judge:
+        for pair, (grade, used) in _judge_grades(conn).items():
+            if pair not in labels:
+                labels[pair] = grade
+                models.update(used)
+                filled += 1
+    qrels = QrelsRows([], [], [])
+    for (qid, pid), grade in labels.items():
+        qrels.qids.append(qid)
+        qrels.docids.append(pid)
+        qrels.grades.append(grade)
+    source = choice.describe()
+    if choice.fill_with_judge:
+        source += f" ({filled} pairs from {', '.join(sorted(models)) or 'no model'})"
+    return ResolvedLabels(qrels, human, filled, source)
+
+
+def _judge_grades(conn: sqlite3.Connection) -> dict[tuple[str, str], tuple[int, set[str]]]:
+    """Each pair's judge grade: the latest suggestion per model, then the lower median."""
+    latest: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
+    rows = conn.execute(
+        "SELECT q.ext_id, p.ext_id, s.model, s.grade FROM suggestion s"
+        " JOIN query q ON q.id = s.query_id JOIN passage p ON p.id = s.passage_id"
+        " ORDER BY s.id"
+    )
+    for qid, pid, model, grade in rows:
+        latest[(qid, pid)][model] = grade
+    return {
+        pair: (resolve(list(by_model.values())), set(by_model)) for pair, by_model in latest.items()
+    }

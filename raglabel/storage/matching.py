@@ -1,0 +1,85 @@
+"""Matching retrieved text to known passages when a run carries text but no stable ids.
+
+Texts are compared after ``normalize_passage``. A chunk whose normalised text equals a
+passage's is that passage; otherwise a chunk found inside one passage's text (a span
+the chunker cut out of it) is that passage. Short chunks are not span-matched: a
+few words occur inside too many passages to say which one was retrieved.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from collections.abc import Iterable
+from typing import Literal
+
+from raglabel.formats.text import content_id, normalize_passage
+
+#: Shortest normalised chunk (in characters) that may match as a span of a passage.
+MIN_SPAN_CHARS = 40
+
+How = Literal["id", "exact", "span", "new"]
+
+
+class PassageIndex:
+    """Known passages' normalised texts, searchable for equality and for contained spans."""
+
+    def __init__(self, passages: Iterable[tuple[str, str]]) -> None:
+        self._exact: dict[str, str] = {}
+        self._ids: list[str] = []
+        self._position: dict[str, int] = {}
+        self._starts: list[int] = []
+        parts: list[str] = []
+        position = 0
+        for ext_id, text in passages:
+            norm = normalize_passage(text)
+            if not norm:
+                continue
+            self._exact.setdefault(norm, ext_id)
+            self._position[ext_id] = len(self._ids)
+            self._ids.append(ext_id)
+            self._starts.append(position)
+            parts.append(norm)
+            position += len(norm) + 1
+        # One string, passages separated by NUL (which normalisation removes), so a
+        # single C-speed find() scans the whole corpus for a span.
+        self._haystack = "\x00".join(parts)
+        self._added: dict[str, str] = {}
+        self.counts: Counter[How] = Counter()
+
+    def match(self, text: str, prefer: Iterable[str] = ()) -> tuple[str, How]:
+        """The passage id this text is, and how it was found; unmatched text gets a new id.
+
+        ``prefer`` lists passages to try first for a span (e.g. the query's gold
+        passages), so a span that two passages share goes to the one the labels name.
+        """
+        norm = normalize_passage(text)
+        hit = self._exact.get(norm) or self._added.get(norm)
+        if hit is not None:
+            return self._count(hit, "exact")
+        if len(norm) >= MIN_SPAN_CHARS:
+            for ext_id in prefer:
+                if norm in self._text_of(ext_id):
+                    return self._count(ext_id, "span")
+            found = self._haystack.find(norm)
+            if found >= 0:
+                index = bisect.bisect_right(self._starts, found) - 1
+                return self._count(self._ids[index], "span")
+        new_id = content_id(text)
+        self._added[norm] = new_id
+        return self._count(new_id, "new")
+
+    def note_id(self) -> None:
+        """Count a passage the run named by id, so the report covers every entry."""
+        self.counts["id"] += 1
+
+    def _text_of(self, ext_id: str) -> str:
+        index = self._position.get(ext_id)
+        if index is None:
+            return ""
+        end = self._starts[index + 1] - 1 if index + 1 < len(self._starts) else None
+        return self._haystack[self._starts[index] : end]
+
+    def _count(self, ext_id: str, how: How) -> tuple[str, How]:
+        self.counts[how] += 1
+        return ext_id, how

@@ -1,0 +1,141 @@
+"""System runs in the database: each query's ranking stored once, in final rank order.
+
+A ranking is one row per (run, query) holding the passage ids joined by newlines and
+the scores as little-endian float64, both already in rank order (ties and repeats
+resolved at import, as trec_eval orders a run). That keeps a 10M-line run well under
+its file size and lets ``eval`` read it back without sorting again.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from raglabel.errors import InputError
+from raglabel.storage.items import ensure_passages, ensure_queries
+from raglabel.storage.project import now
+
+SCORE_DTYPE = np.dtype("<f8")
+
+
+@dataclass
+class Ranking:
+    """One query's ranked passage ids (best first) and their scores, if the input had any."""
+
+    query: str
+    passages: list[str]
+    scores: NDArray[np.float64] | None
+
+
+@dataclass
+class Run:
+    """A run ready to store: its rankings in rank order and the repeats dropped on the way."""
+
+    name: str
+    source: str
+    rankings: list[Ranking]
+    repeats: list[str] = field(default_factory=list)  # "docid in qid" kept once
+
+    @property
+    def entries(self) -> int:
+        return sum(len(r.passages) for r in self.rankings)
+
+
+def rank_trec_file(name: str, path: Path) -> Run:
+    """Read a TREC run and put every query's list in trec_eval order.
+
+    Score descending, then passage id descending as bytes; a repeated passage keeps
+    its best-ranked occurrence.
+    """
+    import polars as pl
+
+    from raglabel.formats.trec import read_run
+
+    frame = read_run(path)
+    ranked = frame.sort(["qid", "score", "docid"], descending=[False, True, True])
+    before = ranked.height
+    ranked = ranked.unique(subset=["qid", "docid"], keep="first", maintain_order=True)
+    repeats: list[str] = []
+    if ranked.height != before:
+        doubled = frame.filter(pl.struct("qid", "docid").is_duplicated()).unique(
+            subset=["qid", "docid"], maintain_order=True
+        )
+        repeats = [f"{d} in {q}" for q, d in doubled.select("qid", "docid").iter_rows()]
+    qids = ranked["qid"]
+    starts = np.flatnonzero((qids != qids.shift(1)).fill_null(value=True).to_numpy())
+    bounds = [*starts.tolist(), ranked.height]
+    scores = ranked["score"].to_numpy().astype(SCORE_DTYPE, copy=False)
+    joined = ranked.group_by("qid", maintain_order=True).agg(pl.col("docid").str.join("\n"))
+    rankings = [
+        Ranking(qid, ids.split("\n"), scores[bounds[i] : bounds[i + 1]])
+        for i, (qid, ids) in enumerate(joined.iter_rows())
+    ]
+    return Run(name, str(path), rankings, repeats)
+
+
+def store(
+    conn: sqlite3.Connection, run: Run, *, depth: int, replace: bool = False
+) -> dict[str, int]:
+    """Write a run and make its top ``depth`` entries per query candidates for grading."""
+    existing = conn.execute("SELECT id FROM run WHERE name = ?", (run.name,)).fetchone()
+    if existing is not None:
+        if not replace:
+            raise InputError(
+                run.source,
+                f"a run named {run.name!r} is already in the project "
+                "(name it differently, or give --replace to overwrite it)",
+            )
+        conn.execute("DELETE FROM ranking WHERE run_id = ?", existing)
+        conn.execute("DELETE FROM run WHERE id = ?", existing)
+    query_ids = ensure_queries(conn, (r.query for r in run.rankings))
+    run_id = conn.execute(
+        "INSERT INTO run (name, source, imported_at, queries, entries) VALUES (?, ?, ?, ?, ?)",
+        (run.name, run.source, now(), len(run.rankings), run.entries),
+    ).lastrowid
+    conn.executemany(
+        "INSERT INTO ranking (run_id, query_id, passage_ids, scores) VALUES (?, ?, ?, ?)",
+        (
+            (
+                run_id,
+                query_ids[r.query],
+                "\n".join(r.passages).encode("utf-8"),
+                None if r.scores is None else r.scores.astype(SCORE_DTYPE).tobytes(),
+            )
+            for r in run.rankings
+        ),
+    )
+    pooled = [
+        (r.query, pid, rank) for r in run.rankings for rank, pid in enumerate(r.passages[:depth], 1)
+    ]
+    passage_ids = ensure_passages(conn, (pid for _, pid, _ in pooled))
+    conn.executemany(
+        "INSERT INTO candidate (query_id, passage_id, best_rank) VALUES (?, ?, ?)"
+        " ON CONFLICT (query_id, passage_id) DO UPDATE SET best_rank ="
+        " min(coalesce(best_rank, excluded.best_rank), excluded.best_rank)",
+        ((query_ids[q], passage_ids[p], rank) for q, p, rank in pooled),
+    )
+    return {"queries": len(run.rankings), "entries": run.entries, "pooled": len(pooled)}
+
+
+def rankings(conn: sqlite3.Connection, run: str) -> Iterator[Ranking]:
+    """A stored run's rankings, in query id order."""
+    found = conn.execute("SELECT id FROM run WHERE name = ?", (run,)).fetchone()
+    if found is None:
+        raise InputError(None, f"no run named {run!r} in the project")
+    rows = conn.execute(
+        "SELECT q.ext_id, r.passage_ids, r.scores FROM ranking r JOIN query q ON q.id = r.query_id"
+        " WHERE r.run_id = ? ORDER BY q.ext_id",
+        found,
+    )
+    for qid, blob, score_blob in rows:
+        scores = None if score_blob is None else np.frombuffer(score_blob, dtype=SCORE_DTYPE)
+        yield Ranking(qid, bytes(blob).decode("utf-8").split("\n"), scores)
+
+
+def run_names(conn: sqlite3.Connection) -> list[str]:
+    return [name for (name,) in conn.execute("SELECT name FROM run ORDER BY id")]
