@@ -24,9 +24,16 @@ def register(commands: Any) -> None:
             "examples:\n"
             "  raglabel eval --qrels qrels.txt --run bm25=bm25.run --run dense=dense.run -k 5,10\n"
             "  raglabel eval --qrels qrels.txt --run *.run --metrics set --ci --compare\n"
-            "  raglabel eval --samples samples.jsonl --format json --per-query"
+            "  raglabel eval --samples samples.jsonl --format json --per-query\n"
+            "  raglabel eval project.db --ci --compare --policy median"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "db",
+        metavar="DB",
+        nargs="?",
+        help="a project file: its runs, scored with its resolved labels (put it first)",
     )
     source = parser.add_argument_group("inputs")
     source.add_argument("--qrels", metavar="F", help="TREC qrels: qid iteration docid relevance")
@@ -49,6 +56,19 @@ def register(commands: Any) -> None:
         action="append",
         default=[],
         help="use RUN (a run name or a run file) as NAME's retrieval pool for PROC",
+    )
+    labels = parser.add_argument_group("labels from a project (DB)")
+    labels.add_argument(
+        "--policy",
+        choices=("median", "max", "min"),
+        default="median",
+        help="how several annotators' grades resolve to one (default median, lower half)",
+    )
+    labels.add_argument("--annotator", metavar="NAME", help="use one annotator's grades only")
+    labels.add_argument(
+        "--fill-with-judge",
+        action="store_true",
+        help="let judge suggestions grade pairs no human graded (off by default; reported)",
     )
     what = parser.add_argument_group("what to compute")
     what.add_argument("-k", metavar="LIST", help="cutoffs, e.g. 5,10,20 (default 5)")

@@ -70,6 +70,8 @@ class PolarsBackend(Backend):
 def _open_labels(
     args: argparse.Namespace, grade_map: GradeMap | None, run_paths: list[Path]
 ) -> tuple[Backend, NDArray[np.bool_] | None, str]:
+    if getattr(args, "db", None):
+        return _open_project(args)
     if args.samples:
         sample_name, sample_path = _named(args.samples, "--samples")
         samples = read_samples(sample_path, grade_map)
@@ -86,6 +88,16 @@ def _open_labels(
     if reader == "polars":
         return PolarsBackend(qrels, grade_map), None, str(qrels)
     return Backend(RowAlignment.from_qrels(read_qrels_rows(qrels, grade_map)), []), None, str(qrels)
+
+
+def _open_project(args: argparse.Namespace) -> tuple[Backend, NDArray[np.bool_] | None, str]:
+    from raglabel.cli.eval_db import DatabaseBackend
+    from raglabel.storage.labels import LabelChoice
+    from raglabel.storage.project import Project
+
+    choice = LabelChoice(args.policy, args.annotator, args.fill_with_judge)
+    backend = DatabaseBackend(Project.open(args.db), choice)
+    return backend, backend.answers(), str(args.db)
 
 
 @dataclass
@@ -149,10 +161,11 @@ def _validate_counts(args: argparse.Namespace) -> None:
         raise UsageError("--resamples and --permutations must be at least 1")
     if not 0.0 < args.confidence < 1.0:
         raise UsageError("--confidence must be between 0 and 1, e.g. 0.95")
-    if args.qrels and args.samples:
-        raise UsageError("give labels once: --qrels or --samples, not both")
-    if not args.qrels and not args.samples:
-        raise UsageError("nothing to evaluate: give --qrels with --run, or --samples")
+    db = getattr(args, "db", None)
+    if sum(bool(x) for x in (args.qrels, args.samples, db)) > 1:
+        raise UsageError("give labels once: a project DB, --qrels or --samples")
+    if not args.qrels and not args.samples and not db:
+        raise UsageError("nothing to evaluate: give a project DB, --qrels with --run, or --samples")
     if args.qrels and not args.run:
         raise UsageError("--qrels needs at least one --run NAME=FILE")
 
@@ -198,7 +211,7 @@ def load_inputs(args: argparse.Namespace) -> Loaded:
         queries=labels.n_queries,
         graded=labels.n_graded,
         fingerprint=backend.fingerprint(),
-        source="human",
+        source=getattr(backend, "source", "human"),
         grade_inversions=[
             q for q, flag in zip(labels.query_ids, stats.inverted, strict=True) if flag
         ],
