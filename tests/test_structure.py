@@ -30,6 +30,10 @@ def _imported_by(module: str) -> set[str]:
         ("raglabel.formats.trec", {"textual", "rich", "sqlite_utils", "httpx"}),
         ("raglabel.evaluation", {"textual", "rich", "sqlite_utils", "httpx"}),
         ("raglabel.cli.main", {"textual", "polars", "numpy", "pydantic", "rich"}),
+        ("raglabel.formats.corpus", {"textual", "rich", "sqlite3", "sqlite_utils", "httpx"}),
+        ("raglabel.storage.grades", {"textual", "rich", "polars", "httpx"}),
+        ("raglabel.storage.importer", {"textual", "rich", "httpx"}),
+        ("raglabel.storage.export", {"textual", "rich", "polars", "httpx"}),
     ],
 )
 def test_layers_import_only_what_they_need(module: str, forbidden: set[str]) -> None:
