@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -202,11 +201,13 @@ def read_beir(
 def _beir_qrels(path: Path, grade_map: GradeMap) -> QrelsRows:
     rows = QrelsRows([], [], [])
     seen: dict[tuple[str, str], int] = {}
-    with path.open(encoding="utf-8", newline="") as handle:
-        try:
-            lines = list(csv.reader(handle, delimiter="\t"))
-        except UnicodeDecodeError:
-            raise InputError(path, "is not valid UTF-8") from None
+    lines: list[list[str]] = []
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                lines.append(raw.decode("utf-8").rstrip("\r\n").split("\t"))
+            except UnicodeDecodeError:
+                raise InputError(path, "is not valid UTF-8", number) from None
     for number, fields in enumerate(lines, start=1):
         if number == 1 or not fields or not "".join(fields).strip():
             continue  # the header: query-id, corpus-id, score

@@ -220,6 +220,7 @@ def _write_samples(
     assert request.samples is not None
     name, path = request.samples
     index = PassageIndex(conn.execute("SELECT ext_id, text FROM passage WHERE text IS NOT NULL"))
+    known_queries = conn.execute("SELECT count(*) FROM query").fetchone()[0]
     triples: list[tuple[str, str, int]] = []
     rankings: list[Ranking] = []
     texts: dict[str, str] = {}
@@ -251,6 +252,9 @@ def _write_samples(
                 ranked.append(ext_id)
         rankings.append(Ranking(sample.id, ranked, None))
     summary.counts["samples"] += len(samples)
+    summary.counts["queries added"] += (
+        conn.execute("SELECT count(*) FROM query").fetchone()[0] - known_queries
+    )
     summary.counts["grades"] += _grade_events(
         conn, triples, request.annotator or path.name, f"samples:{path.name}"
     )

@@ -50,12 +50,33 @@ def read_label_file(path: Path) -> list[tuple[int, LabelLine]]:
         lines = list(validated(path, LabelLine))
     if not lines:
         raise InputError(path, "has no label lines (the file is empty)")
-    known: dict[int, int] = {}
+    # The rules ``grades.record`` enforces on undos hold for a file too: an export never
+    # breaks them, so a file that does was edited and its undos would be misread.
+    known: dict[int, tuple[int, LabelLine]] = {}
+    undone: dict[int, int] = {}
     for number, line in lines:
-        if line.target is not None and line.target not in known:
-            raise InputError(
-                path, f"undo of event {line.target}, which no earlier line carries", number
-            )
+        if line.target is not None:
+            if line.target not in known:
+                raise InputError(
+                    path, f"undo of event {line.target}, which no earlier line carries", number
+                )
+            first, target = known[line.target]
+            item = (line.query, line.passage, line.annotator)
+            if (target.query, target.passage, target.annotator) != item:
+                problem = f"is another item's or annotator's (line {first})"
+            elif target.kind == "undo":
+                problem = f"is itself an undo (line {first})"
+            elif line.target in undone:
+                problem = f"was already undone on line {undone[line.target]}"
+            else:
+                problem = ""
+            if problem:
+                raise InputError(path, f"undo of event {line.target}, which {problem}", number)
+            undone[line.target] = number
         if line.event is not None:
-            known[line.event] = number
+            if line.event in known:
+                raise InputError(
+                    path, f"event {line.event} already used on line {known[line.event][0]}", number
+                )
+            known[line.event] = (number, line)
     return lines
