@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from raglabel.formats.report import Comparison, CtxRankDetail, LabelsInfo, Report, RunReport
+from raglabel.formats.report_data import Comparison, CtxRankDetail, LabelsInfo, Report, RunReport
 from raglabel.metrics.ctxrank import ideal_ranks, passes
 from raglabel.metrics.evaluate import QueryStats, evaluate_run
 from raglabel.metrics.names import MetricKey

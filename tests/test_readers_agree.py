@@ -1,5 +1,6 @@
-"""The columnar (polars) and line (Python) readers are two implementations of one
-contract; on any input they must produce the same arrays, fingerprints and warnings."""
+"""The columnar (polars), array (numpy) and line (Python) readers are three
+implementations of one contract; on any input they must produce the same arrays,
+fingerprints and warnings."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from raglabel.formats.align import Alignment
+from raglabel.formats.arrays import align_qrels, read_run_arrays
 from raglabel.formats.rows import RowAlignment, read_qrels_rows, read_run_rows
 from raglabel.formats.trec import read_qrels, read_run
 
@@ -34,6 +36,9 @@ def trec_inputs(draw: st.DrawFn) -> tuple[str, str]:
     if draw(st.booleans()):
         entries.sort(key=lambda e: (e[0], -e[2]))
     run = "".join(f"{q} Q0 {d} {i} {s} t\n" for i, (q, d, s) in enumerate(entries))
+    if draw(st.booleans()):
+        # Now and then a file only the exact reader takes: a comment, a tab.
+        run = draw(st.sampled_from(["# a comment\n", "", "\n"])) + run.replace(" t\n", "\tt\n", 1)
     return qrels, run
 
 
@@ -53,10 +58,18 @@ def test_polars_and_python_readers_agree(tmp_path: Path, inputs: tuple[str, str]
     np.testing.assert_array_equal(columnar.labels.counts, lines.labels.counts)
     assert columnar.fingerprint() == lines.fingerprint
 
+    arrays = align_qrels(qrels_path, None)
+    assert arrays.labels.query_ids == lines.labels.query_ids
+    np.testing.assert_array_equal(arrays.labels.counts, lines.labels.counts)
+    assert arrays.fingerprint() == lines.fingerprint
+
     a = columnar.run("r", read_run(run_path))
     b = lines.run("r", read_run_rows(run_path))
-    np.testing.assert_array_equal(a.offsets, b.offsets)
-    np.testing.assert_array_equal(a.grades, b.grades)
+    c = arrays.run("r", *read_run_arrays(run_path))
+    for other in (a, c):
+        np.testing.assert_array_equal(other.offsets, b.offsets)
+        np.testing.assert_array_equal(other.grades, b.grades)
+    assert arrays.warnings == lines.warnings
     assert len(columnar.warnings) == len(lines.warnings)
     for mine, theirs in zip(columnar.warnings, lines.warnings, strict=True):
         assert mine.split("(")[0] == theirs.split("(")[0]

@@ -5,29 +5,35 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import ValidationError
 
 from raglabel.errors import UsageError
 from raglabel.evaluation import Options
-from raglabel.formats.maps import GradeMap, parse_gain_map, parse_grade_map
-from raglabel.formats.report import LabelsInfo
-from raglabel.formats.rows import RowAlignment, read_qrels_rows, read_run_rows
-from raglabel.formats.samples import read_samples
-from raglabel.metrics.config import MetricConfig
+from raglabel.formats.arrays import align_qrels, read_run_arrays
+from raglabel.formats.grades import TREC_GRADES, GradeLookup
+from raglabel.formats.report_data import LabelsInfo
+from raglabel.metrics.config import ConfigError, MetricConfig
 from raglabel.metrics.evaluate import QueryStats
 from raglabel.metrics.labels import LabelSet
 from raglabel.metrics.names import MetricNameError, parse_metric_list
 from raglabel.metrics.run import RankedRun
 
-#: Below this many input bytes, plain Python beats importing and starting polars.
+if TYPE_CHECKING:
+    # pydantic (behind maps and samples) is imported only when an option needs it, and
+    # the row reader only for samples and stored runs.
+    from raglabel.formats.maps import GradeMap
+    from raglabel.formats.rows import RowAlignment
+
+#: Below this many input bytes, numpy arrays beat importing and starting polars.
 SMALL_INPUT_BYTES = 8 << 20
 
 
 class Backend:
-    """Reads label and run files through one of two equivalent readers."""
+    """Labels and runs aligned with dictionaries (samples, stored runs); the file
+    readers below subclass it with columnar aligners that give the same results."""
 
     kind = "python"
 
@@ -41,7 +47,27 @@ class Backend:
         return self._align.fingerprint
 
     def run_file(self, name: str, path: Path) -> RankedRun:
+        from raglabel.formats.rows import read_run_rows
+
         return self._align.run(name, read_run_rows(path))
+
+
+class FileBackend(Backend):
+    """Qrels and run files of a few megabytes, aligned on numpy arrays."""
+
+    kind = "python"
+
+    def __init__(self, qrels: Path, grade_map: GradeLookup | None) -> None:
+        self._arrays = align_qrels(qrels, grade_map)
+        self.labels = self._arrays.labels
+        self.warnings = self._arrays.warnings
+        self.sample_runs = []
+
+    def fingerprint(self) -> str:
+        return self._arrays.fingerprint()
+
+    def run_file(self, name: str, path: Path) -> RankedRun:
+        return self._arrays.run(name, *read_run_arrays(path))
 
 
 class PolarsBackend(Backend):
@@ -73,6 +99,9 @@ def _open_labels(
     if getattr(args, "db", None):
         return _open_project(args)
     if args.samples:
+        from raglabel.formats.rows import RowAlignment
+        from raglabel.formats.samples import read_samples
+
         sample_name, sample_path = _named(args.samples, "--samples")
         samples = read_samples(sample_path, grade_map)
         align = RowAlignment.from_qrels(samples.qrels)
@@ -87,7 +116,7 @@ def _open_labels(
         reader = "python" if size <= SMALL_INPUT_BYTES else "polars"
     if reader == "polars":
         return PolarsBackend(qrels, grade_map), None, str(qrels)
-    return Backend(RowAlignment.from_qrels(read_qrels_rows(qrels, grade_map)), []), None, str(qrels)
+    return FileBackend(qrels, grade_map), None, str(qrels)
 
 
 def _open_project(args: argparse.Namespace) -> tuple[Backend, NDArray[np.bool_] | None, str]:
@@ -144,16 +173,26 @@ def _metric_config(args: argparse.Namespace) -> MetricConfig:
     if args.ctx_threshold is not None:
         fields["ctx_threshold"] = args.ctx_threshold
     if args.gain_map:
+        from raglabel.formats.maps import parse_gain_map
+
         try:
             fields["gain_map"] = parse_gain_map(args.gain_map)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     try:
-        return MetricConfig.model_validate(fields)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        option = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "option"
-        raise UsageError(f"{option}: {first['msg']}") from None
+        return MetricConfig.from_fields(fields)
+    except ConfigError as exc:
+        option = "--" + exc.field.replace("_", "-") if exc.field else "option"
+        raise UsageError(f"{option}: {exc.message}") from None
+
+
+def _grade_map(text: str) -> GradeMap:
+    from raglabel.formats.maps import parse_grade_map
+
+    try:
+        return parse_grade_map(text)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _validate_counts(args: argparse.Namespace) -> None:
@@ -178,10 +217,7 @@ def load_inputs(args: argparse.Namespace) -> Loaded:
         metrics = parse_metric_list(args.metrics, ks)
     except MetricNameError as exc:
         raise UsageError(f"--metrics: {exc}") from None
-    try:
-        grade_map = parse_grade_map(args.grade_map) if args.grade_map else None
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    grade_map = _grade_map(args.grade_map) if args.grade_map else None
 
     run_specs = [_named(spec, "--run") for spec in args.run]
     names = [name for name, _ in run_specs]
@@ -216,11 +252,11 @@ def load_inputs(args: argparse.Namespace) -> Loaded:
             q for q, flag in zip(labels.query_ids, stats.inverted, strict=True) if flag
         ],
     )
-    effective_map = grade_map or GradeMap()
+    effective_map: GradeLookup = TREC_GRADES if grade_map is None else grade_map
     report_config: dict[str, object] = {
         "k": ks,
         "metrics": [key.name for key in metrics],
-        **config.model_dump(),
+        **config.as_dict(),
         "grade_map": "binary list -> 5; map values are grades"
         if args.samples and not args.grade_map
         else effective_map.describe(),

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import csv
 import io
 
-from raglabel.formats.report import Report
+from raglabel.formats.report_data import Report
 
 
 def render(report: Report, fmt: str, *, per_query: bool = False) -> str:
     if fmt == "json":
-        return report.model_dump_json(indent=2, exclude_unset=True) + "\n"
+        return report.to_json()
     if fmt == "csv":
         return _csv(report, per_query=per_query)
     if fmt == "markdown":
@@ -39,6 +38,8 @@ def _cell(report: Report, run: str, metric: str) -> str:
 
 
 def _csv(report: Report, *, per_query: bool) -> str:
+    import csv
+
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     if per_query:

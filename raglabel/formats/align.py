@@ -1,9 +1,11 @@
 """Turn qrels and run frames into the arrays the metric engine takes.
 
 Run order follows trec_eval: score descending, ties by passage id descending as
-bytes; the file's own order and rank column are never trusted. Joining a run to
-its grades goes through 64-bit hashes of (qid, docid), and every hash match is then
-confirmed on the strings themselves, so a collision cannot mislabel an entry.
+bytes; the file's own order and rank column are never trusted. Queries travel as
+label indexes (found through polars' categorical codes, not string comparisons);
+joining a run to its grades goes through 64-bit keys of (query, docid), and every
+key match is then confirmed on the passage ids themselves, so a collision cannot
+mislabel an entry.
 """
 
 from __future__ import annotations
@@ -15,8 +17,14 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from raglabel.formats.notices import later_repeats, repeated_passages, unknown_queries
+from raglabel.formats.ranking import assemble, block_starts, ranking_order
 from raglabel.metrics.labels import LabelSet, counts_from_grades
 from raglabel.metrics.run import RankedRun
+
+_SEED = 0x5EED
+# An odd 64-bit constant (the golden ratio's): spreads query indexes over all bits.
+_MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 @dataclass
@@ -26,8 +34,9 @@ class Alignment:
     labels: LabelSet
     qrels: pl.DataFrame
     warnings: list[str] = field(default_factory=list)
-    _key_order: NDArray[np.int64] | None = None
-    _keys_sorted: NDArray[np.uint64] | None = None
+    _qidx: NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
+    _key_order: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    _keys_sorted: NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, np.uint64))
 
     @classmethod
     def from_qrels(cls, qrels: pl.DataFrame) -> Alignment:
@@ -36,27 +45,31 @@ class Alignment:
         qidx = _index_of(qrels["qid"], query_ids)
         counts = counts_from_grades(len(query_ids), qidx, qrels["grade"].to_numpy())
         labels = LabelSet(tuple(query_ids.to_list()), counts)
-        keys = _pair_hash(qrels)
+        keys = _pair_keys(qidx, qrels["docid"])
         order = np.argsort(keys, kind="stable").astype(np.int64)
-        return cls(labels=labels, qrels=qrels, _key_order=order, _keys_sorted=keys[order])
+        return cls(
+            labels=labels,
+            qrels=qrels,
+            _qidx=qidx.astype(np.int32),
+            _key_order=order,
+            _keys_sorted=keys[order],
+        )
 
     def fingerprint(self) -> str:
         """SHA-256 of the sorted ``qid, docid, grade`` lines, as the row reader computes it."""
-        canonical = self.qrels.sort(["qid", "docid"]).select(
-            pl.format("{}\t{}\t{}", "qid", "docid", "grade").alias("line")
+        # Label indexes follow the sorted query ids, and sort faster than the ids.
+        text = (
+            self.qrels.with_columns(_q=pl.Series(self._qidx))
+            .sort(["_q", "docid"])
+            .select(pl.format("{}\t{}\t{}\n", "qid", "docid", "grade").str.join(""))
+            .item()
         )
-        digest = hashlib.sha256()
-        for chunk in canonical.iter_slices(200_000):
-            digest.update("".join(line + "\n" for line in chunk["line"].to_list()).encode())
-        return "sha256:" + digest.hexdigest()[:16]
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def grades_of(
-        self, frame: pl.DataFrame, keys: NDArray[np.uint64] | None = None
+        self, frame: pl.DataFrame, qidx: NDArray[np.int32], keys: NDArray[np.uint64]
     ) -> NDArray[np.int8]:
-        """Grade of every (qid, docid) row of ``frame``; 0 where it has none."""
-        assert self._keys_sorted is not None and self._key_order is not None
-        if keys is None:
-            keys = _pair_hash(frame)
+        """Grade of every (query ``qidx``, ``docid``) row of ``frame``; 0 where it has none."""
         grades = np.zeros(frame.height, dtype=np.int8)
         if self._keys_sorted.size == 0 or frame.height == 0:
             return grades
@@ -69,10 +82,23 @@ class Alignment:
         if matched.size == 0:
             return grades
         source = self._key_order[np.searchsorted(self._keys_sorted, keys[matched])]
-        theirs = self.qrels[source]
-        ours = frame.select("qid", "docid")[matched]
-        same = ((ours["qid"] == theirs["qid"]) & (ours["docid"] == theirs["docid"])).to_numpy()
-        grades[matched[same]] = theirs["grade"].to_numpy()[same]
+        ours = frame["docid"].gather(matched)
+        theirs = self.qrels["docid"].gather(source)
+        same = (qidx[matched] == self._qidx[source]) & (ours == theirs).to_numpy()
+        grades[matched[same]] = self.qrels["grade"].to_numpy()[source[same]]
+        if not same.all():
+            # Two qrels pairs sharing a key: ask the strings, for these rows only.
+            rows = matched[~same]
+            grades[rows] = self._joined_grades(qidx[rows], frame["docid"].gather(rows))
+        return grades
+
+    def _joined_grades(self, qidx: NDArray[np.int32], docids: pl.Series) -> NDArray[np.int8]:
+        wanted = pl.DataFrame({"_q": qidx, "docid": docids})
+        have = pl.DataFrame({"_q": self._qidx, "docid": self.qrels["docid"]}).with_columns(
+            self.qrels["grade"]
+        )
+        joined = wanted.join(have, on=["_q", "docid"], how="left", maintain_order="left")
+        grades: NDArray[np.int8] = joined["grade"].fill_null(0).to_numpy().astype(np.int8)
         return grades
 
     def run(
@@ -85,100 +111,98 @@ class Alignment:
     ) -> RankedRun:
         """Rank, deduplicate and grade a ``qid, docid[, score][, contains]`` run frame.
 
-        ``in_list_order`` keeps each query's rows as given (lists without scores).
-        Strings are compared only at query boundaries, among tied scores and for hash
-        matches; everything else runs on integer arrays.
+        ``in_list_order`` keeps each query's rows as given (lists without scores). The
+        qid column may be String or Categorical. Passage ids are compared only among
+        tied scores and for key matches; everything else runs on integer arrays.
         """
-        frame = self._known_queries(name, frame)
-        starts = _block_starts(frame)
-        keys = _pair_hash(frame)
-        qidx = self._query_index(frame, starts)
-        grades = self.grades_of(frame, keys)
+        frame, qidx = self._known_queries(name, frame)
+        starts = block_starts(qidx)
+        keys = _pair_keys(qidx, frame["docid"])
+        grades = self.grades_of(frame, qidx, keys)
         contains = frame["contains"].to_numpy() if "contains" in frame.columns else None
-        order = None if in_list_order else _ranking_order(frame, starts)
+        order = None
+        if not in_list_order:
+            order = ranking_order(qidx, starts, frame["score"].to_numpy(), frame["docid"])
         if order is not None:
-            keys, qidx, grades = keys[order], qidx[order], grades[order]
+            qidx, grades = qidx[order], grades[order]
             contains = None if contains is None else contains[order]
-        keep = self._first_occurrences(name, frame, keys, order)
+        keep = self._first_occurrences(name, frame, qidx, keys, order)
         if keep is not None:
             qidx, grades = qidx[keep], grades[keep]
             contains = None if contains is None else contains[keep]
         pinned = None
         if k_override:
             pinned = np.array([k_override.get(q, 0) for q in self.labels.query_ids], np.int64)
-        return _assemble(
+        return assemble(
             name, self.labels.n_queries, qidx, grades, contains=contains, k_override=pinned
         )
 
-    def _query_index(self, frame: pl.DataFrame, starts: NDArray[np.int64]) -> NDArray[np.int64]:
-        """Label index of each row, looking up each block of equal qids once."""
-        if frame.height == 0:
-            return np.zeros(0, dtype=np.int64)
-        if starts.size > self.labels.n_queries * 4:
-            # Rows of a query are scattered: a join beats a lookup per block.
-            return _index_of(frame["qid"], pl.Series(self.labels.query_ids, dtype=pl.String))
-        position = {q: i for i, q in enumerate(self.labels.query_ids)}
-        qids = frame["qid"].gather(starts).to_list()
-        block_index = np.array([position[q] for q in qids], dtype=np.int64)
-        return np.repeat(block_index, np.diff(np.append(starts, frame.height)))
-
-    def _known_queries(self, name: str, frame: pl.DataFrame) -> pl.DataFrame:
-        known = frame["qid"].is_in(pl.Series(self.labels.query_ids, dtype=pl.String).implode())
+    def _known_queries(
+        self, name: str, frame: pl.DataFrame
+    ) -> tuple[pl.DataFrame, NDArray[np.int32]]:
+        """``frame`` without rows of queries the labels lack, and each row's label index."""
+        qidx = self._label_index(frame["qid"])
+        known = qidx >= 0
         if bool(known.all()):
-            return frame
-        unknown = frame.filter(~known)["qid"].unique(maintain_order=True)
-        self.warnings.append(
-            f"run {name!r}: {len(unknown)} quer{'y' if len(unknown) == 1 else 'ies'} "
-            f"not in the labels skipped ({_sample(unknown.to_list())})"
-        )
-        return frame.filter(known)
+            return frame, qidx
+        unknown = frame["qid"].filter(pl.Series(~known)).unique(maintain_order=True)
+        self.warnings.append(unknown_queries(name, unknown.cast(pl.String).to_list()))
+        return frame.filter(pl.Series(known)), qidx[known]
+
+    def _label_index(self, qid: pl.Series) -> NDArray[np.int32]:
+        """Label index of each value of ``qid``, -1 for an unknown query.
+
+        Categorical codes are shared by every categorical series in the process, so a
+        lookup table indexed by code maps a whole column in one gather.
+        """
+        if qid.len() == 0:
+            return np.zeros(0, dtype=np.int32)
+        codes = qid.cast(pl.Categorical).to_physical().to_numpy()
+        ours = pl.Series(self.labels.query_ids, dtype=pl.String).cast(pl.Categorical)
+        label_codes = ours.to_physical().to_numpy()
+        table = np.full(max(int(codes.max()), int(label_codes.max(initial=0))) + 1, -1, np.int32)
+        table[label_codes] = np.arange(label_codes.size, dtype=np.int32)
+        qidx: NDArray[np.int32] = table[codes]
+        return qidx
 
     def _first_occurrences(
         self,
         name: str,
         frame: pl.DataFrame,
+        qidx: NDArray[np.int32],
         keys: NDArray[np.uint64],
         order: NDArray[np.int64] | None,
     ) -> NDArray[np.bool_] | None:
         """Mask over ranked rows keeping each passage's best-ranked occurrence (None: all).
 
-        ``keys`` are in ranked order; ``order`` maps ranked rows back to ``frame``.
+        ``keys`` are in file order; ``qidx`` and the mask in ranked order; ``order`` maps
+        ranked rows back to ``frame``.
         """
-        series = pl.Series(keys)
-        if series.n_unique() == frame.height:
+        if pl.Series(keys).n_unique() == frame.height:
             return None
+        series = pl.Series(keys if order is None else keys[order])
         repeat = (~series.is_first_distinct()).to_numpy()
-        # Confirm every repeat on the strings: a hash collision is not a duplicate.
+        # Confirm every repeat on the strings: a key collision is not a duplicate.
         rows = np.flatnonzero(series.is_in(series.filter(pl.Series(repeat)).implode()).to_numpy())
-        seen: set[tuple[str, str]] = set()
-        drop = np.zeros(frame.height, dtype=np.bool_)
-        examples: list[str] = []
         source = rows if order is None else order[rows]
-        pairs = frame.select("qid", "docid")[source].rows()
-        for row, pair in zip(rows.tolist(), pairs, strict=True):
-            if pair in seen:
-                drop[row] = True
-                examples.append(f"{pair[1]} in {pair[0]}")
-            seen.add(pair)
-        if not drop.any():
-            return None
-        self.warnings.append(
-            f"run {name!r}: {int(drop.sum())} repeated passage id(s) dropped, "
-            f"keeping the best-ranked ({_sample(examples)})"
+        docids = frame["docid"].gather(source).to_list()
+        found, examples = later_repeats(
+            zip(rows.tolist(), qidx[rows].tolist(), docids, strict=True), self.labels.query_ids
         )
+        if not found:
+            return None
+        self.warnings.append(repeated_passages(name, examples))
+        drop = np.zeros(frame.height, dtype=np.bool_)
+        drop[found] = True
         return ~drop
 
 
-def _sample(items: list[str], limit: int = 3) -> str:
-    shown = ", ".join(str(item) for item in items[:limit])
-    return shown + (", ..." if len(items) > limit else "")
-
-
-def _pair_hash(frame: pl.DataFrame) -> NDArray[np.uint64]:
-    hashed: NDArray[np.uint64] = (
-        frame.select(pl.struct("qid", "docid").hash(seed=0x5EED)).to_series().to_numpy()
-    )
-    return hashed
+def _pair_keys(qidx: NDArray[np.integer], docids: pl.Series) -> NDArray[np.uint64]:
+    """Equal (query index, docid) pairs get equal keys; different ones almost never do."""
+    keys = qidx.astype(np.uint64)
+    keys *= _MIX
+    keys ^= docids.hash(seed=_SEED).to_numpy()
+    return keys
 
 
 def _index_of(values: pl.Series, sorted_ids: pl.Series) -> NDArray[np.int64]:
@@ -187,77 +211,3 @@ def _index_of(values: pl.Series, sorted_ids: pl.Series) -> NDArray[np.int64]:
     joined = pl.DataFrame({"_id": values}).join(lookup, on="_id", how="left", maintain_order="left")
     positions: NDArray[np.int64] = joined["_pos"].to_numpy().astype(np.int64)
     return positions
-
-
-def _block_starts(frame: pl.DataFrame) -> NDArray[np.int64]:
-    """Rows where the qid differs from the row before."""
-    if frame.height == 0:
-        return np.zeros(0, dtype=np.int64)
-    qid = frame["qid"]
-    changed = (qid != qid.shift(1)).fill_null(value=True).to_numpy()
-    return np.flatnonzero(changed).astype(np.int64)
-
-
-def _ranking_order(frame: pl.DataFrame, starts: NDArray[np.int64]) -> NDArray[np.int64] | None:
-    """Row order grouping queries, best first, ties by passage id descending (as bytes).
-
-    None when the file is in that order already. Run files are nearly always written
-    grouped and sorted by score; then only groups of tied scores are re-ordered,
-    instead of sorting millions of rows.
-    """
-    if frame.height < 2:
-        return None
-    score = frame["score"].to_numpy()
-    new_query = np.zeros(frame.height, dtype=np.bool_)
-    new_query[starts] = True
-    same_query = ~new_query[1:]
-    grouped = frame["qid"].gather(starts).n_unique() == starts.size
-    if not grouped or bool((same_query & (score[1:] > score[:-1])).any()):
-        ranked: NDArray[np.int64] = (
-            frame.select(pl.arg_sort_by(["qid", "score", "docid"], descending=[False, True, True]))
-            .to_series()
-            .to_numpy()
-            .astype(np.int64)
-        )
-        return ranked
-    tied_pair = same_query & (score[1:] == score[:-1])
-    if not tied_pair.any():
-        return None
-    in_tie = np.zeros(frame.height, dtype=np.bool_)
-    in_tie[:-1] |= tied_pair
-    in_tie[1:] |= tied_pair
-    rows = np.flatnonzero(in_tie)
-    # A tie group starts at a tied row that is not tied to the row before it.
-    group = np.cumsum(~np.concatenate([[False], tied_pair])[rows])
-    ties = pl.DataFrame({"_group": group, "_row": rows, "docid": frame["docid"].gather(rows)})
-    reordered = ties.sort(["_group", "docid"], descending=[False, True])["_row"].to_numpy()
-    if np.array_equal(reordered, rows):
-        return None
-    order = np.arange(frame.height, dtype=np.int64)
-    order[rows] = reordered
-    return order
-
-
-def _assemble(
-    name: str,
-    n_queries: int,
-    qidx: NDArray[np.int64],
-    grades: NDArray[np.int8],
-    *,
-    contains: NDArray[np.bool_] | None,
-    k_override: NDArray[np.int64] | None,
-) -> RankedRun:
-    """CSR arrays in label order; rows of one query are contiguous and ranked."""
-    if qidx.size > 1 and bool((np.diff(qidx) < 0).any()):
-        order = np.argsort(qidx, kind="stable")
-        qidx, grades = qidx[order], grades[order]
-        contains = None if contains is None else contains[order]
-    lengths = np.bincount(qidx, minlength=n_queries)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    return RankedRun(
-        name=name,
-        offsets=offsets,
-        grades=grades.astype(np.int8),
-        contains=contains,
-        k_override=k_override,
-    )

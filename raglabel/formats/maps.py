@@ -8,6 +8,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
+from raglabel.formats.grades import describe_map, grade_of_label, grades_of_labels
 from raglabel.metrics.config import GRADES
 
 
@@ -29,31 +30,15 @@ class GradeMap(BaseModel):
     )
 
     def describe(self) -> str:
-        text = ",".join(f"{k}:{v}" for k, v in sorted(self.mapping.items()))
-        if self.negative is not None:
-            text += f",<0:{self.negative}"
-        return text
+        return describe_map(self.mapping, self.negative)
 
     def grade_of(self, label: int) -> int | None:
         """Grade of one label, or None when the map does not cover it."""
-        grade = self.mapping.get(label)
-        if grade is None and label < 0:
-            return self.negative
-        return grade
+        return grade_of_label(self.mapping, self.negative, label)
 
     def apply(self, labels: NDArray[np.int64]) -> tuple[NDArray[np.int8], NDArray[np.bool_]]:
         """Grades for ``labels`` and a mask of the labels the map does not cover."""
-        grades = np.zeros(labels.shape, dtype=np.int8)
-        covered = np.zeros(labels.shape, dtype=np.bool_)
-        for label, grade in self.mapping.items():
-            hit = labels == label
-            grades[hit] = grade
-            covered |= hit
-        if self.negative is not None:
-            neg = (labels < 0) & ~covered
-            grades[neg] = self.negative
-            covered |= neg
-        return grades, ~covered
+        return grades_of_labels(self.mapping, self.negative, labels)
 
 
 def _pairs(text: str, option: str) -> list[tuple[str, str]]:

@@ -1,9 +1,9 @@
-"""Small inputs as plain Python rows, with no dataframe library to import.
+"""Inputs as plain Python rows: the exact line reader, and dictionary alignment.
 
-For files of a few megabytes, starting polars costs more than the work itself; this
-path reads them line by line (naming the line of any error) and aligns them with
-dictionaries. It also serves as an independent implementation that the tests
-compare the polars path against.
+Every reader ends up here for a file that is anything but plain (tabs, comments,
+a bad value): reading line by line is what lets an error name its line. Samples and
+stored runs are aligned with dictionaries here too, and the tests compare the numpy
+and polars paths against this independent implementation.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from raglabel.errors import InputError
+from raglabel.formats.grades import TREC_GRADES, GradeLookup
 from raglabel.formats.lines import (
     check_readable,
     clean_text,
@@ -24,7 +25,7 @@ from raglabel.formats.lines import (
     parse_int,
     require_fields,
 )
-from raglabel.formats.maps import GradeMap
+from raglabel.formats.notices import repeated_passages, unknown_queries
 from raglabel.metrics.labels import LabelSet
 from raglabel.metrics.run import RankedRun
 
@@ -85,11 +86,11 @@ def read_run_exactly(path: Path) -> RunRows:
     return RunRows(qids, docids, scores)
 
 
-def read_qrels_rows(path: str | Path, grade_map: GradeMap | None = None) -> QrelsRows:
+def read_qrels_rows(path: str | Path, grade_map: GradeLookup | None = None) -> QrelsRows:
     """Qrels read in bulk; any doubt about a line re-reads the file exactly to name it."""
     path = Path(path)
     check_readable(path)
-    grade_map = grade_map or GradeMap()
+    grade_map = TREC_GRADES if grade_map is None else grade_map
     rows = _split_lines(path)
     if rows and all(len(fields) >= 4 for fields in rows):
         try:
@@ -104,7 +105,7 @@ def read_qrels_rows(path: str | Path, grade_map: GradeMap | None = None) -> Qrel
     return read_qrels_exactly(path, grade_map)
 
 
-def read_qrels_exactly(path: Path, grade_map: GradeMap) -> QrelsRows:
+def read_qrels_exactly(path: Path, grade_map: GradeLookup) -> QrelsRows:
     """Line by line, so that the first bad line is named; for files that need it."""
     rows = QrelsRows([], [], [])
     first_line: dict[tuple[str, str], int] = {}
@@ -174,10 +175,7 @@ class RowAlignment:
             else:
                 unknown.setdefault(qid)
         if unknown:
-            self.warnings.append(
-                f"run {name!r}: {len(unknown)} quer{'y' if len(unknown) == 1 else 'ies'} "
-                f"not in the labels skipped ({_sample(list(unknown))})"
-            )
+            self.warnings.append(unknown_queries(name, list(unknown)))
         scores, docids = rows.scores, rows.docids
         grades: list[int] = []
         contains: list[bool] = []
@@ -199,10 +197,7 @@ class RowAlignment:
                     contains.append(rows.contains[r])
             lengths.append(len(seen))
         if dropped:
-            self.warnings.append(
-                f"run {name!r}: {len(dropped)} repeated passage id(s) dropped, "
-                f"keeping the best-ranked ({_sample(dropped)})"
-            )
+            self.warnings.append(repeated_passages(name, dropped))
         pinned = None
         if k_override:
             pinned = np.array([k_override.get(q, 0) for q in self.labels.query_ids], np.int64)
@@ -213,8 +208,3 @@ class RowAlignment:
             contains=None if rows.contains is None else np.array(contains, dtype=np.bool_),
             k_override=pinned,
         )
-
-
-def _sample(items: list[str], limit: int = 3) -> str:
-    shown = ", ".join(items[:limit])
-    return shown + (", ..." if len(items) > limit else "")

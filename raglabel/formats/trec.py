@@ -6,49 +6,55 @@ Runs: ``qid Q0 docid rank score tag`` (fields past the sixth ignored); qrels:
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from raglabel.errors import InputError
+from raglabel.formats.grades import TREC_GRADES, GradeLookup
 from raglabel.formats.lines import check_readable, is_canonical, line_of_row
-from raglabel.formats.maps import GradeMap
 from raglabel.formats.rows import read_qrels_exactly, read_run_exactly
 
 _QRELS_FIELDS = ("qid", "iteration", "docid", "relevance")
 
 
-def _fast_frame(path: Path, schema: dict[str, pl.DataType], keep: list[str]) -> pl.DataFrame | None:
+def _fast_frame(
+    path: Path, schema: dict[str, pl.DataType], keep: list[str], *, comments: bool = True
+) -> pl.DataFrame | None:
     """Parse a canonical single-space file with polars; None when it is not canonical.
 
     A missing or empty field shows as null, a bad number as a parse error: either way
-    the exact reader is asked to find and name the line.
+    the exact reader is asked to find and name the line. Without ``comments`` a comment
+    line is read as data (its first field starts with ``#``); the caller checks.
     """
-    if not is_canonical(path):
-        return None
     complete = pl.all_horizontal([pl.col(name).is_not_null() for name in schema])
-    try:
-        frame = (
-            pl.scan_csv(
-                path,
-                separator=" ",
-                has_header=False,
-                quote_char=None,
-                comment_prefix="#",
-                schema=schema,
-                extra_columns="ignore",
-                missing_columns="insert",
+    # The byte scan runs beside polars' parse, which does not hold the GIL.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        canonical = pool.submit(is_canonical, path)
+        try:
+            frame = (
+                pl.scan_csv(
+                    path,
+                    separator=" ",
+                    has_header=False,
+                    quote_char=None,
+                    comment_prefix="#" if comments else None,
+                    schema=schema,
+                    extra_columns="ignore",
+                    missing_columns="insert",
+                )
+                .select([*keep, complete.alias("_complete")])
+                .collect()
             )
-            .select([*keep, complete.alias("_complete")])
-            .collect()
-        )
-    except (pl.exceptions.PolarsError, UnicodeDecodeError, ValueError):
-        return None
+        except (pl.exceptions.PolarsError, UnicodeDecodeError, ValueError):
+            return None
+        if not canonical.result():
+            return None
     if not frame["_complete"].all():
         return None
-    frame = frame.drop("_complete")
-    return frame
+    return frame.drop("_complete")
 
 
 def _require_rows(path: Path, frame: pl.DataFrame, what: str) -> None:
@@ -57,30 +63,38 @@ def _require_rows(path: Path, frame: pl.DataFrame, what: str) -> None:
 
 
 def read_run(path: str | Path) -> pl.DataFrame:
-    """A run as a frame ``qid, docid, score`` in file order (ordering is the caller's)."""
+    """A run as a frame ``qid`` (categorical), ``docid``, ``score`` in file order.
+
+    Ordering is the caller's.
+    """
     path = Path(path)
     check_readable(path)
-    # Columns that are only checked for presence parse to cheaper types. A rank that
-    # is not an integer sends the file to the exact reader, which ignores ranks.
+    # Columns that are only checked for presence parse to cheap types. A rank that is
+    # not an integer sends the file to the exact reader, which ignores ranks.
     schema: dict[str, pl.DataType] = {
-        "qid": pl.String(),
+        "qid": pl.Categorical(),
         "q0": pl.Categorical(),
         "docid": pl.String(),
         "rank": pl.Int64(),
         "score": pl.Float64(),
         "tag": pl.Categorical(),
     }
-    frame = _fast_frame(path, schema, ["qid", "docid", "score"])
+    keep = ["qid", "docid", "score"]
+    # polars reads much faster without looking for comments; a file that has them
+    # (a row whose qid starts with "#", or a short row) is read again with them.
+    frame = _fast_frame(path, schema, keep, comments=False)
+    if frame is None or bool(frame["qid"].cat.starts_with("#").any()):
+        frame = _fast_frame(path, schema, keep)
     if frame is not None and frame.height and bool(frame["score"].is_finite().all()):
         return frame
     rows = read_run_exactly(path)
     return pl.DataFrame(
         {"qid": rows.qids, "docid": rows.docids, "score": rows.scores},
-        schema={"qid": pl.String, "docid": pl.String, "score": pl.Float64},
+        schema={"qid": pl.Categorical, "docid": pl.String, "score": pl.Float64},
     )
 
 
-def read_qrels(path: str | Path, grade_map: GradeMap | None = None) -> pl.DataFrame:
+def read_qrels(path: str | Path, grade_map: GradeLookup | None = None) -> pl.DataFrame:
     """Qrels as a frame ``qid, docid, grade`` (grades 1..5 through ``grade_map``).
 
     A label the map does not cover, and a (qid, docid) judged twice, are errors that
@@ -88,7 +102,7 @@ def read_qrels(path: str | Path, grade_map: GradeMap | None = None) -> pl.DataFr
     """
     path = Path(path)
     check_readable(path)
-    grade_map = grade_map or GradeMap()
+    grade_map = TREC_GRADES if grade_map is None else grade_map
     schema: dict[str, pl.DataType] = {
         name: pl.Int64() if name == "relevance" else pl.String() for name in _QRELS_FIELDS
     }

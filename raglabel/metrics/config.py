@@ -2,17 +2,27 @@
 
 Rarity weights depend on these numbers as much as on the labels, so a report always
 prints the whole configuration beside its figures.
+
+A plain validated dataclass rather than a pydantic model: ``raglabel eval`` builds one
+on every start, and pydantic's import alone costs more than evaluating a small run.
+Coercions and messages follow pydantic's lax mode, which this class replaced.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 GRADES = (1, 2, 3, 4, 5)
 
-Grade = Annotated[int, Field(ge=1, le=5)]
+
+class ConfigError(ValueError):
+    """A convention that is out of range: ``field`` names it (None: the combination)."""
+
+    def __init__(self, field: str | None, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}" if field else message)
 
 
 def _default_gain_map() -> dict[int, float]:
@@ -21,54 +31,146 @@ def _default_gain_map() -> dict[int, float]:
     return {g: float(max(0, g - 2)) for g in GRADES}
 
 
-class MetricConfig(BaseModel):
-    """Conventions of the metric family; all have the spec's defaults."""
+# Defaults of the per-grade tables, best grade first as the report prints them.
+_DEFAULT_TABLES: dict[str, dict[int, float]] = {
+    "base_utilities": {5: 1.0, 4: 0.5, 3: 0.1, 2: 0.0, 1: 0.0},
+    "fallback_weights": {5: 1.0, 4: 1.0, 3: 0.2, 2: 0.0, 1: 0.0},
+    "gain_map": _default_gain_map(),
+}
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    alpha: float = Field(1.0, ge=0.0, description="Rarity exponent: r_g = b_g / p_g^alpha.")
-    cap4: float = Field(1.0, ge=0.0, description="Upper bound of the grade-4 weight.")
-    cap3: float = Field(
-        0.25, ge=0.0, description="Upper bound of the weights of grades 3 and below."
-    )
-    base_utilities: dict[int, float] = Field(
-        default_factory=lambda: {5: 1.0, 4: 0.5, 3: 0.1, 2: 0.0, 1: 0.0},
-        description=(
-            "Base utility b_g of each grade. Grades 2 and 1 default to 0 (weight 0, as in "
-            "the metric's definition); given a positive utility they are capped by cap3."
-        ),
-    )
-    fallback_weights: dict[int, float] = Field(
-        default_factory=lambda: {5: 1.0, 4: 1.0, 3: 0.2, 2: 0.0, 1: 0.0},
-        description="Weights used for a query whose labeled slice has no grade 5.",
-    )
-    harm_threshold: Grade = Field(2, description="Harm@K counts grades at or below this.")
-    relevance_threshold: Grade = Field(
-        4, description="Binary relevance for classic metrics: grade at or above this."
-    )
-    gain_map: dict[int, float] = Field(
-        default_factory=_default_gain_map, description="nDCG gain of each grade."
-    )
-    ctx_threshold: float = Field(
-        80.0, ge=0.0, le=100.0, description="ctx_rank_prec pass mark (0-100)."
-    )
-    default_k: int = Field(5, ge=1, description="Cutoff when neither query nor caller sets one.")
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            raise ConfigError(
+                name, "Input should be a valid number, unable to parse string as a number"
+            ) from None
+    raise ConfigError(name, "Input should be a valid number")
 
-    @field_validator("base_utilities", "fallback_weights", "gain_map")
-    @classmethod
-    def _every_grade_once(cls, value: dict[int, float]) -> dict[int, float]:
-        missing = [g for g in GRADES if g not in value]
-        extra = sorted(k for k in value if k not in GRADES)
-        if missing or extra:
-            raise ValueError(
-                f"needs exactly the grades 1-5 as keys (missing {missing}, unknown {extra})"
-            )
-        if any(v < 0 for v in value.values()):
-            raise ValueError("values must not be negative")
-        return {g: float(value[g]) for g in GRADES}
 
-    @model_validator(mode="after")
-    def _grade5_has_utility(self) -> MetricConfig:
+def _integer(name: str, value: Any) -> int:
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, float):
+        raise ConfigError(
+            name, "Input should be a valid integer, got a number with a fractional part"
+        )
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+        raise ConfigError(
+            name, "Input should be a valid integer, unable to parse string as an integer"
+        )
+    raise ConfigError(name, "Input should be a valid integer")
+
+
+def _bounded(name: str, value: float, low: float | None, high: float | None) -> None:
+    # Written as "not >=" so that NaN fails, as it does in pydantic.
+    if low is not None and not value >= low:
+        raise ConfigError(name, f"Input should be greater than or equal to {low:g}")
+    if high is not None and not value <= high:
+        raise ConfigError(name, f"Input should be less than or equal to {high:g}")
+
+
+def _per_grade(name: str, value: Any) -> dict[int, float]:
+    if not isinstance(value, dict):
+        raise ConfigError(name, "Input should be a valid dictionary")
+    table = {_integer(name, k): _number(name, v) for k, v in value.items()}
+    missing = [g for g in GRADES if g not in table]
+    extra = sorted(k for k in table if k not in GRADES)
+    if missing or extra:
+        raise ConfigError(
+            name,
+            f"Value error, needs exactly the grades 1-5 as keys (missing {missing}, "
+            f"unknown {extra})",
+        )
+    if any(v < 0 for v in table.values()):
+        raise ConfigError(name, "Value error, values must not be negative")
+    return {g: table[g] for g in GRADES}
+
+
+# Field -> (kind, lower bound, upper bound), in declaration order: the first bad field
+# is the one reported.
+_RULES: dict[str, tuple[str, float | None, float | None]] = {
+    "alpha": ("number", 0.0, None),
+    "cap4": ("number", 0.0, None),
+    "cap3": ("number", 0.0, None),
+    "base_utilities": ("grades", None, None),
+    "fallback_weights": ("grades", None, None),
+    "harm_threshold": ("integer", 1, 5),
+    "relevance_threshold": ("integer", 1, 5),
+    "gain_map": ("grades", None, None),
+    "ctx_threshold": ("number", 0.0, 100.0),
+    "default_k": ("integer", 1, None),
+}
+
+
+@dataclass(frozen=True)
+class MetricConfig:
+    """Conventions of the metric family; all have the spec's defaults.
+
+    - ``alpha``: rarity exponent, r_g = b_g / p_g^alpha.
+    - ``cap4``: upper bound of the grade-4 weight; ``cap3``: of grades 3 and below.
+    - ``base_utilities``: base utility b_g of each grade. Grades 2 and 1 default to 0
+      (weight 0, as in the metric's definition); given a positive utility they are
+      capped by cap3.
+    - ``fallback_weights``: weights of a query whose labeled slice has no grade 5.
+    - ``harm_threshold``: Harm@K counts grades at or below it.
+    - ``relevance_threshold``: binary relevance of classic metrics, grade at or above.
+    - ``gain_map``: nDCG gain of each grade; ``ctx_threshold``: ctx_rank_prec pass mark.
+    - ``default_k``: cutoff when neither query nor caller sets one.
+    """
+
+    alpha: float = 1.0
+    cap4: float = 1.0
+    cap3: float = 0.25
+    base_utilities: dict[int, float] = field(
+        default_factory=lambda: dict(_DEFAULT_TABLES["base_utilities"])
+    )
+    fallback_weights: dict[int, float] = field(
+        default_factory=lambda: dict(_DEFAULT_TABLES["fallback_weights"])
+    )
+    harm_threshold: int = 2
+    relevance_threshold: int = 4
+    gain_map: dict[int, float] = field(default_factory=_default_gain_map)
+    ctx_threshold: float = 80.0
+    default_k: int = 5
+
+    def __post_init__(self) -> None:
+        for name, (kind, low, high) in _RULES.items():
+            raw = getattr(self, name)
+            value: float | dict[int, float]
+            if kind == "grades":
+                # A table equal to its default keeps the default's key order, as the
+                # pydantic model (which never validated defaults) printed it.
+                default = _DEFAULT_TABLES[name]
+                value = dict(default) if raw == default else _per_grade(name, raw)
+            else:
+                value = _number(name, raw) if kind == "number" else _integer(name, raw)
+                _bounded(name, value, low, high)
+            object.__setattr__(self, name, value)
         if self.base_utilities[5] <= 0:
-            raise ValueError("base_utilities[5] must be positive: weights are relative to it")
-        return self
+            raise ConfigError(
+                None,
+                "Value error, base_utilities[5] must be positive: weights are relative to it",
+            )
+
+    @classmethod
+    def from_fields(cls, fields: dict[str, Any]) -> MetricConfig:
+        """Like the constructor, but an unknown field is a :class:`ConfigError` too."""
+        for name in fields:
+            if name not in _RULES:
+                raise ConfigError(name, "Extra inputs are not permitted")
+        return cls(**fields)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field, in declaration order (as the report prints them)."""
+        return asdict(self)

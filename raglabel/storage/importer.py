@@ -23,6 +23,7 @@ from raglabel.formats.corpus import (
     read_queries,
 )
 from raglabel.formats.maps import GradeMap
+from raglabel.formats.notices import repeated_passages
 from raglabel.formats.rows import QrelsRows, read_qrels_rows
 from raglabel.formats.samples import Sample, gold_grades, samples_in
 from raglabel.storage.grades import GradeEvent, append_many, event_row
@@ -90,11 +91,7 @@ def run_import(
             summary.counts["runs"] += 1
             summary.counts["run entries"] += counts["entries"]
             if run.repeats:
-                summary.warnings.append(
-                    f"run {run.name!r}: {len(run.repeats)} repeated passage id(s) dropped, "
-                    f"keeping the best-ranked ({', '.join(run.repeats[:3])}"
-                    f"{', ...' if len(run.repeats) > 3 else ''})"
-                )
+                summary.warnings.append(repeated_passages(run.name, run.repeats))
         if request.samples is not None:
             _write_samples(conn, request, parsed.samples, summary)
         if parsed.labels:

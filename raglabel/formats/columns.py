@@ -1,0 +1,158 @@
+"""Small canonical files cut into byte columns by numpy, with no per-line Python.
+
+For inputs of a few megabytes, importing polars costs more than the work, and
+splitting lines in Python costs most of the rest. When every line of a file is
+exactly ``n`` fields separated by single spaces, the positions of the separators
+say where each field starts and ends, and fields come out as fixed-width byte
+arrays in a few vectorised steps. Anything else (tabs, runs of spaces, comments,
+blank lines, extra fields, other white space, bad UTF-8) gives None, and the caller
+reads the file with the exact line reader, which also names the line of any error.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+_SPACE, _NEWLINE, _HASH, _MINUS, _DOT, _ZERO, _NINE = (ord(c) for c in " \n#-.09")
+
+# White space outside ASCII that str.split() splits on; the exact reader would see
+# more fields than the separators here do.
+_UNICODE_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+
+# Exact decimal parsing: a mantissa below 2**53 divided by an exactly representable
+# power of ten is one correctly rounded operation, so it equals Python's float().
+_MAX_DIGITS = 15
+_POWERS_OF_TEN = np.array([float(f"1e{i}") for i in range(23)])
+
+
+@dataclass(frozen=True)
+class Fields:
+    """Where the fields are: ``separators`` has a row per line, the position of the
+    byte after each field (a space, the last one a newline)."""
+
+    buffer: NDArray[np.uint8]
+    separators: NDArray[np.intp]
+
+    @property
+    def rows(self) -> int:
+        return int(self.separators.shape[0])
+
+    def starts(self, field: int) -> NDArray[np.intp]:
+        if field:
+            return self.separators[:, field - 1] + 1
+        starts = np.empty(self.rows, dtype=np.intp)
+        starts[0] = 0
+        starts[1:] = self.separators[:-1, -1] + 1
+        return starts
+
+    def matrix(self, field: int) -> NDArray[np.uint8]:
+        """Field ``field`` of every line, zero-padded to the longest one."""
+        starts = self.starts(field)
+        lengths = self.separators[:, field] - starts
+        width = int(lengths.max(initial=1))
+        # One slice of the buffer per row: a window view, then a gather of rows (the
+        # buffer has padding after its last line for the last windows).
+        cells = np.lib.stride_tricks.sliding_window_view(self.buffer, width)[starts]
+        # Safe: data holds no NUL byte, so zero padding is unambiguous.
+        cells[np.arange(width) >= lengths[:, None]] = 0
+        return cells
+
+    def text(self, field: int) -> NDArray[np.bytes_]:
+        """Field ``field`` as fixed-width bytes; they compare in byte order, as str does."""
+        cells = np.ascontiguousarray(self.matrix(field))
+        return cells.view(f"S{cells.shape[1]}").ravel()
+
+    def decimals(self, field: int) -> NDArray[np.float64] | None:
+        """Field ``field`` as numbers, when every one is plain ``[-]digits[.digits]``."""
+        parts = self._digits(field, _MAX_DIGITS, decimal_point=True)
+        if parts is None:
+            return None
+        mantissa, fraction, negative = parts
+        if int(fraction.max()) >= _POWERS_OF_TEN.size:
+            return None
+        values: NDArray[np.float64] = mantissa.astype(np.float64) / _POWERS_OF_TEN[fraction]
+        values[negative] = -values[negative]
+        return values
+
+    def integers(self, field: int) -> NDArray[np.int64] | None:
+        """Field ``field`` as integers, when every one is plain ``[-]digits`` (< 10**18)."""
+        parts = self._digits(field, 18, decimal_point=False)
+        if parts is None:
+            return None
+        value, _, negative = parts
+        value[negative] = -value[negative]
+        return value
+
+    def _digits(
+        self, field: int, max_digits: int, *, decimal_point: bool
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.bool_]] | None:
+        """(digits as an integer, digits after the point, minus sign) of each value; None
+        when a value has anything else, no digit, two points or too many digits."""
+        columns = np.ascontiguousarray(self.matrix(field).T)
+        negative = columns[0] == _MINUS
+        value = np.zeros(self.rows, dtype=np.int64)
+        fraction = np.zeros(self.rows, dtype=np.int64)
+        n_digits = np.zeros(self.rows, dtype=np.int64)
+        dots = np.zeros(self.rows, dtype=np.int64)
+        other = np.zeros(self.rows, dtype=np.bool_)
+        # Column by column: a handful of operations on whole columns, no per-value work.
+        for index, column in enumerate(columns):
+            digit_value = column - np.uint8(_ZERO)  # wraps around below "0"
+            digit = digit_value < 10
+            dot = column == _DOT
+            value = np.where(digit, value * 10 + digit_value, value)
+            n_digits += digit
+            fraction += digit & (dots > 0)
+            dots += dot
+            stray = ~digit & (column != 0)
+            if decimal_point:
+                stray &= ~dot
+            if index == 0:
+                stray &= ~negative
+            other |= stray
+        if (
+            bool(other.any())
+            or int(n_digits.min()) < 1
+            or int(n_digits.max()) > max_digits
+            or int(dots.max()) > 1
+        ):
+            return None
+        return value, fraction, negative
+
+
+def split_fields(data: bytes, n_fields: int) -> Fields | None:
+    """Fields of ``data`` when each line is exactly ``n_fields`` single-spaced fields."""
+    if not data:
+        return None
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    buffer = np.frombuffer(data, dtype=np.uint8)
+    # Every byte up to the space is a separator here, so tabs, carriage returns, NUL and
+    # the other control bytes break the pattern of separators checked below.
+    separators = np.flatnonzero(buffer <= _SPACE)
+    if separators.size % n_fields:
+        return None
+    pattern = np.full(n_fields, _SPACE, dtype=np.uint8)
+    pattern[-1] = _NEWLINE
+    if bool((buffer[separators].reshape(-1, n_fields) != pattern).any()):
+        return None
+    gaps = np.diff(separators)
+    if separators[0] == 0 or int(gaps.min(initial=2)) < 2:
+        return None  # an empty field: a blank line or a doubled, leading or trailing space
+    if int(buffer.max()) >= 0x80:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if _UNICODE_SPACE.search(text):
+            return None
+    # Room after the last line for the widest field's window.
+    padded = np.concatenate([buffer, np.zeros(int(gaps.max(initial=1)), dtype=np.uint8)])
+    fields = Fields(padded, separators.reshape(-1, n_fields))
+    if bool((buffer[fields.starts(0)] == _HASH).any()):
+        return None  # a comment line
+    return fields

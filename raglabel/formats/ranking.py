@@ -1,0 +1,119 @@
+"""Row orders of a columnar run: trec_eval's ranking, then the label order of queries.
+
+Run files are nearly always written grouped by query and sorted by score; these
+helpers check that in a few vectorised passes and then only move what must move
+(tied scores, whole query blocks) instead of sorting millions of rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+from numpy.typing import NDArray
+
+from raglabel.metrics.run import RankedRun
+
+
+def block_starts(qidx: NDArray[np.int32]) -> NDArray[np.int64]:
+    """Rows where the query differs from the row before."""
+    if qidx.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    changed = np.flatnonzero(qidx[1:] != qidx[:-1]) + 1
+    return np.concatenate([[0], changed]).astype(np.int64)
+
+
+def _grouped(qidx: NDArray[np.int32], starts: NDArray[np.int64]) -> bool:
+    """Every query in one contiguous block."""
+    heads = np.sort(qidx[starts])
+    return not bool((heads[1:] == heads[:-1]).any())
+
+
+def ranking_order(
+    qidx: NDArray[np.int32],
+    starts: NDArray[np.int64],
+    score: NDArray[np.float64],
+    docid: pl.Series,
+) -> NDArray[np.int64] | None:
+    """Row order grouping queries, best first, ties by passage id descending (as bytes).
+
+    None when the rows are in that order already; when they are grouped and sorted
+    by score, only groups of tied scores are re-ordered.
+    """
+    if qidx.size < 2:
+        return None
+    same_query = np.ones(qidx.size - 1, dtype=np.bool_)
+    same_query[starts[1:] - 1] = False
+    if not _grouped(qidx, starts) or bool((same_query & (score[1:] > score[:-1])).any()):
+        ranked: NDArray[np.int64] = (
+            pl.DataFrame({"_q": qidx, "_s": score, "_d": docid})
+            .select(pl.arg_sort_by(["_q", "_s", "_d"], descending=[False, True, True]))
+            .to_series()
+            .to_numpy()
+            .astype(np.int64)
+        )
+        return ranked
+    tied_pair = same_query & (score[1:] == score[:-1])
+    if not tied_pair.any():
+        return None
+    in_tie = np.zeros(qidx.size, dtype=np.bool_)
+    in_tie[:-1] |= tied_pair
+    in_tie[1:] |= tied_pair
+    rows = np.flatnonzero(in_tie)
+    # A tie group starts at a tied row that is not tied to the row before it.
+    group = np.cumsum(~np.concatenate([[False], tied_pair])[rows])
+    ties = pl.DataFrame({"_group": group, "_row": rows, "docid": docid.gather(rows)})
+    reordered = ties.sort(["_group", "docid"], descending=[False, True])["_row"].to_numpy()
+    if np.array_equal(reordered, rows):
+        return None
+    order = np.arange(qidx.size, dtype=np.int64)
+    order[rows] = reordered
+    return order
+
+
+def _in_query_order(
+    values: NDArray[Any], qidx: NDArray[np.int32], starts: NDArray[np.int64]
+) -> NDArray[Any]:
+    """``values`` with their blocks of rows moved into query order.
+
+    When every query is one block, the blocks are put together slice by slice (one
+    Python step per query, not per row); a query split over several blocks takes a
+    stable sort of every row.
+    """
+    first = qidx[starts]
+    if first.size < 2 or bool((first[1:] > first[:-1]).all()):
+        return values
+    if not _grouped(qidx, starts):
+        moved: NDArray[Any] = values[np.argsort(qidx, kind="stable")]
+        return moved
+    ends = np.append(starts[1:], qidx.size)
+    by_query = np.argsort(first, kind="stable")
+    return np.concatenate(
+        [values[s:e] for s, e in zip(starts[by_query], ends[by_query], strict=True)]
+    )
+
+
+def assemble(
+    name: str,
+    n_queries: int,
+    qidx: NDArray[np.int32],
+    grades: NDArray[np.int8],
+    *,
+    contains: NDArray[np.bool_] | None,
+    k_override: NDArray[np.int64] | None,
+) -> RankedRun:
+    """CSR arrays in label order; rows of one query are contiguous and ranked."""
+    starts = block_starts(qidx)
+    sizes = np.diff(np.append(starts, qidx.size))
+    lengths = np.bincount(qidx[starts], weights=sizes, minlength=n_queries).astype(np.int64)
+    grades = _in_query_order(grades, qidx, starts)
+    contains = None if contains is None else _in_query_order(contains, qidx, starts)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    return RankedRun(
+        name=name,
+        offsets=offsets,
+        grades=grades.astype(np.int8, copy=False),
+        contains=contains,
+        k_override=k_override,
+    )

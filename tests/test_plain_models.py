@@ -1,0 +1,126 @@
+"""The pydantic-free runtime twins (report dataclasses, MetricConfig, the default grade
+map) against the pydantic models they stand in for."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from raglabel.formats import report, report_data
+from raglabel.formats.grades import TREC_GRADES
+from raglabel.formats.maps import GradeMap
+from raglabel.metrics.config import ConfigError, MetricConfig
+
+TWINS = [
+    (report_data.LabelsInfo, report.LabelsInfo),
+    (report_data.CtxRankDetail, report.CtxRankDetail),
+    (report_data.RunReport, report.RunReport),
+    (report_data.Comparison, report.Comparison),
+    (report_data.Report, report.Report),
+]
+
+
+@pytest.mark.parametrize(("plain", "model"), TWINS)
+def test_report_dataclasses_mirror_the_schema_models(plain: type, model: type[BaseModel]) -> None:
+    assert [f.name for f in dataclasses.fields(plain)] == list(model.model_fields)
+
+
+class _Floats(BaseModel):
+    values: list[float]
+
+
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=20))
+def test_json_floats_are_written_as_pydantic_writes_them(values: list[float]) -> None:
+    expected = _Floats(values=values).model_dump_json()
+    assert '{"values":[' + ",".join(map(report_data.json_float, values)) + "]}" == expected
+
+
+def test_report_json_is_what_the_model_writes() -> None:
+    detail = report_data.CtxRankDetail(k=2, actual_ranks=[0, 1], ideal_ranks=[1, 0],
+                                       grades=[None, 5], passed=False)  # fmt: skip
+    run = report_data.RunReport(
+        mean={"ndcg@2": 1.5e-05, "mrr": None},
+        valid={"ndcg@2": 3, "mrr": 0},
+        ci={"ndcg@2": (1e-7, 0.25), "mrr": None},
+        per_query={"q\u00e9": {"ndcg@2": 0.5, "mrr": None}},
+        ctx_rank={"ctx_rank_prec@2": {"q\u00e9": detail}},
+    )
+    plain = report_data.Report(
+        labels=report_data.LabelsInfo(queries=1, graded=2, fingerprint="sha256:0"),
+        config={"k": [2], "gain_map": {1: 0.0, 5: 3.0}, "pool": {}},
+        runs={"a": run, "b": report_data.RunReport(mean={}, valid={}, per_query={})},
+        compare=[report_data.Comparison("a", "b", "mrr", None, None, None, 0, 0, 0, 0)],
+        warnings=["w"],
+    )
+    text = plain.to_json()
+    model = report.Report.model_validate_json(text)
+    assert text == model.model_dump_json(indent=2, exclude_unset=True) + "\n"
+    assert json.loads(text)["runs"]["b"]["ctx_rank"] is None
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "message"),
+    [
+        ({"alpha": -1}, "alpha", "Input should be greater than or equal to 0"),
+        ({"ctx_threshold": 101.0}, "ctx_threshold", "Input should be less than or equal to 100"),
+        ({"harm_threshold": 0}, "harm_threshold", "Input should be greater than or equal to 1"),
+        ({"harm_threshold": 2.5}, "harm_threshold", "got a number with a fractional part"),
+        ({"alpha": float("nan")}, "alpha", "greater than or equal to 0"),
+        ({"default_k": 0}, "default_k", "Input should be greater than or equal to 1"),
+        ({"gain_map": {1: 0}}, "gain_map", "needs exactly the grades 1-5 as keys (missing [2,"),
+        ({"gain_map": {1: -1, 2: 0, 3: 0, 4: 0, 5: 0}}, "gain_map", "must not be negative"),
+        ({"base_utilities": dict.fromkeys(range(1, 6), 0.0)}, None, "base_utilities[5]"),
+        ({"nope": 1}, "nope", "Extra inputs are not permitted"),
+    ],
+)
+def test_config_errors_name_field_and_problem(
+    fields: dict[str, object], field: str | None, message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        MetricConfig.from_fields(fields)
+    assert caught.value.field == field
+    assert message in caught.value.message
+
+
+def test_config_coerces_and_keeps_the_printed_order() -> None:
+    config = MetricConfig(alpha=2, harm_threshold=3.0, gain_map={5: 3, 4: 2, 3: 1, 2: 0, 1: 0})  # type: ignore[arg-type]
+    assert config.alpha == 2.0 and isinstance(config.alpha, float)
+    assert config.harm_threshold == 3 and isinstance(config.harm_threshold, int)
+    assert list(config.gain_map.items()) == [(1, 0.0), (2, 0.0), (3, 1.0), (4, 2.0), (5, 3.0)]
+    assert list(config.as_dict()["base_utilities"]) == [5, 4, 3, 2, 1]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.alpha = 3.0  # type: ignore[misc]
+
+
+def test_default_grade_map_is_the_pydantic_default() -> None:
+    labels = np.arange(-4, 8, dtype=np.int64)
+    model = GradeMap()
+    assert TREC_GRADES.describe() == model.describe()
+    assert [TREC_GRADES.grade_of(int(x)) for x in labels] == [
+        model.grade_of(int(x)) for x in labels
+    ]
+    for mine, theirs in zip(TREC_GRADES.apply(labels), model.apply(labels), strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+
+
+def test_plain_eval_imports_neither_pydantic_nor_polars(tmp_path: Path) -> None:
+    # Importing either costs more than evaluating a small run from start to finish.
+    (tmp_path / "q").write_text("q1 0 a 3\nq1 0 b 0\n")
+    (tmp_path / "r").write_text("q1 Q0 a 1 0.5 t\nq1 Q0 b 2 0.4 t\n")
+    code = (
+        "import sys; from raglabel.cli.main import main; "
+        f"main(['eval', '--qrels', {str(tmp_path / 'q')!r}, '--run', {str(tmp_path / 'r')!r}, "
+        "'--format', 'json']); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'polars', 'rich'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
