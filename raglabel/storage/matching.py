@@ -50,15 +50,20 @@ class PassageIndex:
     def match(self, text: str, prefer: Iterable[str] = ()) -> tuple[str, How]:
         """The passage id this text is, and how it was found; unmatched text gets a new id.
 
-        ``prefer`` lists passages to try first for a span (e.g. the query's gold
-        passages), so a span that two passages share goes to the one the labels name.
+        ``prefer`` lists passages to try first (e.g. the query's gold passages), so a
+        span that two passages share, or a text that duplicate passages hold, goes to the
+        one the labels name.
         """
         norm = normalize_passage(text)
+        preferred = list(prefer)
         hit = self._exact.get(norm) or self._added.get(norm)
         if hit is not None:
-            return self._count(hit, "exact")
+            same = next(
+                (p for p in preferred if p in self._position and self._text_of(p) == norm), hit
+            )
+            return self._count(same, "exact")
         if len(norm) >= MIN_SPAN_CHARS:
-            for ext_id in prefer:
+            for ext_id in preferred:
                 if norm in self._text_of(ext_id):
                     return self._count(ext_id, "span")
             found = self._haystack.find(norm)

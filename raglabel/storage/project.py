@@ -85,10 +85,13 @@ class Project:
         path = Path(path)
         if not path.is_file():
             raise InputError(path, "no such project file (create one with raglabel init)")
+        conn: sqlite3.Connection | None = None
         try:
             conn = _connect(path)
             app_id, version = _header(conn)
         except sqlite3.DatabaseError as exc:
+            if conn is not None:
+                conn.close()
             raise InputError(path, f"is not a SQLite database ({exc})") from None
         project = cls(conn, path)
         if app_id != APPLICATION_ID:
@@ -104,8 +107,7 @@ class Project:
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
         if version < SCHEMA_VERSION:
-            project.backup = project._write_backup(version)
-            project._migrate(from_version=version)
+            project._migrate(from_version=version, backup=True)
         return project
 
     @classmethod
@@ -155,18 +157,26 @@ class Project:
         if target.exists():
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
             target = self.path.with_name(f"{self.path.name}.v{version}.{stamp}.bak")
-        # The backup API copies a consistent snapshot even while others write.
+        # Called holding the write lock, and SQLite will not back up from a connection in
+        # a write transaction; a second connection reads the file as it stands, which
+        # nobody can change until the lock is released.
+        source = _connect(self.path)
         copy = sqlite3.connect(str(target))
         try:
-            self.conn.backup(copy)
+            source.backup(copy)
         finally:
             copy.close()
+            source.close()
         return target
 
-    def _migrate(self, from_version: int) -> None:
+    def _migrate(self, from_version: int, *, backup: bool = False) -> None:
         with self.write():
             # Another process may have upgraded the file while this one waited.
             version = max(from_version, self.version)
+            if backup and version < SCHEMA_VERSION:
+                # Under the write lock: of several processes opening an old file at once,
+                # only the one that upgrades it backs it up, and never after an upgrade.
+                self.backup = self._write_backup(version)
             for step in MIGRATIONS:
                 if step.version > version:
                     for statement in _statements(step.sql):
