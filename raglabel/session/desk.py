@@ -1,0 +1,335 @@
+"""The grading session the app drives: one annotator, one project file, one cutoff.
+
+Every action writes through the grade log first (committed before it returns) and only
+then updates what the screens show, so a grade the screen shows is a grade on disk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from raglabel.session.catalog import Catalog, Passage, load_catalog, load_passages
+from raglabel.session.gradebook import GradeBook, own_grades, resolved_grades
+from raglabel.session.options import AppOptions
+from raglabel.session.scoreboard import Hole, QueryPanel, Scoreboard
+from raglabel.session.suggestions import Suggestion, query_suggestions
+from raglabel.storage.adjudication import Disagreement, adjudicate, disagreements
+from raglabel.storage.grades import EventKind, GradeEvent, Recorded, record, undo_last
+from raglabel.storage.project import Project
+
+
+@dataclass(frozen=True)
+class QueryRow:
+    """One line of the Queries screen."""
+
+    index: int
+    ext_id: str
+    text: str
+    graded: int  # candidates with a grade in view
+    candidates: int
+    holes: int  # ungraded passages in any run's top K
+    ra_nwg: tuple[float, ...]  # per run, at K; NaN = NA
+
+
+@dataclass(frozen=True)
+class PassageRow:
+    """One candidate passage of the Grade screen."""
+
+    pid: int
+    ext_id: str
+    title: str
+    grade: int | None  # the grade in view (own when blind)
+    own: int | None  # this annotator's grade
+    suggestion: Suggestion | None
+    ranks: tuple[int | None, ...]  # 1-based rank in each run, None when absent
+    skipped: bool
+    flagged: bool
+
+
+@dataclass(frozen=True)
+class Change:
+    """What an action did: the pair it touched and its grade in view afterwards."""
+
+    query: int
+    pid: int
+    grade: int | None
+    event_id: int
+    kind: str
+
+
+@dataclass
+class Timing:
+    """When a passage was put in front of the annotator, and how long they worked on it."""
+
+    shown_at: str | None = None
+    active_ms: int | None = None
+
+
+@dataclass
+class Desk:
+    project: Project
+    options: AppOptions
+    annotator: str
+    catalog: Catalog
+    book: GradeBook
+    board: Scoreboard
+    k: int
+    _ra: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
+    _holes: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    @classmethod
+    def open(cls, options: AppOptions, project: Project | None = None) -> Desk:
+        project = project or Project.open(options.project)
+        catalog = load_catalog(project.conn)
+        book = GradeBook(catalog)
+        desk = cls(
+            project=project,
+            options=options,
+            annotator=options.annotator,
+            catalog=catalog,
+            book=book,
+            board=Scoreboard(catalog, book, options.config),
+            k=options.cutoffs[0],
+        )
+        desk.reload()
+        return desk
+
+    def close(self) -> None:
+        self.project.close()
+
+    @property
+    def blind(self) -> bool:
+        return self.options.blind
+
+    def reload(self) -> None:
+        """Read every grade again (another annotator's work, a switch of annotator)."""
+        conn = self.project.conn
+        self.book = GradeBook(self.catalog)
+        self.board.book = self.book
+        pairs = own_grades(conn, self.annotator) if self.blind else resolved_grades(conn)
+        self.book.load(pairs)
+        self._own: dict[tuple[int, int], int] = {}
+        if not self.blind:
+            for query_row, pid, grade in own_grades(conn, self.annotator):
+                q = self.catalog.query_index(query_row)
+                if q is not None:
+                    self._own[(q, pid)] = grade
+        self._rescore()
+
+    def _rescore(self) -> None:
+        self._ra = self.board.ra_nwg_all(self.k)
+        self._holes = self.board.hole_counts(self.k)
+
+    # -- cutoff and annotator ----------------------------------------------------------
+
+    def set_k(self, k: int) -> None:
+        if k < 1:
+            raise ValueError("K must be at least 1")
+        self.k = k
+        self._rescore()
+
+    def cycle_k(self) -> int:
+        cutoffs = self.options.cutoffs
+        position = cutoffs.index(self.k) if self.k in cutoffs else -1
+        self.set_k(cutoffs[(position + 1) % len(cutoffs)])
+        return self.k
+
+    def switch_annotator(self, name: str) -> None:
+        name = name.strip()
+        if not name:
+            raise ValueError("an annotator needs a name")
+        self.annotator = name
+        self.reload()
+
+    # -- what the screens show ---------------------------------------------------------
+
+    def query_rows(self) -> list[QueryRow]:
+        return [self.query_row(q) for q in range(len(self.catalog.queries))]
+
+    def query_row(self, q: int) -> QueryRow:
+        query = self.catalog.queries[q]
+        pool = self.catalog.candidates[q]
+        graded = self.book.grades[q]
+        return QueryRow(
+            index=q,
+            ext_id=query.ext_id,
+            text=query.text,
+            graded=sum(1 for pid in pool if pid in graded),
+            candidates=len(pool),
+            holes=int(self._holes[q]) if self._holes.size else 0,
+            ra_nwg=tuple(float(v) for v in self._ra[:, q]) if self._ra.size else (),
+        )
+
+    def passages(self, q: int) -> list[PassageRow]:
+        """The query's candidates in pool order, then any hole outside the pool."""
+        cat = self.catalog
+        pool = list(cat.candidates[q])
+        listed = set(pool)
+        pool += [h.pid for h in self.board.holes(q, self.k) if h.pid not in listed]
+        ranks = [
+            {pid: rank for rank, pid in enumerate(run.ranked(q).tolist(), 1)} for run in cat.runs
+        ]
+        suggestions = query_suggestions(self.project.conn, cat.queries[q].row_id)
+        marks = self.marks(q)
+        titles = self._titles(pool)
+        rows = []
+        for pid in pool:
+            grade = self.book.grade_of(q, pid)
+            own = grade if self.blind else self._own.get((q, pid))
+            rows.append(
+                PassageRow(
+                    pid=pid,
+                    ext_id=cat.passage_ext[pid],
+                    title=titles.get(pid, ""),
+                    grade=grade,
+                    own=own,
+                    suggestion=suggestions.get(pid),
+                    ranks=tuple(r.get(pid) for r in ranks),
+                    skipped="skip" in marks.get(pid, ()),
+                    flagged="flag" in marks.get(pid, ()),
+                )
+            )
+        return rows
+
+    def passage(self, pid: int) -> Passage:
+        found = load_passages(self.project.conn, [pid])
+        return found.get(pid) or Passage(pid, self.catalog.passage_ext[pid], "", "")
+
+    def panel(self, q: int) -> QueryPanel:
+        return self.board.panel(q, self.k)
+
+    def next_hole(self, q: int) -> Hole | None:
+        """The labeling queue's next pair: this query's most-retrieved ungraded passage,
+        else the best hole of the query with the most holes."""
+        here = self.board.holes(q, self.k)
+        if here:
+            return here[0]
+        if not self._holes.size or int(self._holes.max()) == 0:
+            return None
+        other = int(np.argmax(self._holes))
+        found = self.board.holes(other, self.k)
+        return found[0] if found else None
+
+    # -- actions -----------------------------------------------------------------------
+
+    def grade(
+        self, q: int, pid: int, grade: int, timing: Timing | None = None, *, accepted: bool = False
+    ) -> Change:
+        return self._write(q, pid, "grade", grade=grade, timing=timing, accepted=accepted)
+
+    def clear(self, q: int, pid: int, timing: Timing | None = None) -> Change:
+        return self._write(q, pid, "clear", timing=timing)
+
+    def skip(self, q: int, pid: int, reason: str, timing: Timing | None = None) -> Change:
+        return self._write(q, pid, "skip", note=reason, timing=timing)
+
+    def flag(
+        self, q: int, pid: int, note: str | None = None, timing: Timing | None = None
+    ) -> Change:
+        return self._write(q, pid, "flag", note=note or None, timing=timing)
+
+    def disagreements(self) -> list[Disagreement]:
+        return disagreements(self.project.conn)
+
+    def adjudicate(
+        self, query: str, passage: str, grade: int, timing: Timing | None = None
+    ) -> Change:
+        """The lead's (this annotator's) final grade for a pair annotators disagree on."""
+        timing = timing or Timing()
+        done = adjudicate(
+            self.project,
+            query,
+            passage,
+            self.annotator,
+            grade,
+            shown_at=timing.shown_at,
+            active_ms=timing.active_ms,
+        )
+        return self._apply(done, "grade")
+
+    def undo(self) -> Change | None:
+        """Revert this annotator's latest action, on whatever query it was."""
+        done = undo_last(self.project, self.annotator, origin="app")
+        if done is None:
+            return None
+        return self._apply(done, "undo")
+
+    def _write(
+        self,
+        q: int,
+        pid: int,
+        kind: EventKind,
+        *,
+        grade: int | None = None,
+        note: str | None = None,
+        timing: Timing | None = None,
+        accepted: bool = False,
+    ) -> Change:
+        timing = timing or Timing()
+        event = GradeEvent(
+            query=self.catalog.queries[q].ext_id,
+            passage=self.catalog.passage_ext[pid],
+            annotator=self.annotator,
+            kind=kind,
+            grade=grade,
+            note=note,
+            origin="app",
+            shown_at=timing.shown_at,
+            active_ms=timing.active_ms,
+            accepted_suggestion=True if accepted else None,
+        )
+        return self._apply(record(self.project, event), kind)
+
+    def _apply(self, done: Recorded, kind: str) -> Change:
+        q = self.catalog.query_by_ext(done.query)
+        pid = self.catalog.passage_row(done.passage)
+        assert q is not None and pid is not None
+        if self.blind:
+            shown = done.grade
+        else:
+            if done.grade is None:
+                self._own.pop((q, pid), None)
+            else:
+                self._own[(q, pid)] = done.grade
+            shown = self._resolved(q, pid)
+        self.book.set(q, pid, shown)
+        self._refresh_query(q)
+        return Change(q, pid, shown, done.event_id, kind)
+
+    def _resolved(self, q: int, pid: int) -> int | None:
+        rows = resolved_grades(
+            self.project.conn,
+            " WHERE c.query_id = ? AND c.passage_id = ?",
+            (self.catalog.queries[q].row_id, pid),
+        )
+        return rows[0][2] if rows else None
+
+    def _refresh_query(self, q: int) -> None:
+        if self._ra.size:
+            values = self.board.panel(q, self.k).values
+            self._ra[:, q] = [values[name]["ra_nwg"] for name in self.catalog.run_names]
+        if self._holes.size:
+            self._holes[q] = len(self.board.holes(q, self.k))
+
+    def own_grade(self, q: int, pid: int) -> int | None:
+        """This annotator's own grade (differs from the one in view when not blind)."""
+        return self.book.grade_of(q, pid) if self.blind else self._own.get((q, pid))
+
+    def marks(self, q: int) -> dict[int, set[str]]:
+        """Passages this annotator skipped or flagged on query ``q`` (and did not undo)."""
+        rows = self.project.conn.execute(
+            "SELECT e.passage_id, e.kind FROM event e JOIN annotator a ON a.id = e.annotator_id"
+            " WHERE a.name = ? AND e.query_id = ? AND e.kind IN ('skip', 'flag')"
+            " AND NOT EXISTS (SELECT 1 FROM event u WHERE u.kind = 'undo' AND u.target = e.id)",
+            (self.annotator, self.catalog.queries[q].row_id),
+        )
+        marks: dict[int, set[str]] = {}
+        for pid, kind in rows:
+            marks.setdefault(pid, set()).add(kind)
+        return marks
+
+    def _titles(self, pids: list[int]) -> dict[int, str]:
+        return {pid: p.title for pid, p in load_passages(self.project.conn, pids).items()}

@@ -1,0 +1,111 @@
+"""The grades a session shows and scores with, kept in step with every write.
+
+Blind (the default), that is the annotator's own current grades; otherwise one resolved
+grade per pair over all annotators (an adjudicated grade wins, else the lower median),
+as ``raglabel eval DB`` resolves them. Besides a dictionary per query, the book keeps
+each run's entry grades as arrays, so metrics over all queries stay whole-array work
+and a new grade only touches the entries of its own query.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+from numpy.typing import NDArray
+
+from raglabel.session.catalog import Catalog
+from raglabel.storage.labels import resolve
+
+
+class GradeBook:
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        n = len(catalog.queries)
+        self.grades: list[dict[int, int]] = [{} for _ in range(n)]
+        self.counts = np.zeros((n, 6), dtype=np.int64)
+        self.run_grades: list[NDArray[np.int8]] = [
+            np.zeros(run.pids.size, dtype=np.int8) for run in catalog.runs
+        ]
+
+    # -- loading -----------------------------------------------------------------------
+
+    def load(self, pairs: list[tuple[int, int, int]]) -> None:
+        """Fill from ``(query row id, passage row id, grade)`` triples, all at once."""
+        cat = self.catalog
+        for query_row, pid, grade in pairs:
+            q = cat.query_index(query_row)
+            if q is not None:
+                self.grades[q][pid] = grade
+        qidx = np.fromiter((q for q, book in enumerate(self.grades) for _ in book), dtype=np.int64)
+        values = np.fromiter((g for book in self.grades for g in book.values()), dtype=np.int64)
+        self.counts = np.bincount(qidx * 6 + values, minlength=len(self.grades) * 6).reshape(-1, 6)
+        self.counts[:, 0] = 0
+        if not values.size:
+            return
+        # One sorted key per graded pair; each run's entries look their grade up at once.
+        width = max(max(cat.passage_ext, default=0), 0) + 1
+        pids = np.fromiter((p for book in self.grades for p in book), dtype=np.int64)
+        keys = qidx * width + pids
+        order = np.argsort(keys)
+        keys, values = keys[order], values[order]
+        for run, out in zip(cat.runs, self.run_grades, strict=True):
+            entry_q = np.repeat(np.arange(len(self.grades), dtype=np.int64), np.diff(run.offsets))
+            wanted = entry_q * width + run.pids
+            at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
+            hit = keys[at] == wanted
+            out[:] = np.where(hit, values[at], 0)
+
+    # -- changes -----------------------------------------------------------------------
+
+    def grade_of(self, q: int, pid: int) -> int | None:
+        return self.grades[q].get(pid)
+
+    def set(self, q: int, pid: int, grade: int | None) -> None:
+        book = self.grades[q]
+        old = book.get(pid)
+        if old == grade:
+            return
+        if old is not None:
+            self.counts[q, old] -= 1
+        if grade is None:
+            book.pop(pid, None)
+        else:
+            book[pid] = grade
+            self.counts[q, grade] += 1
+        for run, out in zip(self.catalog.runs, self.run_grades, strict=True):
+            start, stop = int(run.offsets[q]), int(run.offsets[q + 1])
+            hit = np.flatnonzero(run.pids[start:stop] == pid)
+            out[start + hit] = 0 if grade is None else grade
+
+
+def own_grades(conn: sqlite3.Connection, annotator: str) -> list[tuple[int, int, int]]:
+    return conn.execute(
+        "SELECT c.query_id, c.passage_id, c.grade FROM current_grade c"
+        " JOIN annotator a ON a.id = c.annotator_id WHERE a.name = ?",
+        (annotator,),
+    ).fetchall()
+
+
+def resolved_grades(
+    conn: sqlite3.Connection, where: str = "", params: tuple[object, ...] = ()
+) -> list[tuple[int, int, int]]:
+    """One grade per pair over every annotator: the latest adjudicated grade if there is
+    one, else the lower median of the current grades."""
+    rows = conn.execute(
+        "SELECT c.query_id, c.passage_id, c.grade, e.origin = 'adjudication', c.event_id"
+        " FROM current_grade c JOIN event e ON e.id = c.event_id" + where,
+        params,
+    )
+    plain: dict[tuple[int, int], list[int]] = {}
+    final: dict[tuple[int, int], tuple[int, int]] = {}
+    for query_id, passage_id, grade, adjudicated, event_id in rows:
+        pair = (query_id, passage_id)
+        if adjudicated:
+            if pair not in final or final[pair][0] < event_id:
+                final[pair] = (event_id, grade)
+        else:
+            plain.setdefault(pair, []).append(grade)
+    out = [(q, p, resolve(grades)) for (q, p), grades in plain.items() if (q, p) not in final]
+    out.extend((q, p, grade) for (q, p), (_, grade) in final.items())
+    return out

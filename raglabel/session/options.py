@@ -1,0 +1,30 @@
+"""What ``raglabel label`` and ``raglabel demo`` hand to the app."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from raglabel.metrics.config import MetricConfig
+
+#: Cutoffs ``K`` cycles through in the app; the first is the default.
+DEFAULT_CUTOFFS = (5, 10, 20)
+
+
+@dataclass(frozen=True)
+class AppOptions:
+    """Everything the grading app needs to start.
+
+    ``keymap`` maps binding ids to comma-separated keys and holds only the ids the user
+    remapped; the app's defaults cover the rest. ``blind`` (the default) shows an
+    annotator only their own grades, and computes the live metrics on those alone.
+    ``adjudicate`` opens the lead's view of pairs whose annotators disagree.
+    """
+
+    project: Path
+    annotator: str
+    keymap: dict[str, str] = field(default_factory=dict)
+    cutoffs: tuple[int, ...] = DEFAULT_CUTOFFS
+    blind: bool = True
+    adjudicate: bool = False
+    config: MetricConfig = field(default_factory=MetricConfig)

@@ -1,0 +1,44 @@
+"""Judge suggestions as the grading app shows them: one grade per pair, never a label.
+
+Several models (or repeats) may have answered for one pair; the app shows the lower
+median of each model's latest grade, the same rule ``--fill-with-judge`` uses, with the
+spread so an annotator can see when the judges disagreed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from raglabel.storage.labels import resolve
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    grade: int
+    models: tuple[str, ...]
+    low: int  # the lowest and highest of the models' grades
+    high: int
+    reason: str | None  # the latest reason given, if any
+
+
+def query_suggestions(conn: sqlite3.Connection, query_row: int) -> dict[int, Suggestion]:
+    """Each passage's suggestion for one query, by passage row id."""
+    latest: dict[int, dict[str, tuple[int, str | None]]] = {}
+    for pid, model, grade, reason in conn.execute(
+        "SELECT passage_id, model, grade, reason FROM suggestion WHERE query_id = ? ORDER BY id",
+        (query_row,),
+    ):
+        latest.setdefault(pid, {})[model] = (grade, reason)
+    out: dict[int, Suggestion] = {}
+    for pid, by_model in latest.items():
+        grades = [grade for grade, _ in by_model.values()]
+        reasons = [reason for _, reason in by_model.values() if reason]
+        out[pid] = Suggestion(
+            grade=resolve(grades),
+            models=tuple(sorted(by_model)),
+            low=min(grades),
+            high=max(grades),
+            reason=reasons[-1] if reasons else None,
+        )
+    return out

@@ -1,0 +1,1 @@
+"""The Textual grading app: the only package of raglabel that imports Textual."""

@@ -1,0 +1,178 @@
+"""The grading app: it owns the session (and so the project file) and its screens.
+
+``create_app`` is the one factory: ``raglabel label``/``demo``, the Pilot tests and the
+benchmark all build the app through it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from textual import work
+from textual.app import App
+from textual.binding import BindingType
+
+from raglabel.session.desk import Change, Desk
+from raglabel.session.options import AppOptions
+from raglabel.session.standings import Snapshot, snapshot
+from raglabel.tui.commands import LabelCommands
+from raglabel.tui.keys import bind
+from raglabel.tui.screens.grade import GradeScreen
+from raglabel.tui.screens.help import HelpScreen
+from raglabel.tui.screens.prompt import PromptScreen
+from raglabel.tui.screens.queries import QueriesScreen
+from raglabel.tui.screens.runs import RunsScreen
+
+
+class GradingApp(App[int]):
+    CSS_PATH = "raglabel.tcss"
+    TITLE = "raglabel"
+    COMMANDS = App.COMMANDS | {LabelCommands}
+    COMMAND_PALETTE_BINDING = "ctrl+p"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        bind("undo", "undo"),
+        bind("runs", "runs"),
+        bind("help", "help"),
+        bind("palette", "command_palette", show=False),
+    ]
+
+    def __init__(self, desk: Desk) -> None:
+        super().__init__()
+        self.desk = desk
+        self.dirty: set[int] = set()  # queries whose row on the Queries screen is stale
+        self.all_dirty = False
+
+    def on_mount(self) -> None:
+        self.set_keymap(self.desk.options.keymap)
+        self.push_screen(QueriesScreen())
+        if self.desk.options.adjudicate:
+            self.action_adjudicate()
+
+    def on_unmount(self) -> None:
+        self.desk.close()
+
+    # -- what screens call -------------------------------------------------------------
+
+    def changed(self, change: Change) -> None:
+        self.dirty.add(change.query)
+
+    def take_dirty(self) -> list[int]:
+        taken = sorted(self.dirty)
+        self.dirty.clear()
+        return taken
+
+    def snapshot(self) -> Snapshot:
+        return snapshot(self.desk)
+
+    def open_query(self, query: int, pid: int | None = None) -> None:
+        if isinstance(self.screen, GradeScreen):
+            self.screen.load(query, pid)
+        else:
+            self.push_screen(GradeScreen(query, pid))
+
+    def set_k(self, k: int) -> None:
+        if k != self.desk.k:
+            self.desk.set_k(k)
+        self.all_dirty = True
+        refresh = getattr(self.screen, "refresh_for_k", None)
+        if refresh is not None:
+            refresh()
+        self.notify(f"K = {k}", timeout=1.5)
+
+    # -- actions -----------------------------------------------------------------------
+
+    def action_undo(self) -> None:
+        try:
+            change = self.desk.undo()
+        except Exception as exc:
+            self.notify(f"Undo NOT saved: {exc}", severity="error")
+            return
+        if change is None:
+            self.notify("Nothing to undo.")
+            return
+        self.changed(change)
+        if isinstance(self.screen, GradeScreen):
+            self.screen.show_change(change)
+            self.screen.select(change.pid)
+        else:
+            self.push_screen(GradeScreen(change.query, change.pid))
+        self.notify(
+            f"Undone: {self.desk.catalog.queries[change.query].ext_id} / "
+            f"{self.desk.catalog.passage_ext[change.pid]} is now "
+            f"{'ungraded' if change.grade is None else change.grade}",
+            timeout=2,
+        )
+
+    def action_runs(self, select: str | None = None) -> None:
+        if isinstance(self.screen, RunsScreen):
+            return
+        self.push_screen(RunsScreen(select))
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.desk.options.keymap))
+
+    def action_adjudicate(self) -> None:
+        from raglabel.tui.screens.adjudicate import AdjudicationScreen
+
+        self.push_screen(AdjudicationScreen())
+
+    def action_reload(self) -> None:
+        self.desk.reload()
+        self._after_reload()
+
+    def _after_reload(self) -> None:
+        self.all_dirty = True
+        screen = self.screen
+        if isinstance(screen, GradeScreen):
+            screen.load(screen.qi, screen.current)
+        elif isinstance(screen, QueriesScreen | RunsScreen):
+            screen.refresh_for_k()
+
+    def action_switch_annotator(self) -> None:
+        def done(name: str | None) -> None:
+            if name:
+                self.desk.switch_annotator(name)
+                self._after_reload()
+                self.notify(f"Grading as {name}.")
+
+        self.push_screen(PromptScreen("Grade as (annotator name):", self.desk.annotator), done)
+
+    def action_export(self) -> None:
+        project = self.desk.project.path
+        default = "" if project is None else str(project.with_suffix(".qrels.txt"))
+
+        def done(path: str | None) -> None:
+            if path:
+                self._export(Path(path))
+
+        self.push_screen(PromptScreen("Export the grades in view as TREC qrels to:", default), done)
+
+    @work(thread=True, exclusive=True, group="export")
+    def _export(self, target: Path) -> None:
+        from raglabel.formats.maps import GradeMap
+        from raglabel.storage.export import export_qrels
+        from raglabel.storage.labels import LabelChoice
+        from raglabel.storage.project import Project
+
+        assert self.desk.project.path is not None
+        choice = LabelChoice(annotator=self.desk.annotator) if self.desk.blind else LabelChoice()
+        try:
+            # Its own connection: this thread must not share the app's transactions.
+            with Project.open(self.desk.project.path) as project:
+                count = export_qrels(project.conn, target, GradeMap(), choice)
+        except Exception as exc:
+            self.call_from_thread(self.notify, f"Export failed: {exc}", severity="error")
+            return
+        self.call_from_thread(self.notify, f"Wrote {count} grades to {target}")
+
+
+def create_app(options: AppOptions, desk: Desk | None = None) -> GradingApp:
+    return GradingApp(desk or Desk.open(options))
+
+
+def run_app(options: AppOptions) -> int:
+    app = create_app(options)
+    app.run()
+    return app.return_code or 0

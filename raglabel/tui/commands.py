@@ -1,0 +1,69 @@
+"""The command palette (ctrl+p): export, switch annotator, change K, open a run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, cast
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+if TYPE_CHECKING:
+    from raglabel.tui.app import GradingApp
+
+
+class LabelCommands(Provider):
+    def _commands(self) -> list[tuple[str, str, Callable[[], object]]]:
+        app = cast("GradingApp", self.app)
+        desk = app.desk
+        commands: list[tuple[str, str, Callable[[], object]]] = [
+            (
+                "Export grades as TREC qrels",
+                "write the grades in view to a qrels file",
+                app.action_export,
+            ),
+            (
+                "Switch annotator",
+                f"grade as someone else (now {desk.annotator})",
+                app.action_switch_annotator,
+            ),
+            (
+                "Reload grades",
+                "read every grade again (others' work, when not blind)",
+                app.action_reload,
+            ),
+            ("Runs: means, intervals and comparisons", "open the Runs screen", app.action_runs),
+            ("Help: rubric and keys", "the 1-5 scale in full and every key", app.action_help),
+        ]
+        for k in desk.options.cutoffs:
+            commands.append(
+                (f"Set K to {k}", "the cutoff of every metric and hole", partial(app.set_k, k))
+            )
+        for name in desk.catalog.run_names:
+            commands.append(
+                (
+                    f"Open run {name}",
+                    "its means and intervals on the Runs screen",
+                    partial(app.action_runs, name),
+                )
+            )
+        if desk.options.adjudicate:
+            commands.append(
+                (
+                    "Adjudicate disagreements",
+                    "pairs whose annotators differ by 2+",
+                    app.action_adjudicate,
+                )
+            )
+        return commands
+
+    async def discover(self) -> Hits:
+        for name, help_text, callback in self._commands():
+            yield DiscoveryHit(name, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, help_text, callback in self._commands():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), callback, help=help_text)

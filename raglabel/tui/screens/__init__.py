@@ -1,0 +1,1 @@
+"""Screens: each asks the app's session for data and hands it to its widgets."""

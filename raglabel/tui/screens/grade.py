@@ -1,0 +1,275 @@
+"""One query: its candidates, the passage in front of the annotator, live metrics."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from raglabel.session.desk import Change, PassageRow, Timing
+from raglabel.tui.keys import bind
+from raglabel.tui.screens.prompt import PromptScreen
+from raglabel.tui.widgets.format import GRADE_NAMES
+from raglabel.tui.widgets.metrics_panel import MetricsPanel
+from raglabel.tui.widgets.passage_list import PassageList
+from raglabel.tui.widgets.passage_view import PassageView
+from raglabel.tui.widgets.status import SaveMark
+
+if TYPE_CHECKING:
+    from raglabel.tui.app import GradingApp
+
+#: A pause longer than this between two actions counts as this long: time away from
+#: the keyboard is not time spent grading.
+IDLE_CAP_MS = 30_000
+
+
+class GradeScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *(bind(f"grade_{g}", f"grade({g})") for g in (1, 2, 3, 4, 5)),
+        bind("clear", "clear"),
+        bind("accept", "accept"),
+        bind("skip", "skip"),
+        bind("flag", "flag"),
+        bind("queue", "queue"),
+        bind("down", "down", show=False),
+        bind("up", "up", show=False),
+        bind("next_query", "next_query"),
+        bind("prev_query", "prev_query"),
+        bind("cycle_k", "cycle_k"),
+        bind("queries", "back"),
+    ]
+
+    def __init__(self, query: int, focus: int | None = None) -> None:
+        super().__init__()
+        self.qi = query
+        self.focus_pid = focus
+        self.rows: dict[int, PassageRow] = {}
+        self.current: int | None = None
+        self._shown_at: str | None = None
+        self._active_ms = 0
+        self._last = time.monotonic()
+
+    @property
+    def glapp(self) -> GradingApp:
+        return cast("GradingApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="query-head")
+        with Horizontal(id="grade-body"):
+            yield PassageList(self.glapp.desk.catalog.run_names, id="passages")
+            with Vertical(id="grade-side"):
+                yield PassageView(id="passage")
+                yield MetricsPanel(id="metrics")
+        yield SaveMark(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.load(self.qi, self.focus_pid)
+        self.query_one(PassageList).focus()
+
+    # -- showing -----------------------------------------------------------------------
+
+    def load(self, query: int, focus: int | None = None) -> None:
+        desk = self.glapp.desk
+        self.qi = query
+        listed = desk.passages(query)
+        self.rows = {row.pid: row for row in listed}
+        if focus is None:
+            focus = next((r.pid for r in listed if r.grade is None), None)
+        if focus is None and listed:
+            focus = listed[0].pid
+        table = self.query_one(PassageList)
+        table.show(listed, focus)
+        self._show_passage(focus)
+        self._show_head()
+        self.query_one(MetricsPanel).show(desk.panel(query))
+
+    def _show_head(self) -> None:
+        desk = self.glapp.desk
+        query = desk.catalog.queries[self.qi]
+        row = desk.query_row(self.qi)
+        head = Text.assemble(
+            (f"{query.ext_id} ", "bold"),
+            (f"[{self.qi + 1}/{len(desk.catalog.queries)}] ", "dim"),
+            query.text,
+            "\n",
+            (f"K={desk.k} · graded {row.graded}/{row.candidates} · holes {row.holes} · ", "dim"),
+            (f"annotator {desk.annotator}{'' if desk.blind else ' (all annotators)'}", "dim"),
+        )
+        self.query_one("#query-head", Static).update(head)
+
+    def _show_passage(self, pid: int | None) -> None:
+        self._tick()
+        self.current = pid
+        self._shown_at = datetime.now(UTC).isoformat(timespec="milliseconds")
+        self._active_ms = 0
+        desk = self.glapp.desk
+        passage = None if pid is None else desk.passage(pid)
+        self.query_one(PassageView).show(passage, desk.catalog.queries[self.qi].text)
+
+    def select(self, pid: int) -> None:
+        self.query_one(PassageList).select(pid)
+
+    def on_passage_list_focused(self, message: PassageList.Focused) -> None:
+        if message.pid != self.current:
+            self._show_passage(message.pid)
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        self._active_ms += min(int((now - self._last) * 1000), IDLE_CAP_MS)
+        self._last = now
+
+    def _timing(self) -> Timing:
+        self._tick()
+        return Timing(shown_at=self._shown_at, active_ms=self._active_ms)
+
+    # -- after a write -----------------------------------------------------------------
+
+    def show_change(self, change: Change) -> None:
+        """Bring the screen in step with a write (this screen's, or an undo's)."""
+        if change.query != self.qi:
+            self.load(change.query, change.pid)
+            return
+        row = self.rows.get(change.pid)
+        if row is not None:
+            desk = self.glapp.desk
+            own = change.grade if desk.blind else desk.own_grade(change.query, change.pid)
+            flags = desk.marks(change.query).get(change.pid, set())
+            row = replace(
+                row, grade=change.grade, own=own, skipped="skip" in flags, flagged="flag" in flags
+            )
+            self.rows[change.pid] = row
+            self.query_one(PassageList).update(row)
+        self.query_one(MetricsPanel).show(self.glapp.desk.panel(self.qi))
+        self._show_head()
+
+    def _saved(self, change: Change) -> None:
+        desk = self.glapp.desk
+        what = (
+            f"{desk.catalog.queries[change.query].ext_id} / {desk.catalog.passage_ext[change.pid]}"
+        )
+        if change.kind == "grade" and change.grade is not None:
+            what += f" = {change.grade} ({GRADE_NAMES[change.grade]})"
+        else:
+            what += f": {change.kind}"
+        self.query_one(SaveMark).saved(f"{what} · event {change.event_id}")
+
+    def _write(self, act: str, *args: object, advance: bool = True) -> None:
+        pid = self.current
+        if pid is None:
+            self.query_one(SaveMark).note("No passage selected.")
+            return
+        desk = self.glapp.desk
+        try:
+            change = getattr(desk, act)(self.qi, pid, *args, self._timing())
+        except Exception as exc:
+            self.query_one(SaveMark).failed(str(exc))
+            self.app.bell()
+            return
+        self.glapp.changed(change)
+        self.show_change(change)
+        self._saved(change)
+        if advance:
+            self._advance()
+
+    def _advance(self) -> None:
+        """To the next passage of this query not yet graded, else simply the next one."""
+        table = self.query_one(PassageList)
+        order = [int(str(key.value)) for key in table.rows]
+        if self.current not in order:
+            return
+        start = order.index(self.current)
+        later = order[start + 1 :] + order[:start]
+        target = next((pid for pid in later if self.rows[pid].grade is None), None)
+        if target is None and start + 1 < len(order):
+            target = order[start + 1]
+        if target is not None:
+            table.select(target)
+
+    # -- actions -----------------------------------------------------------------------
+
+    def action_grade(self, grade: int) -> None:
+        self._write("grade", grade)
+
+    def action_clear(self) -> None:
+        self._write("clear", advance=False)
+
+    def action_accept(self) -> None:
+        row = self.rows.get(self.current) if self.current is not None else None
+        if row is None or row.suggestion is None:
+            self.query_one(SaveMark).note("No judge suggestion for this passage.")
+            return
+        pid, desk = row.pid, self.glapp.desk
+        try:
+            change = desk.grade(self.qi, pid, row.suggestion.grade, self._timing(), accepted=True)
+        except Exception as exc:
+            self.query_one(SaveMark).failed(str(exc))
+            return
+        self.glapp.changed(change)
+        self.show_change(change)
+        self._saved(change)
+        self._advance()
+
+    def action_skip(self) -> None:
+        if self.current is None:
+            return
+
+        def done(reason: str | None) -> None:
+            if reason:
+                self._write("skip", reason)
+
+        self.app.push_screen(PromptScreen("Why skip this passage?"), done)
+
+    def action_flag(self) -> None:
+        if self.current is None:
+            return
+
+        def done(note: str | None) -> None:
+            if note is not None:
+                self._write("flag", note, advance=False)
+
+        self.app.push_screen(
+            PromptScreen("Flag this passage: a note (optional)", required=False), done
+        )
+
+    def action_down(self) -> None:
+        self.query_one(PassageList).action_cursor_down()
+
+    def action_up(self) -> None:
+        self.query_one(PassageList).action_cursor_up()
+
+    def action_next_query(self) -> None:
+        self.load((self.qi + 1) % len(self.glapp.desk.catalog.queries))
+
+    def action_prev_query(self) -> None:
+        self.load((self.qi - 1) % len(self.glapp.desk.catalog.queries))
+
+    def action_queue(self) -> None:
+        hole = self.glapp.desk.next_hole(self.qi)
+        if hole is None:
+            self.query_one(SaveMark).note(
+                "The queue is empty: every passage in any run's top K has a grade."
+            )
+            return
+        if hole.query != self.qi:
+            self.load(hole.query, hole.pid)
+        else:
+            self.query_one(PassageList).select(hole.pid)
+
+    def action_cycle_k(self) -> None:
+        self.glapp.set_k(self.glapp.desk.cycle_k())
+
+    def refresh_for_k(self) -> None:
+        self.query_one(MetricsPanel).show(self.glapp.desk.panel(self.qi))
+        self._show_head()
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

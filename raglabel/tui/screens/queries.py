@@ -1,0 +1,145 @@
+"""Every query: progress, holes and each run's RA-nWG; filter, sort, open one."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+
+from raglabel.session.desk import QueryRow
+from raglabel.tui.keys import bind
+from raglabel.tui.widgets.query_table import QueryTable
+
+if TYPE_CHECKING:
+    from raglabel.tui.app import GradingApp
+
+
+def _score(row: QueryRow, run: int) -> float:
+    value = row.ra_nwg[run] if run < len(row.ra_nwg) else math.nan
+    return math.inf if math.isnan(value) else value  # NA sorts last
+
+
+class QueriesScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        bind("filter", "filter"),
+        Binding("o", "sort", "sort"),
+        bind("cycle_k", "cycle_k"),
+        bind("queue", "queue"),
+        Binding("escape", "clear_filter", "clear filter", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sort = 0  # index into sort_names()
+        self.text_filter = ""
+
+    @property
+    def glapp(self) -> GradingApp:
+        return cast("GradingApp", self.app)
+
+    def sort_names(self) -> list[str]:
+        runs = self.glapp.desk.catalog.run_names
+        return ["file order", "progress", "holes", *(f"RA-nWG of {name}" for name in runs)]
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="queries-head")
+        yield Input(
+            placeholder="filter by id or words (Enter to apply, Escape to clear)", id="filter"
+        )
+        yield QueryTable(self.glapp.desk.catalog.run_names, id="queries")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#filter", Input).display = False
+        self.refill()
+        self.query_one(QueryTable).focus()
+
+    def on_screen_resume(self) -> None:
+        table = self.query_one(QueryTable)
+        if self.glapp.all_dirty:
+            self.refill(table.current)
+        else:
+            for q in self.glapp.take_dirty():
+                table.update(self.glapp.desk.query_row(q))
+        self._show_head()
+
+    def rows(self) -> list[QueryRow]:
+        rows = self.glapp.desk.query_rows()
+        needle = self.text_filter.casefold()
+        if needle:
+            rows = [r for r in rows if needle in r.ext_id.casefold() or needle in r.text.casefold()]
+        if self.sort == 1:
+            rows.sort(key=lambda r: (r.graded / r.candidates if r.candidates else 1.0, r.index))
+        elif self.sort == 2:
+            rows.sort(key=lambda r: (-r.holes, r.index))
+        elif self.sort >= 3:
+            run = self.sort - 3
+            rows.sort(key=lambda r: (_score(r, run), r.index))
+        return rows
+
+    def refill(self, current: int | None = None) -> None:
+        self.glapp.take_dirty()
+        self.glapp.all_dirty = False
+        self.query_one(QueryTable).show(self.rows(), current)
+        self._show_head()
+
+    def _show_head(self) -> None:
+        desk = self.glapp.desk
+        rows = desk.query_rows()
+        graded = sum(r.graded for r in rows)
+        total = sum(r.candidates for r in rows)
+        holes = sum(r.holes for r in rows)
+        head = Text.assemble(
+            ("raglabel ", "bold"),
+            (f"{desk.project.path} · ", "dim"),
+            f"annotator {desk.annotator}{'' if desk.blind else ' (all annotators)'} · ",
+            f"K={desk.k} · graded {graded}/{total} · holes {holes} · ",
+            f"sorted by {self.sort_names()[self.sort]}",
+            (f" · filter {self.text_filter!r}" if self.text_filter else "", "yellow"),
+        )
+        self.query_one("#queries-head", Static).update(head)
+
+    def on_query_table_opened(self, message: QueryTable.Opened) -> None:
+        self.glapp.open_query(message.query)
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.text_filter = event.value.strip()
+        self.refill()
+        self.query_one(QueryTable).focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.value = ""
+        box.display = False
+        if self.text_filter:
+            self.text_filter = ""
+            self.refill()
+        self.query_one(QueryTable).focus()
+
+    def action_sort(self) -> None:
+        self.sort = (self.sort + 1) % len(self.sort_names())
+        self.refill(self.query_one(QueryTable).current)
+
+    def action_cycle_k(self) -> None:
+        self.glapp.set_k(self.glapp.desk.cycle_k())
+
+    def refresh_for_k(self) -> None:
+        self.refill(self.query_one(QueryTable).current)
+
+    def action_queue(self) -> None:
+        table = self.query_one(QueryTable)
+        hole = self.glapp.desk.next_hole(table.current if table.current is not None else 0)
+        if hole is None:
+            self.notify("The queue is empty: every passage in any run's top K has a grade.")
+            return
+        self.glapp.open_query(hole.query, hole.pid)

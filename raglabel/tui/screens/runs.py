@@ -1,0 +1,177 @@
+"""Every run's means with bootstrap intervals at K; a paired comparison of two runs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from raglabel.session.standings import STANDING_METRICS, Duel, Snapshot, Standing, duel, standings
+from raglabel.tui.keys import bind
+from raglabel.tui.widgets.format import number
+from raglabel.tui.widgets.run_chart import RunChart
+
+if TYPE_CHECKING:
+    from raglabel.tui.app import GradingApp
+
+_LABELS = {
+    "ra_nwg": "RA-nWG",
+    "proc": "PROC",
+    "pct_proc": "%PROC",
+    "n_recall_4plus": "NRecall4+",
+    "n_recall_5": "NRecall5",
+    "precision_4plus": "Prec4+",
+    "harm": "Harm",
+    "judged": "Judged",
+    "ndcg": "nDCG",
+}
+
+
+def _cell(s: Standing, metric: str) -> Text:
+    ci = s.ci[metric]
+    text = Text(number(s.mean[metric]))
+    if ci is not None:
+        text.append(f" [{number(ci[0], 2)},{number(ci[1], 2)}]", style="dim")
+    return text
+
+
+class RunsScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("space", "mark", "mark run"),
+        Binding("c", "compare", "compare marked"),
+        bind("cycle_k", "cycle_k"),
+        bind("queries", "back"),
+        Binding("escape", "back", show=False),
+    ]
+
+    def __init__(self, select: str | None = None) -> None:
+        super().__init__()
+        self.select = select
+        self.marked: list[str] = []
+        self.latest: list[Standing] = []
+
+    @property
+    def glapp(self) -> GradingApp:
+        return cast("GradingApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="runs-head")
+        with VerticalScroll(id="runs-body"):
+            yield RunChart(id="chart")
+            yield DataTable(id="standings", cursor_type="row")
+            yield Static(id="duel")
+            yield DataTable(id="divergent", cursor_type="row")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#standings", DataTable)
+        table.add_column("run", key="run")
+        for metric in STANDING_METRICS:
+            table.add_column(_LABELS[metric], key=metric)
+        divergent = self.query_one("#divergent", DataTable)
+        divergent.add_columns("query", "A", "B", "B - A", "text")
+        divergent.display = False
+        self.recompute()
+        table.focus()
+
+    def recompute(self) -> None:
+        desk = self.glapp.desk
+        self.query_one("#runs-head", Static).update(
+            Text.assemble(
+                ("Runs ", "bold"),
+                f"at K={desk.k}, on the grades in view · ",
+                ("space marks two runs, c compares them", "dim"),
+            )
+        )
+        if not desk.catalog.runs:
+            self.query_one("#chart", RunChart).update("No runs in this project: import some.")
+            return
+        self.query_one("#chart", RunChart).update(Text("computing intervals…", style="dim"))
+        self._standings(self.glapp.snapshot())
+
+    @work(thread=True, exclusive=True, group="standings")
+    def _standings(self, shot: Snapshot) -> None:
+        result = standings(shot)
+        self.app.call_from_thread(self._show_standings, result)
+
+    def _show_standings(self, result: list[Standing]) -> None:
+        self.latest = result
+        self.query_one("#chart", RunChart).show(result, "ra_nwg", f"RA-nWG@{self.glapp.desk.k}")
+        table = self.query_one("#standings", DataTable)
+        table.clear()
+        for s in result:
+            name = Text(("▶ " if s.run in self.marked else "  ") + s.run)
+            table.add_row(name, *(_cell(s, m) for m in STANDING_METRICS), key=s.run)
+        if self.select is not None:
+            table.move_cursor(row=table.get_row_index(self.select))
+            self.select = None
+
+    def _cursor_run(self) -> str | None:
+        table = self.query_one("#standings", DataTable)
+        if not table.row_count:
+            return None
+        return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+
+    def action_mark(self) -> None:
+        run = self._cursor_run()
+        if run is None:
+            return
+        if run in self.marked:
+            self.marked.remove(run)
+        else:
+            self.marked = [*self.marked[-1:], run]
+        self._show_standings(self.latest)
+
+    def action_compare(self) -> None:
+        if len(self.marked) != 2:
+            self.notify("Mark two runs with space first.", severity="warning")
+            return
+        self.query_one("#duel", Static).update(Text("comparing…", style="dim"))
+        self._duel(self.glapp.snapshot(), *self.marked)
+
+    @work(thread=True, exclusive=True, group="duel")
+    def _duel(self, shot: Snapshot, a: str, b: str) -> None:
+        result = duel(shot, a, b)
+        self.app.call_from_thread(self._show_duel, result)
+
+    def _show_duel(self, result: Duel) -> None:
+        t = result.test
+        ci = "NA" if t.ci is None else f"[{number(t.ci[0])}, {number(t.ci[1])}]"
+        p = "NA" if t.p_value is None else f"{t.p_value:.4f}"
+        self.query_one("#duel", Static).update(
+            Text.assemble(
+                (f"{result.b} vs {result.a}", "bold"),
+                f" on RA-nWG@{result.k}: mean difference {number(t.mean_difference)} {ci}, ",
+                f"p = {p} (paired randomization), wins/ties/losses {t.wins}/{t.ties}/{t.losses} ",
+                f"over {t.queries} queries. Queries that differ most (Enter opens one):",
+            )
+        )
+        table = self.query_one("#divergent", DataTable)
+        table.clear()
+        texts = self.glapp.desk.catalog.queries
+        for d in result.divergent:
+            diff = Text(f"{d.difference:+.3f}", style="green" if d.difference > 0 else "red")
+            table.add_row(
+                d.ext_id, number(d.a), number(d.b), diff, texts[d.query].text, key=str(d.query)
+            )
+        table.display = True
+        table.focus()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id == "divergent" and event.row_key.value is not None:
+            self.glapp.open_query(int(event.row_key.value))
+
+    def action_cycle_k(self) -> None:
+        self.glapp.set_k(self.glapp.desk.cycle_k())
+
+    def refresh_for_k(self) -> None:
+        self.recompute()
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
