@@ -1,0 +1,212 @@
+"""The grading app's key bindings, and the user's key file that remaps them.
+
+No Textual here: the CLI validates a key file before the app starts, so a typo is a
+plain error message and exit code 2, not a traceback from inside a running app.
+
+A key file is TOML with one table::
+
+    [keys]
+    undo = "u,ctrl+z"
+    filter = ["slash", "ctrl+f"]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+import unicodedata
+from pathlib import Path
+from typing import Annotated, Any, Self
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    ValidationError,
+    model_validator,
+)
+
+from raglabel.errors import InputError
+
+#: Binding id -> (default keys, comma-separated; description). The order is the help
+#: screen's.
+BINDING_IDS: dict[str, tuple[str, str]] = {
+    "grade_1": ("1", "grade 1, save and advance"),
+    "grade_2": ("2", "grade 2, save and advance"),
+    "grade_3": ("3", "grade 3, save and advance"),
+    "grade_4": ("4", "grade 4, save and advance"),
+    "grade_5": ("5", "grade 5, save and advance"),
+    "clear": ("x", "clear the grade"),
+    "undo": ("u", "undo"),
+    "down": ("j,down", "next passage"),
+    "up": ("k,up", "previous passage"),
+    "next_query": ("n", "next query"),
+    "prev_query": ("p", "previous query"),
+    "queue": ("g", "next passage in the labeling queue"),
+    "cycle_k": ("K", "cycle the cutoff K"),
+    "accept": ("a", "accept the judge's suggestion"),
+    "skip": ("s", "skip the passage"),
+    "flag": ("f", "flag the passage"),
+    "filter": ("slash", "filter"),
+    "help": ("question_mark", "help"),
+    "palette": ("ctrl+p", "command palette"),
+    "queries": ("q", "back to the queries"),
+    "runs": ("r", "runs"),
+}
+
+ENV_KEYS = "RAGLABEL_KEYS"
+MODIFIERS = ("ctrl", "shift", "alt", "meta", "super", "hyper")
+_KEY_NAME = re.compile(r"[a-z][a-z0-9_]*")
+# Textual names a few punctuation keys differently from their Unicode names.
+_RENAMED = {
+    "solidus": "slash",
+    "reverse_solidus": "backslash",
+    "commercial_at": "at",
+    "hyphen_minus": "minus",
+    "plus_sign": "plus",
+    "low_line": "underscore",
+}
+
+
+def _character_name(char: str) -> str:
+    """What Textual calls the key that types ``char``, as its own bindings normalise it."""
+    if char.isalnum():
+        return char
+    try:
+        name = unicodedata.name(char).lower().replace("-", "_").replace(" ", "_")
+    except ValueError:
+        raise ValueError(f"{char!r} is not a key Textual can bind") from None
+    return _RENAMED.get(name, name)
+
+
+def _key(text: str) -> str:
+    """One key, checked and normalised: ``ctrl+x``, ``f5``, ``K``, ``?`` -> ``question_mark``."""
+    key = text.strip()
+    if not key:
+        raise ValueError("empty key")
+    if any(ch.isspace() for ch in key):
+        raise ValueError(f"{key!r} contains whitespace; write keys like 'ctrl+x' or 'pageup'")
+    *modifiers, name = key.split("+")
+    if not name or not all(modifiers):
+        raise ValueError(f"{key!r} has an empty part; write 'plus' for the + key")
+    for modifier in modifiers:
+        if modifier not in MODIFIERS:
+            raise ValueError(
+                f"{key!r}: {modifier!r} is not a modifier (one of {', '.join(MODIFIERS)})"
+            )
+    if len(name) == 1:
+        name = _character_name(name)
+    elif not _KEY_NAME.fullmatch(name):
+        raise ValueError(
+            f"{key!r} is not a Textual key name (names are lower case, like 'escape', "
+            "'f5', 'slash', 'question_mark')"
+        )
+    return "+".join([*modifiers, name])
+
+
+def _keys(value: Any) -> tuple[str, ...]:
+    """A key string (``"u,ctrl+z"``) or a list of them, as distinct normalised keys."""
+    if isinstance(value, str):
+        parts = value.split(",")
+    elif isinstance(value, list) and all(isinstance(item, str) for item in value):
+        parts = [part for item in value for part in item.split(",")]
+    else:
+        raise ValueError("expected a key string like 'u,ctrl+z' or a list of key strings")
+    if not parts:
+        raise ValueError("empty key list")
+    return tuple(dict.fromkeys(_key(part) for part in parts))
+
+
+def _binding(name: str) -> str:
+    if name not in BINDING_IDS:
+        raise ValueError(f"unknown binding {name!r}; valid ids: {', '.join(BINDING_IDS)}")
+    return name
+
+
+BindingId = Annotated[str, AfterValidator(_binding)]
+Keys = Annotated[tuple[str, ...], BeforeValidator(_keys)]
+
+
+class KeyFile(BaseModel):
+    """A key file: binding id -> the keys that replace its defaults."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    keys: dict[BindingId, Keys] = {}
+
+    @model_validator(mode="after")
+    def _distinct(self) -> Self:
+        # Checked over the defaults too: a remap onto a key another binding keeps would
+        # leave one of the two unreachable.
+        owner: dict[str, str] = {}
+        for name, (default, _) in BINDING_IDS.items():
+            keys = self.keys.get(name) or tuple(default.split(","))
+            for key in keys:
+                other = owner.setdefault(key, name)
+                if other != name:
+                    raise ValueError(
+                        f"key {key!r} is bound to both {other!r} and {name!r}; remap one of them"
+                    )
+        return self
+
+
+def _message(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"] if part != "[key]")
+        if error["type"] == "extra_forbidden":
+            problems.append(f"unknown setting {where!r}: a key file holds only a [keys] table")
+            continue
+        cause = error.get("ctx", {}).get("error")
+        text = str(cause) if cause is not None else error["msg"]
+        if error["type"] == "dict_type":
+            text = "must be a table of binding id = keys"
+        problems.append(f"{where}: {text}" if where else text)
+    return "; ".join(problems)
+
+
+def default_path() -> Path:
+    """``$XDG_CONFIG_HOME/raglabel/keys.toml``, which defaults to ``~/.config/...``."""
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    if not config.is_absolute():  # the XDG spec says to ignore a relative one
+        config = Path.home() / ".config"
+    return config / "raglabel" / "keys.toml"
+
+
+def load_keymap(path: Path | None = None) -> dict[str, str]:
+    """The binding ids the key file remaps, each to its keys joined by commas.
+
+    With no ``path``: the file ``$RAGLABEL_KEYS`` names, else the default key file if it
+    exists, else no remapping at all.
+    """
+    if path is None:
+        named = os.environ.get(ENV_KEYS)
+        if named:
+            path = Path(named)
+            if not path.is_file():
+                raise InputError(path, f"no such key file (named by ${ENV_KEYS})")
+        else:
+            path = default_path()
+            if not path.is_file():
+                return {}
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(path, "no such key file") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read the key file: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"is not UTF-8 text (bad byte at offset {exc.start})") from None
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(path, f"is not valid TOML: {exc}") from None
+    try:
+        parsed = KeyFile.model_validate(table)
+    except ValidationError as exc:
+        raise InputError(path, _message(exc)) from None
+    return {name: ",".join(keys) for name, keys in parsed.keys.items()}
