@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from raglabel.session.catalog import Catalog
-from raglabel.storage.labels import resolve
+from raglabel.storage.labels import ADJUDICATION, settle
 
 
 class GradeBook:
@@ -90,22 +90,11 @@ def own_grades(conn: sqlite3.Connection, annotator: str) -> list[tuple[int, int,
 def resolved_grades(
     conn: sqlite3.Connection, where: str = "", params: tuple[object, ...] = ()
 ) -> list[tuple[int, int, int]]:
-    """One grade per pair over every annotator: the latest adjudicated grade if there is
-    one, else the lower median of the current grades."""
+    """One grade per pair over every annotator, by the rule ``raglabel eval DB`` uses."""
     rows = conn.execute(
-        "SELECT c.query_id, c.passage_id, c.grade, e.origin = 'adjudication', c.event_id"
+        "SELECT c.query_id, c.passage_id, c.grade, c.event_id, e.origin IS ?"
         " FROM current_grade c JOIN event e ON e.id = c.event_id" + where,
-        params,
+        (ADJUDICATION, *params),
     )
-    plain: dict[tuple[int, int], list[int]] = {}
-    final: dict[tuple[int, int], tuple[int, int]] = {}
-    for query_id, passage_id, grade, adjudicated, event_id in rows:
-        pair = (query_id, passage_id)
-        if adjudicated:
-            if pair not in final or final[pair][0] < event_id:
-                final[pair] = (event_id, grade)
-        else:
-            plain.setdefault(pair, []).append(grade)
-    out = [(q, p, resolve(grades)) for (q, p), grades in plain.items() if (q, p) not in final]
-    out.extend((q, p, grade) for (q, p), (_, grade) in final.items())
-    return out
+    settled = settle(((q, p), grade, event, bool(adj)) for q, p, grade, event, adj in rows)
+    return [(q, p, grade) for (q, p), grade in settled.items()]

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from raglabel.errors import UsageError
 from raglabel.formats.rows import QrelsRows
 
 Policy = Literal["median", "max", "min"]
 POLICIES: tuple[Policy, ...] = ("median", "max", "min")
+#: The ``event.origin`` of a lead's final grade for a pair (``storage.adjudication``).
+ADJUDICATION = "adjudication"
 
 
 def resolve(grades: Sequence[int], policy: Policy = "median") -> int:
@@ -39,7 +41,7 @@ class LabelChoice:
         who = (
             f"annotator {self.annotator!r}"
             if self.annotator
-            else f"{self.policy} over annotators' current grades"
+            else f"{self.policy} over annotators' current grades; adjudicated grades win"
         )
         extra = "; judge suggestions fill ungraded pairs" if self.fill_with_judge else ""
         return f"human: {who}{extra}"
@@ -60,16 +62,7 @@ def resolved_labels(conn: sqlite3.Connection, choice: LabelChoice) -> ResolvedLa
         ).fetchone()
         if known is None:
             raise UsageError(f"--annotator {choice.annotator!r}: nobody of that name graded here")
-    per_pair: dict[tuple[str, str], list[int]] = defaultdict(list)
-    rows = conn.execute(
-        "SELECT q.ext_id, p.ext_id, c.grade, a.name FROM current_grade c"
-        " JOIN query q ON q.id = c.query_id JOIN passage p ON p.id = c.passage_id"
-        " JOIN annotator a ON a.id = c.annotator_id"
-    )
-    for qid, pid, grade, name in rows:
-        if choice.annotator is None or name == choice.annotator:
-            per_pair[(qid, pid)].append(grade)
-    labels = {pair: resolve(grades, choice.policy) for pair, grades in per_pair.items()}
+    labels = _human_labels(conn, choice)
     human = len(labels)
     filled = 0
     models: set[str] = set()
@@ -88,6 +81,49 @@ def resolved_labels(conn: sqlite3.Connection, choice: LabelChoice) -> ResolvedLa
     if choice.fill_with_judge:
         source += f" ({filled} pairs from {', '.join(sorted(models)) or 'no model'})"
     return ResolvedLabels(qrels, human, filled, source)
+
+
+def _human_labels(conn: sqlite3.Connection, choice: LabelChoice) -> dict[tuple[str, str], int]:
+    """One grade per pair from people: the chosen annotator's, or the latest adjudicated
+    grade where the lead set one, else the policy over every annotator's current grade."""
+    if choice.annotator is not None:
+        rows = conn.execute(
+            "SELECT q.ext_id, p.ext_id, c.grade FROM current_grade c"
+            " JOIN query q ON q.id = c.query_id JOIN passage p ON p.id = c.passage_id"
+            " JOIN annotator a ON a.id = c.annotator_id WHERE a.name = ?",
+            (choice.annotator,),
+        )
+        return {(qid, pid): grade for qid, pid, grade in rows}
+    rows = conn.execute(
+        "SELECT q.ext_id, p.ext_id, c.grade, c.event_id, e.origin IS ? FROM current_grade c"
+        " JOIN query q ON q.id = c.query_id JOIN passage p ON p.id = c.passage_id"
+        " JOIN event e ON e.id = c.event_id",
+        (ADJUDICATION,),
+    )
+    standing = (((qid, pid), grade, event, bool(adj)) for qid, pid, grade, event, adj in rows)
+    return settle(standing, choice.policy)
+
+
+Pair = TypeVar("Pair", bound=Hashable)
+
+
+def settle(
+    standing: Iterable[tuple[Pair, int, int, bool]], policy: Policy = "median"
+) -> dict[Pair, int]:
+    """One grade per pair from ``(pair, grade, event id, adjudicated)`` current grades:
+    the latest adjudicated grade where a lead set one, else ``policy`` over the rest."""
+    per_pair: dict[Pair, list[int]] = defaultdict(list)
+    final: dict[Pair, tuple[int, int]] = {}  # pair -> (event id, grade)
+    for pair, grade, event_id, adjudicated in standing:
+        grades = per_pair[pair]  # every pair gets its place, adjudicated or not
+        if not adjudicated:
+            grades.append(grade)
+        elif pair not in final or event_id > final[pair][0]:
+            final[pair] = (event_id, grade)
+    return {
+        pair: final[pair][1] if pair in final else resolve(grades, policy)
+        for pair, grades in per_pair.items()
+    }
 
 
 def _judge_grades(conn: sqlite3.Connection) -> dict[tuple[str, str], tuple[int, set[str]]]:
