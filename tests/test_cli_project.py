@@ -904,6 +904,8 @@ def test_eval_from_exported_qrels_and_from_the_project_matches_the_files(
         ),
         ("export", ["--qrels", "--jsonl", "--csv", "--grade-map", "--history"]),
         ("eval", ["--qrels", "--run", "--format", "--grade-map", "--per-query"]),
+        ("label", ["DB", "--annotator", "--keys", "-k", "--all-annotators", "--adjudicate"]),
+        ("demo", ["--path", "--annotator", "--keys", "-k"]),
     ],
 )
 def test_project_commands_have_help(
@@ -921,5 +923,5 @@ def test_project_commands_have_help(
 def test_help_via_the_console_entry_point() -> None:
     result = run_cli("--help")
     assert result.returncode == 0
-    for command in ("init", "import", "export", "eval"):
+    for command in ("init", "import", "export", "eval", "label", "demo"):
         assert command in result.stdout

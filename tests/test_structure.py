@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,9 @@ def _imported_by(module: str) -> set[str]:
         ("raglabel.formats.trec", {"textual", "rich", "sqlite_utils", "httpx"}),
         ("raglabel.evaluation", {"textual", "rich", "sqlite_utils", "httpx"}),
         ("raglabel.cli.main", {"textual", "polars", "numpy", "pydantic", "rich"}),
+        ("raglabel.cli.label_cmd", {"textual", "polars", "numpy", "pydantic", "rich"}),
+        ("raglabel.keymap", {"textual", "polars", "numpy", "rich", "sqlite3", "httpx"}),
+        ("raglabel.storage.adjudication", {"textual", "rich", "polars", "httpx"}),
         ("raglabel.formats.corpus", {"textual", "rich", "sqlite3", "sqlite_utils", "httpx"}),
         ("raglabel.storage.grades", {"textual", "rich", "polars", "httpx"}),
         ("raglabel.storage.importer", {"textual", "rich", "httpx"}),
@@ -49,6 +53,21 @@ def test_eval_path_never_loads_textual() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_every_package_ships() -> None:
+    # Packages are listed in pyproject.toml (the demo corpus is mapped in from fixtures/),
+    # so a new subpackage missing from the list would be left out of a plain pip install.
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    on_disk = {
+        ".".join(path.parent.relative_to(ROOT).parts)
+        for path in (ROOT / "raglabel").rglob("*.py")
+        if "__pycache__" not in path.parts
+    }
+    listed = set(setuptools["packages"])
+    assert on_disk <= listed, f"add {sorted(on_disk - listed)} to packages in pyproject.toml"
+    assert setuptools["package-dir"] == {"raglabel.demo_corpus": "fixtures/demo"}
+    assert listed - on_disk == {"raglabel.demo_corpus"}
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from raglabel.cli.options import add_convention_options
+
 FORMATS = ("table", "json", "csv", "markdown")
 
 
@@ -91,12 +93,7 @@ def register(commands: Any) -> None:
     )
     conv = parser.add_argument_group("conventions (defaults from the metric spec)")
     conv.add_argument("--grade-map", metavar="MAP", help="label:grade pairs for imported labels")
-    conv.add_argument("--gain-map", metavar="MAP", help="grade:gain pairs for nDCG")
-    conv.add_argument("--relevance-threshold", type=int, metavar="G", help="relevant: grade >= G")
-    conv.add_argument("--harm-threshold", type=int, metavar="G", help="harm: grade <= G")
-    conv.add_argument("--alpha", type=float, help="rarity exponent (1)")
-    conv.add_argument("--cap4", type=float, help="cap of the grade-4 weight (1.0)")
-    conv.add_argument("--cap3", type=float, help="cap of the grade-3 weight (0.25)")
+    add_convention_options(conv)
     conv.add_argument("--ctx-threshold", type=float, metavar="X", help="ctx_rank pass mark (80)")
     out = parser.add_argument_group("output")
     out.add_argument("--format", choices=FORMATS, default="table", help="output format")

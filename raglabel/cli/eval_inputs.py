@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from raglabel.cli.options import cutoffs_option, metric_config
 from raglabel.errors import UsageError
 from raglabel.evaluation import Options
 from raglabel.formats.arrays import align_qrels, read_run_arrays
 from raglabel.formats.grades import TREC_GRADES, GradeLookup
 from raglabel.formats.report_data import LabelsInfo
-from raglabel.metrics.config import ConfigError, MetricConfig
 from raglabel.metrics.evaluate import QueryStats
 from raglabel.metrics.labels import LabelSet
 from raglabel.metrics.names import MetricNameError, parse_metric_list
@@ -150,40 +150,7 @@ def _named(spec: str, option: str) -> tuple[str, Path]:
 
 
 def _cutoffs(text: str | None, default: int) -> list[int]:
-    if not text:
-        return [default]
-    ks: list[int] = []
-    for part in text.split(","):
-        try:
-            k = int(part.strip())
-        except ValueError:
-            raise UsageError(f"-k: {part.strip()!r} is not an integer") from None
-        if k < 1:
-            raise UsageError(f"-k: cutoffs must be at least 1, got {k}")
-        ks.append(k)
-    return sorted(set(ks))
-
-
-def _metric_config(args: argparse.Namespace) -> MetricConfig:
-    fields: dict[str, object] = {}
-    for option in ("alpha", "cap4", "cap3", "relevance_threshold", "harm_threshold"):
-        value = getattr(args, option)
-        if value is not None:
-            fields[option] = value
-    if args.ctx_threshold is not None:
-        fields["ctx_threshold"] = args.ctx_threshold
-    if args.gain_map:
-        from raglabel.formats.maps import parse_gain_map
-
-        try:
-            fields["gain_map"] = parse_gain_map(args.gain_map)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-    try:
-        return MetricConfig.from_fields(fields)
-    except ConfigError as exc:
-        option = "--" + exc.field.replace("_", "-") if exc.field else "option"
-        raise UsageError(f"{option}: {exc.message}") from None
+    return sorted(cutoffs_option(text)) if text else [default]
 
 
 def _grade_map(text: str) -> GradeMap:
@@ -211,7 +178,7 @@ def _validate_counts(args: argparse.Namespace) -> None:
 
 def load_inputs(args: argparse.Namespace) -> Loaded:
     _validate_counts(args)
-    config = _metric_config(args)
+    config = metric_config(args)
     ks = _cutoffs(args.k, config.default_k)
     try:
         metrics = parse_metric_list(args.metrics, ks)

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from raglabel import __version__
-from raglabel.cli import eval_cmd, export_cmd, import_cmd, init_cmd
+from raglabel.cli import eval_cmd, export_cmd, import_cmd, init_cmd, label_cmd
 from raglabel.errors import InputError, UsageError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     import_cmd.register(commands)
     export_cmd.register(commands)
     eval_cmd.register(commands)
+    label_cmd.register(commands)
     return parser
 
 

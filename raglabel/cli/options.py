@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from raglabel.errors import UsageError
 
 if TYPE_CHECKING:
     from raglabel.formats.maps import GradeMap
+    from raglabel.metrics.config import MetricConfig
 
 
 def named_file(spec: str, option: str) -> tuple[str, Path]:
@@ -31,3 +33,53 @@ def grade_map_option(text: str | None) -> GradeMap | None:
         return parse_grade_map(text)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+def cutoffs_option(text: str, option: str = "-k") -> list[int]:
+    """Cutoffs like ``5,10,20``: positive integers in the order given, repeats dropped."""
+    ks: list[int] = []
+    for part in text.split(","):
+        try:
+            k = int(part.strip())
+        except ValueError:
+            raise UsageError(f"{option}: {part.strip()!r} is not an integer") from None
+        if k < 1:
+            raise UsageError(f"{option}: cutoffs must be at least 1, got {k}")
+        ks.append(k)
+    return list(dict.fromkeys(ks))
+
+
+def add_convention_options(group: Any) -> None:
+    """The metric spec's conventions every metric-computing command takes (``group`` is a
+    parser or an argument group)."""
+    group.add_argument("--gain-map", metavar="MAP", help="grade:gain pairs for nDCG")
+    group.add_argument("--relevance-threshold", type=int, metavar="G", help="relevant: grade >= G")
+    group.add_argument("--harm-threshold", type=int, metavar="G", help="harm: grade <= G")
+    group.add_argument("--alpha", type=float, help="rarity exponent (1)")
+    group.add_argument("--cap4", type=float, help="cap of the grade-4 weight (1.0)")
+    group.add_argument("--cap3", type=float, help="cap of the grade-3 weight (0.25)")
+
+
+def metric_config(args: argparse.Namespace) -> MetricConfig:
+    """The conventions ``add_convention_options`` (and ``--ctx-threshold``) set."""
+    from raglabel.metrics.config import ConfigError, MetricConfig
+
+    fields: dict[str, object] = {}
+    for option in ("alpha", "cap4", "cap3", "relevance_threshold", "harm_threshold"):
+        value = getattr(args, option)
+        if value is not None:
+            fields[option] = value
+    if getattr(args, "ctx_threshold", None) is not None:
+        fields["ctx_threshold"] = args.ctx_threshold
+    if args.gain_map:
+        from raglabel.formats.maps import parse_gain_map
+
+        try:
+            fields["gain_map"] = parse_gain_map(args.gain_map)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    try:
+        return MetricConfig.from_fields(fields)
+    except ConfigError as exc:
+        option = "--" + exc.field.replace("_", "-") if exc.field else "option"
+        raise UsageError(f"{option}: {exc.message}") from None

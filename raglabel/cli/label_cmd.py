@@ -1,0 +1,206 @@
+"""``raglabel label`` and ``raglabel demo``: the grading app, on a project or the demo.
+
+Everything that can be wrong with the options, the key file or the project is found
+here, before Textual takes the terminal, so it reads as a one-line error with exit code
+2 rather than a traceback inside a half-drawn app. Textual itself is imported only when
+the app starts, which keeps ``raglabel --help`` and ``raglabel eval`` fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from raglabel.cli.options import add_convention_options, cutoffs_option, metric_config
+from raglabel.errors import InputError, UsageError
+
+if TYPE_CHECKING:
+    from raglabel.metrics.config import MetricConfig
+    from raglabel.session.options import AppOptions
+
+ENV_ANNOTATOR = "RAGLABEL_ANNOTATOR"
+#: Set to 1 to start the app without a terminal (tests, Pilot-driven benchmarks).
+ENV_ALLOW_NO_TTY = "RAGLABEL_ALLOW_NO_TTY"
+DEFAULT_CUTOFFS = "5,10,20"
+
+
+def register(commands: Any) -> None:
+    label = commands.add_parser(
+        "label",
+        help="grade passages in the terminal app",
+        description=(
+            "Grade a project's candidate passages in a keyboard-driven terminal app, with "
+            "the runs' metrics updating as you go. Every grade is saved as you give it."
+        ),
+        epilog=(
+            "examples:\n"
+            "  raglabel label project.db\n"
+            "  raglabel label project.db --annotator alice -k 10,5,20\n"
+            "  raglabel label project.db --annotator lead --adjudicate\n\n"
+            "key file (TOML; default $RAGLABEL_KEYS, else ~/.config/raglabel/keys.toml):\n"
+            "  [keys]\n"
+            '  undo = "u,ctrl+z"\n'
+            '  filter = ["slash", "ctrl+f"]'
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    label.add_argument("db", metavar="DB", help="the project file (see raglabel import)")
+    _add_app_options(label)
+    label.add_argument(
+        "--all-annotators",
+        action="store_true",
+        help="show and score everyone's grades (default: blind, your own grades only)",
+    )
+    label.add_argument(
+        "--adjudicate",
+        action="store_true",
+        help="as the lead, settle pairs whose annotators disagree (implies --all-annotators)",
+    )
+    add_convention_options(label.add_argument_group("conventions (defaults from the metric spec)"))
+    label.set_defaults(handler=run_label)
+
+    demo = commands.add_parser(
+        "demo",
+        help="try the grading app on a fresh copy of the bundled demo corpus",
+        description=(
+            "Build a fresh project from the bundled demo corpus (a fictional help center: "
+            "30 queries, four retrieval runs) with the first 20 queries already graded as "
+            "yours, and open the grading app on it."
+        ),
+    )
+    demo.add_argument(
+        "--path",
+        metavar="FILE",
+        help="where to create the demo project (default: a new temporary directory)",
+    )
+    _add_app_options(demo)
+    demo.set_defaults(handler=run_demo)
+
+
+def _add_app_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--annotator",
+        metavar="NAME",
+        help=f"whose grades these are (default ${ENV_ANNOTATOR}, else $USER)",
+    )
+    parser.add_argument(
+        "--keys",
+        metavar="FILE",
+        help="a TOML key file remapping the app's keys "
+        "(default $RAGLABEL_KEYS, else ~/.config/raglabel/keys.toml)",
+    )
+    parser.add_argument(
+        "-k",
+        metavar="LIST",
+        default=DEFAULT_CUTOFFS,
+        help=f"cutoffs K cycles through; the first is shown first (default {DEFAULT_CUTOFFS})",
+    )
+
+
+def annotator_name(option: str | None) -> str:
+    """``--annotator``, else ``$RAGLABEL_ANNOTATOR``, else ``$USER``, else "annotator"."""
+    if option is not None:
+        if not option.strip():
+            raise UsageError("--annotator must not be empty")
+        return option
+    for variable in (ENV_ANNOTATOR, "USER"):
+        value = os.environ.get(variable, "").strip()
+        if value:
+            return value
+    return "annotator"
+
+
+def _require_terminal() -> None:
+    if os.environ.get(ENV_ALLOW_NO_TTY) == "1":
+        return
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError(
+            "needs a terminal: stdin and stdout must both be one "
+            f"(set {ENV_ALLOW_NO_TTY}=1 to start anyway)"
+        )
+
+
+def _app_options(
+    args: argparse.Namespace,
+    project: Path,
+    *,
+    blind: bool = True,
+    adjudicate: bool = False,
+    config: MetricConfig | None = None,
+) -> AppOptions:
+    """The options both commands share, checked."""
+    from raglabel.keymap import load_keymap
+    from raglabel.metrics.config import MetricConfig
+    from raglabel.session.options import AppOptions
+
+    return AppOptions(
+        project=project,
+        annotator=annotator_name(args.annotator),
+        keymap=load_keymap(None if args.keys is None else Path(args.keys)),
+        cutoffs=tuple(cutoffs_option(args.k)),
+        blind=blind,
+        adjudicate=adjudicate,
+        config=config or MetricConfig(),
+    )
+
+
+def _start_app(options: AppOptions) -> int:
+    try:
+        # Imported by name at call time: the app is the only place Textual is loaded.
+        module = importlib.import_module("raglabel.tui.app")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("raglabel.tui", "raglabel.tui.app", "textual"):
+            raise
+        print(f"raglabel: error: the grading app cannot start: {exc}", file=sys.stderr)
+        return 1
+    run_app: Callable[[AppOptions], int] = module.run_app
+    return run_app(options)
+
+
+def run_label(args: argparse.Namespace) -> int:
+    from raglabel.storage.project import Project
+
+    options = _app_options(
+        args,
+        Path(args.db),
+        # The lead cannot settle a disagreement without seeing everyone's grades.
+        blind=not (args.all_annotators or args.adjudicate),
+        adjudicate=args.adjudicate,
+        config=metric_config(args),
+    )
+    _require_terminal()
+    # Opened (and upgraded, if an older raglabel made it) here, so a wrong file fails
+    # before the app takes the screen; the app opens it again itself.
+    Project.open(options.project).close()
+    return _start_app(options)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    from raglabel.storage.demo import build_demo
+
+    path = None if args.path is None else Path(args.path)
+    if path is not None and path.exists():
+        raise InputError(path, "already exists; raglabel demo builds a fresh project")
+    options = _app_options(args, path or Path("demo.db"))
+    _require_terminal()
+    if path is None:
+        # Made only now, so a bad option or a missing terminal leaves no directory behind.
+        path = Path(tempfile.mkdtemp(prefix="raglabel-demo-")) / "demo.db"
+        options = replace(options, project=path)
+    summary = build_demo(path, options.annotator)
+    print(
+        f"demo project: {path} ({summary.queries} queries, {summary.graded_queries} graded "
+        f"as {options.annotator}'s, {summary.runs} runs)",
+        file=sys.stderr,
+    )
+    try:
+        return _start_app(options)
+    finally:
+        print(f"your grades are in {path}", file=sys.stderr)
