@@ -69,22 +69,43 @@ class Duel:
 @dataclass(frozen=True)
 class Snapshot:
     """The grades in view at one moment, copied so a worker thread can score them while
-    the annotator goes on grading."""
+    the annotator goes on grading.
+
+    Like ``raglabel eval DB`` it covers the queries that have grades, in id order, so
+    the bootstrap draws the same resamples and the intervals agree with the CLI's.
+    ``rows`` maps each of its queries back to the session's query index.
+    """
 
     stats: QueryStats
     runs: list[RankedRun]
     query_ids: tuple[str, ...]
+    rows: tuple[int, ...]
     k: int
 
 
 def snapshot(desk: Desk) -> Snapshot:
-    query_ids = tuple(q.ext_id for q in desk.catalog.queries)
-    labels = LabelSet(query_ids, desk.book.counts.copy())
-    runs = [
-        RankedRun(name=run.name, offsets=run.offsets, grades=grades.copy())
-        for run, grades in zip(desk.catalog.runs, desk.book.run_grades, strict=True)
-    ]
-    return Snapshot(QueryStats.build(labels, desk.options.config), runs, query_ids, desk.k)
+    queries = desk.catalog.queries
+    counts = desk.book.counts
+    rows = sorted(
+        (q.index for q in queries if counts[q.index].sum() > 0), key=lambda i: queries[i].ext_id
+    )
+    pick = np.array(rows, dtype=np.int64)
+    query_ids = tuple(queries[i].ext_id for i in rows)
+    labels = LabelSet(query_ids, counts[pick].copy() if rows else np.zeros((0, 6), np.int64))
+    runs = []
+    for run, grades in zip(desk.catalog.runs, desk.book.run_grades, strict=True):
+        pieces = [grades[run.offsets[i] : run.offsets[i + 1]] for i in rows]
+        lengths = np.array([piece.size for piece in pieces], dtype=np.int64)
+        runs.append(
+            RankedRun(
+                name=run.name,
+                offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+                grades=np.concatenate(pieces) if pieces else np.zeros(0, np.int8),
+            )
+        )
+    return Snapshot(
+        QueryStats.build(labels, desk.options.config), runs, query_ids, tuple(rows), desk.k
+    )
 
 
 def standings(shot: Snapshot, resamples: int = 1000) -> list[Standing]:
@@ -126,7 +147,7 @@ def duel(shot: Snapshot, a: str, b: str, metric: str = "ra_nwg", shown: int = 20
     gap = np.abs(vb[both] - va[both])
     order = both[np.argsort(-gap, kind="stable")]
     divergent = [
-        Divergence(int(q), shot.query_ids[q], float(va[q]), float(vb[q]))
+        Divergence(shot.rows[q], shot.query_ids[q], float(va[q]), float(vb[q]))
         for q in order[:shown]
         if vb[q] != va[q]
     ]

@@ -96,7 +96,7 @@ class QueriesScreen(Screen[None]):
         holes = sum(r.holes for r in rows)
         head = Text.assemble(
             ("raglabel ", "bold"),
-            (f"{desk.project.path} · ", "dim"),
+            (f"{desk.project.path.name if desk.project.path else 'memory'} · ", "dim"),
             f"annotator {desk.annotator}{'' if desk.blind else ' (all annotators)'} · ",
             f"K={desk.k} · graded {graded}/{total} · holes {holes} · ",
             f"sorted by {self.sort_names()[self.sort]}",

@@ -1,0 +1,455 @@
+"""The grading app driven key by key through Pilot, asserting on the project file's rows.
+
+The app is built with ``create_app``, the factory ``raglabel label`` and ``demo`` use.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Input
+
+from raglabel.session.options import AppOptions
+from raglabel.tui.app import GradingApp, create_app
+from raglabel.tui.screens.adjudicate import AdjudicationScreen
+from raglabel.tui.screens.grade import GradeScreen
+from raglabel.tui.screens.help import HelpScreen
+from raglabel.tui.screens.prompt import PromptScreen
+from raglabel.tui.screens.queries import QueriesScreen
+from raglabel.tui.screens.runs import RunsScreen
+from raglabel.tui.widgets.passage_list import PassageList
+from raglabel.tui.widgets.status import SaveMark
+
+ME = "ann"  # the demo annotator (tests/conftest.py)
+
+ROOT = Path(__file__).resolve().parents[1]
+SIZE = (140, 40)
+UNGRADED = 25  # the demo grades its first 20 queries only
+
+
+@pytest.fixture
+def db(demo_db: Path) -> Path:
+    return demo_db
+
+
+Scenario = Callable[[GradingApp, Pilot[Any]], Awaitable[None]]
+
+
+async def drive(db: Path, scenario: Scenario, **options: Any) -> GradingApp:
+    app = create_app(AppOptions(project=db, annotator=ME, **options))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await scenario(app, pilot)
+    return app
+
+
+async def open_query(app: GradingApp, pilot: Pilot[Any], q: int) -> GradeScreen:
+    app.open_query(q)
+    await pilot.pause()
+    assert isinstance(app.screen, GradeScreen)
+    return app.screen
+
+
+def events(db: Path) -> list[tuple[Any, ...]]:
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        return conn.execute(
+            "SELECT q.ext_id, p.ext_id, e.kind, e.grade, e.note, e.accepted_suggestion,"
+            " e.shown_at IS NOT NULL, e.active_ms FROM event e"
+            " JOIN query q ON q.id = e.query_id JOIN passage p ON p.id = e.passage_id"
+            " WHERE e.origin = 'app' ORDER BY e.id"
+        ).fetchall()
+
+
+def status_text(screen: Any) -> str:
+    return str(screen.query_one(SaveMark).render())
+
+
+async def test_grade_key_saves_then_advances_to_next_ungraded(db: Path) -> None:
+    seen: dict[str, Any] = {}
+
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        screen = await open_query(app, pilot, UNGRADED)
+        first = screen.current
+        assert first is not None and screen.rows[first].grade is None
+        await pilot.press("4")
+        seen["first"] = app.desk.catalog.passage_ext[first]
+        seen["rows"] = events(db)  # committed before the screen moved on
+        seen["moved_to"] = screen.current
+        seen["grade_of_next"] = screen.rows[screen.current].grade if screen.current else None
+        seen["status"] = status_text(screen)
+        seen["table"] = str(screen.query_one(PassageList).get_row(str(first))[0])
+
+    app = await drive(db, scenario)
+    (row,) = seen["rows"]
+    assert row[:4] == (app.desk.catalog.queries[UNGRADED].ext_id, seen["first"], "grade", 4)
+    assert row[6] == 1 and row[7] is not None and row[7] >= 0  # shown_at and active time
+    assert (
+        seen["moved_to"] is not None
+        and app.desk.catalog.passage_ext[seen["moved_to"]] != seen["first"]
+    )
+    assert seen["grade_of_next"] is None
+    assert "saved" in seen["status"] and "= 4" in seen["status"]
+    assert seen["table"] == "4"
+
+
+@pytest.mark.parametrize("grade", [1, 2, 3, 4, 5])
+async def test_every_grade_key(db: Path, grade: int) -> None:
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        await open_query(app, pilot, UNGRADED)
+        await pilot.press(str(grade))
+
+    await drive(db, scenario)
+    assert [r[2:4] for r in events(db)] == [("grade", grade)]
+
+
+async def test_clear_undo_and_undo_across_queries(db: Path) -> None:
+    seen: dict[str, Any] = {}
+
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        screen = await open_query(app, pilot, UNGRADED)
+        graded = screen.current
+        await pilot.press("5")
+        await pilot.press("k")  # back to the passage just graded
+        assert screen.current == graded
+        await pilot.press("x")
+        assert screen.rows[graded].grade is None
+        await pilot.press("n")  # another query
+        assert screen.qi == UNGRADED + 1
+        await pilot.press("u")  # undoes the clear, back on the first query
+        seen["after_undo"] = (screen.qi, screen.current, screen.rows[graded].grade)
+        seen["graded"] = graded
+
+    await drive(db, scenario)
+    assert [r[2:4] for r in events(db)] == [("grade", 5), ("clear", None), ("undo", None)]
+    assert seen["after_undo"] == (UNGRADED, seen["graded"], 5)
+
+
+async def test_moving_keys(db: Path) -> None:
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        screen = await open_query(app, pilot, 0)
+        table = screen.query_one(PassageList)
+        start = table.cursor_row
+        await pilot.press("j")
+        assert table.cursor_row == start + 1
+        await pilot.press("down", "k")
+        assert table.cursor_row == start + 1
+        await pilot.press("n")
+        assert screen.qi == 1
+        await pilot.press("p", "p")
+        assert screen.qi == len(app.desk.catalog.queries) - 1
+        await pilot.press("q")
+        assert isinstance(app.screen, QueriesScreen)
+
+    await drive(db, scenario)
+    assert events(db) == []
+
+
+async def test_queue_key_goes_to_the_most_retrieved_hole(db: Path) -> None:
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        screen = await open_query(app, pilot, 0)  # fully graded at K
+        expected = app.desk.next_hole(0)
+        assert expected is not None and expected.query != 0
+        await pilot.press("g")
+        assert (screen.qi, screen.current) == (expected.query, expected.pid)
+
+    await drive(db, scenario)
+
+
+async def test_cycle_k_changes_panel_and_queries(db: Path) -> None:
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        screen = await open_query(app, pilot, 0)
+        await pilot.press("K")
+        assert app.desk.k == 10
+        assert screen.query_one("#metrics").render() is not None
+        assert "K=10" in str(screen.query_one("#query-head").render())
+        await pilot.press("q")
+        assert "K=10" in str(app.screen.query_one("#queries-head").render())
+
+    await drive(db, scenario)
+
+
+async def test_accept_records_an_accepted_suggestion(db: Path) -> None:
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        conn = app.desk.project.conn
+        q = app.desk.catalog.queries[UNGRADED]
+        pid = app.desk.board.holes(UNGRADED, 5)[0].pid
+        conn.execute(
+            "INSERT INTO suggestion (query_id, passage_id, model, grade, reason, created_at)"
+            " VALUES (?, ?, 'judge-1', 3, 'partly', '2026-11-23')",
+            (q.row_id, pid),
+        )
+        app.open_query(UNGRADED, pid)
+        await pilot.pause()
+        await pilot.press("a")
+
+    await drive(db, scenario)
+    (row,) = events(db)
+    assert row[2:4] == ("grade", 3) and row[5] == 1
+
+
+async def test_accept_without_suggestion_writes_nothing(db: Path) -> None:
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        screen = await open_query(app, pilot, UNGRADED)
+        await pilot.press("a")
+        assert "No judge suggestion" in status_text(screen)
+
+    await drive(db, scenario)
+    assert events(db) == []
+
+
+async def test_skip_asks_a_reason_and_typing_it_grades_nothing(db: Path) -> None:
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        await open_query(app, pilot, UNGRADED)
+        await pilot.press("s")
+        assert isinstance(app.screen, PromptScreen)
+        await pilot.press(*"dup of 12345", "enter")
+        assert isinstance(app.screen, GradeScreen)
+
+    await drive(db, scenario)
+    assert [r[2:5] for r in events(db)] == [("skip", None, "dup of 12345")]
+
+
+async def test_escape_cancels_a_skip(db: Path) -> None:
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        await open_query(app, pilot, UNGRADED)
+        await pilot.press("s", "4", "escape")
+        assert isinstance(app.screen, GradeScreen)
+
+    await drive(db, scenario)
+    assert events(db) == []
+
+
+async def test_flag_with_a_note(db: Path) -> None:
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        screen = await open_query(app, pilot, UNGRADED)
+        flagged = screen.current
+        await pilot.press("f", *"outdated", "enter")
+        assert screen.current == flagged and screen.rows[flagged].flagged
+
+    await drive(db, scenario)
+    assert [r[2:5] for r in events(db)] == [("flag", None, "outdated")]
+
+
+async def test_filter_typing_never_grades(db: Path) -> None:
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        assert isinstance(app.screen, QueriesScreen)
+        await pilot.press("slash", *"q2", "5", "enter")
+        table = app.screen.query_one("#queries", DataTable)
+        assert table.row_count == 1  # q25
+        await pilot.press("escape")
+        assert table.row_count == len(app.desk.catalog.queries)
+        assert not app.screen.query_one("#filter", Input).display
+
+    await drive(db, scenario)
+    assert events(db) == []
+
+
+async def test_sort_by_holes_puts_the_most_holes_first(db: Path) -> None:
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        screen = app.screen
+        assert isinstance(screen, QueriesScreen)
+        await pilot.press("o", "o")  # file order -> progress -> holes
+        holes = [row.holes for row in screen.rows()]
+        assert holes == sorted(holes, reverse=True) and holes[0] > 0
+
+    await drive(db, scenario)
+
+
+async def test_enter_opens_a_query_and_grades_update_the_queries_screen(db: Path) -> None:
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        table = app.screen.query_one("#queries", DataTable)
+        table.move_cursor(row=UNGRADED)
+        await pilot.press("enter")
+        assert isinstance(app.screen, GradeScreen) and app.screen.qi == UNGRADED
+        await pilot.press("5", "q")
+        assert isinstance(app.screen, QueriesScreen)
+        progress = str(table.get_row_at(UNGRADED)[1])
+        row = app.desk.query_row(UNGRADED)
+        assert progress == f"{row.graded}/{row.candidates}" and row.graded == 1
+
+    await drive(db, scenario)
+
+
+async def test_help_runs_and_palette(db: Path) -> None:
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape", "r")
+        assert isinstance(app.screen, RunsScreen)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        runs = app.screen.query_one("#standings", DataTable)
+        assert runs.row_count == len(app.desk.catalog.runs)
+        await pilot.press("space", "down", "space", "c")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        divergent = app.screen.query_one("#divergent", DataTable)
+        assert divergent.display and divergent.row_count > 0
+        await pilot.press("enter")
+        assert isinstance(app.screen, GradeScreen)
+        await pilot.press("ctrl+p")
+        assert type(app.screen).__name__ == "CommandPalette"
+
+    await drive(db, scenario)
+
+
+async def test_remapped_keys(db: Path) -> None:
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        await open_query(app, pilot, UNGRADED)
+        await pilot.press("5")  # no longer bound
+        await pilot.press("t")
+
+    await drive(db, scenario, keymap={"grade_5": "t"})
+    assert [r[2:4] for r in events(db)] == [("grade", 5)]
+
+
+async def test_a_failed_write_is_shown_and_nothing_moves(db: Path) -> None:
+    seen: dict[str, Any] = {}
+
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        screen = await open_query(app, pilot, UNGRADED)
+        before = screen.current
+        app.desk.project.conn.execute("PRAGMA query_only = ON")
+        await pilot.press("3")
+        seen["status"] = status_text(screen)
+        seen["same"] = screen.current == before and screen.rows[before].grade is None
+        app.desk.project.conn.execute("PRAGMA query_only = OFF")
+
+    await drive(db, scenario)
+    assert "NOT saved" in seen["status"] and seen["same"]
+    assert events(db) == []
+
+
+async def test_adjudication_view_sets_a_final_grade(db: Path) -> None:
+    import sqlite3
+
+    from raglabel.storage.grades import GradeEvent, record
+    from raglabel.storage.project import Project
+
+    with Project.open(db) as project:
+        row = project.conn.execute(
+            "SELECT q.ext_id, p.ext_id, c.grade FROM current_grade c JOIN query q ON"
+            " q.id = c.query_id JOIN passage p ON p.id = c.passage_id WHERE c.grade >= 4 LIMIT 1"
+        ).fetchone()
+        record(project, GradeEvent(query=row[0], passage=row[1], annotator="bob", grade=1))
+
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        assert isinstance(app.screen, AdjudicationScreen)
+        assert app.screen.query_one(DataTable).row_count == 1
+        await pilot.press("3")
+
+    await drive(db, scenario, blind=False, adjudicate=True)
+    with sqlite3.connect(db) as conn:
+        final = conn.execute(
+            "SELECT a.name, e.grade FROM event e JOIN annotator a ON a.id = e.annotator_id"
+            " WHERE e.origin = 'adjudication'"
+        ).fetchall()
+    assert final == [(ME, 3)]
+
+
+# -- snapshots ---------------------------------------------------------------------------
+
+
+def screen_text(app: GradingApp) -> str:
+    """The screen as plain text, as a terminal of SIZE would show it."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(
+        width=width,
+        height=height,
+        file=io.StringIO(),
+        record=True,
+        legacy_windows=False,
+        color_system=None,
+    )
+    console.print(app.screen._compositor.render_update(full=True))
+    return "\n".join(line.rstrip() for line in console.export_text().splitlines()) + "\n"
+
+
+async def _runs(app: GradingApp, pilot: Pilot[Any]) -> None:
+    await pilot.press("r")
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def _grade(app: GradingApp, pilot: Pilot[Any]) -> None:
+    await open_query(app, pilot, 0)
+
+
+async def _help(app: GradingApp, pilot: Pilot[Any]) -> None:
+    await pilot.press("question_mark")
+
+
+async def _queries(app: GradingApp, pilot: Pilot[Any]) -> None:
+    await pilot.pause()
+
+
+@pytest.mark.parametrize(
+    ("name", "scenario"),
+    [("queries", _queries), ("grade", _grade), ("runs", _runs), ("help", _help)],
+)
+async def test_screen_snapshots(db: Path, name: str, scenario: Scenario) -> None:
+    """Each screen at 140x40 against tests/snapshots/NAME.txt.
+
+    RAGLABEL_UPDATE_SNAPSHOTS=1 rewrites them after a deliberate change of layout.
+    """
+    import os
+
+    shot: dict[str, str] = {}
+
+    async def capture(app: GradingApp, pilot: Pilot[Any]) -> None:
+        await scenario(app, pilot)
+        await pilot.pause()
+        shot["text"] = screen_text(app)
+
+    await drive(db, capture)
+    path = ROOT / "tests" / "snapshots" / f"{name}.txt"
+    if os.environ.get("RAGLABEL_UPDATE_SNAPSHOTS") == "1":
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(shot["text"], encoding="utf-8")
+    assert path.is_file(), f"no snapshot {path}; run with RAGLABEL_UPDATE_SNAPSHOTS=1"
+    assert shot["text"] == path.read_text(encoding="utf-8")
+
+
+# -- layering ----------------------------------------------------------------------------
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def test_only_the_app_imports_textual() -> None:
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "raglabel").rglob("*.py")
+        if "tui" not in path.relative_to(ROOT / "raglabel").parts
+        and any(name.split(".")[0] == "textual" for name in _imports(path))
+    ]
+    assert offenders == []
+
+
+def test_widgets_never_touch_the_database() -> None:
+    for path in (ROOT / "raglabel" / "tui" / "widgets").glob("*.py"):
+        names = _imports(path)
+        assert not {n for n in names if n.split(".")[0] in {"sqlite3", "sqlite_utils"}}, path
+        assert not {n for n in names if n.startswith("raglabel.storage")}, path
+        source = path.read_text(encoding="utf-8")
+        # A widget is handed its data; reaching for the app would reach the project file.
+        assert "self.app" not in source and ".project" not in source, path

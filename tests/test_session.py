@@ -1,0 +1,304 @@
+"""The grading session without a terminal: its numbers against ``raglabel eval DB``, and
+every action against the rows it leaves in the project file."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from raglabel.cli.main import main
+from raglabel.session.desk import Desk, Timing
+from raglabel.session.options import AppOptions
+from raglabel.session.scoreboard import PANEL_METRICS
+from raglabel.session.standings import STANDING_METRICS, duel, snapshot, standings
+from raglabel.storage.grades import GradeEvent, record
+
+ME = "ann"  # the demo annotator (tests/conftest.py)
+
+
+@pytest.fixture
+def db(demo_db: Path) -> Path:
+    return demo_db
+
+
+@pytest.fixture
+def desk(db: Path) -> Iterator[Desk]:
+    opened = Desk.open(AppOptions(project=db, annotator=ME))
+    yield opened
+    opened.close()
+
+
+def eval_per_query(
+    db: Path, capsys: pytest.CaptureFixture[str], k: int, *extra: str
+) -> dict[str, dict[str, dict[str, float | None]]]:
+    capsys.readouterr()
+    code = main(
+        [
+            "eval",
+            str(db),
+            "-k",
+            str(k),
+            "--metrics",
+            "set,ndcg",
+            "--per-query",
+            "--format",
+            "json",
+            *extra,
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    report = json.loads(out)
+    return {run: body["per_query"] for run, body in report["runs"].items()}
+
+
+def same(a: float | None, b: float) -> bool:
+    if a is None:
+        return math.isnan(b)
+    return not math.isnan(b) and abs(a - b) < 1e-12
+
+
+@pytest.mark.parametrize("k", [5, 10])
+def test_panel_and_query_rows_equal_eval_db(
+    db: Path, desk: Desk, capsys: pytest.CaptureFixture[str], k: int
+) -> None:
+    desk.set_k(k)
+    expected = eval_per_query(db, capsys, k, "--annotator", ME)
+    names = desk.catalog.run_names
+    checked = 0
+    for q, query in enumerate(desk.catalog.queries):
+        panel = desk.panel(q)
+        row = desk.query_row(q)
+        for i, run in enumerate(names):
+            values = expected[run].get(query.ext_id)
+            if values is None:  # eval leaves out queries nobody graded; RA-nWG is NA here
+                assert math.isnan(panel.values[run]["ra_nwg"])
+                assert math.isnan(row.ra_nwg[i])
+                continue
+            for metric in PANEL_METRICS:
+                assert same(values[f"{metric}@{k}"], panel.values[run][metric]), (
+                    run,
+                    query,
+                    metric,
+                )
+            assert same(values[f"ra_nwg@{k}"], row.ra_nwg[i])
+            checked += 1
+    assert checked == 20 * len(names)
+
+
+def test_grades_keep_every_view_in_step(
+    desk: Desk, db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Grade through the queue until one query (an ungraded one) has several grades.
+    graded = []
+    for grade in (5, 4, 1, 3, 2, 5):
+        hole = desk.next_hole(25)
+        assert hole is not None
+        change = desk.grade(hole.query, hole.pid, grade, Timing("2026-11-23T00:00:00+00:00", 1200))
+        assert change.grade == grade
+        graded.append((hole.query, hole.pid, grade))
+    incremental = np.array([desk.query_row(q).ra_nwg for q in range(len(desk.catalog.queries))]).T
+    holes = [desk.query_row(q).holes for q in range(len(desk.catalog.queries))]
+    desk.reload()  # from the file alone
+    fresh = np.array([desk.query_row(q).ra_nwg for q in range(len(desk.catalog.queries))]).T
+    np.testing.assert_allclose(incremental, fresh, equal_nan=True)
+    assert holes == [desk.query_row(q).holes for q in range(len(desk.catalog.queries))]
+    expected = eval_per_query(db, capsys, desk.k, "--annotator", ME)
+    q = graded[0][0]
+    qid = desk.catalog.queries[q].ext_id
+    for i, run in enumerate(desk.catalog.run_names):
+        assert same(expected[run][qid][f"ra_nwg@{desk.k}"], fresh[i, q])
+    rows = desk.project.conn.execute(
+        "SELECT grade, shown_at, active_ms, origin FROM event WHERE origin = 'app' ORDER BY id"
+    ).fetchall()
+    assert [r[0] for r in rows] == [g for _, _, g in graded]
+    assert all(r[1:] == ("2026-11-23T00:00:00+00:00", 1200, "app") for r in rows)
+
+
+def test_queue_prefers_passages_most_runs_retrieve(desk: Desk) -> None:
+    q = 25
+    holes = desk.board.holes(q, desk.k)
+    assert holes, "the demo's ungraded queries have holes"
+    ranked = [(-h.runs, h.best_rank) for h in holes]
+    assert ranked == sorted(ranked)
+    first = desk.next_hole(q)
+    assert first == holes[0]
+    in_top = sum(first.pid in run.ranked(q)[: desk.k].tolist() for run in desk.catalog.runs)
+    assert in_top == first.runs == max(h.runs for h in holes)
+
+
+def test_queue_moves_to_the_query_with_most_holes(desk: Desk) -> None:
+    graded_query = 0
+    assert desk.board.holes(graded_query, desk.k) == []
+    hole = desk.next_hole(graded_query)
+    assert hole is not None
+    counts = [desk.query_row(q).holes for q in range(len(desk.catalog.queries))]
+    assert counts[hole.query] == max(counts)
+
+
+def test_undo_walks_back_across_queries(desk: Desk) -> None:
+    a = desk.board.holes(25, desk.k)[0]
+    b = desk.board.holes(27, desk.k)[0]
+    desk.grade(25, a.pid, 4)
+    desk.grade(27, b.pid, 2)
+    first = desk.undo()
+    assert first is not None and (first.query, first.pid, first.grade) == (27, b.pid, None)
+    second = desk.undo()
+    assert second is not None and (second.query, second.pid, second.grade) == (25, a.pid, None)
+    assert desk.book.grade_of(25, a.pid) is None
+    kinds = [k for (k,) in desk.project.conn.execute("SELECT kind FROM event WHERE origin='app'")]
+    assert kinds == ["grade", "grade", "undo", "undo"]
+
+
+def test_undo_restores_a_regraded_pair(desk: Desk) -> None:
+    pid = desk.catalog.candidates[0][0]
+    before = desk.book.grade_of(0, pid)
+    assert before is not None
+    desk.grade(0, pid, 1 if before != 1 else 2)
+    change = desk.undo()
+    assert change is not None and change.grade == before
+    assert desk.book.counts[0].sum() == len(desk.book.grades[0])
+
+
+def test_undo_with_nothing_to_undo(db: Path) -> None:
+    with_nothing = Desk.open(AppOptions(project=db, annotator="newcomer"))
+    assert with_nothing.undo() is None
+    with_nothing.close()
+
+
+def test_skip_and_flag_are_marked_and_undone(desk: Desk) -> None:
+    pid = desk.board.holes(25, desk.k)[0].pid
+    desk.skip(25, pid, "not in English")
+    desk.flag(25, pid, "maybe a duplicate")
+    row = next(r for r in desk.passages(25) if r.pid == pid)
+    assert row.skipped and row.flagged and row.grade is None
+    desk.undo()
+    row = next(r for r in desk.passages(25) if r.pid == pid)
+    assert row.skipped and not row.flagged
+    notes = desk.project.conn.execute(
+        "SELECT kind, note FROM event WHERE origin = 'app' AND kind IN ('skip', 'flag')"
+    ).fetchall()
+    assert notes == [("skip", "not in English"), ("flag", "maybe a duplicate")]
+
+
+def test_blind_by_default_and_resolved_when_asked(db: Path) -> None:
+    bob = Desk.open(AppOptions(project=db, annotator="bob"))
+    assert bob.book.counts.sum() == 0, "bob sees nobody's grades but his own"
+    pid = bob.catalog.candidates[0][0]
+    theirs = Desk.open(AppOptions(project=db, annotator=ME)).book.grade_of(0, pid)
+    assert theirs is not None
+    bob.grade(0, pid, 1)
+    assert bob.book.grade_of(0, pid) == 1
+    bob.close()
+    everyone = Desk.open(AppOptions(project=db, annotator="bob", blind=False))
+    assert everyone.book.grade_of(0, pid) == min(theirs, 1), "lower median of two"
+    assert everyone.own_grade(0, pid) == 1
+    change = everyone.grade(0, pid, 5)
+    assert change.grade == min(theirs, 5)
+    everyone.close()
+
+
+def test_adjudication_settles_a_disagreement(db: Path) -> None:
+    lead = Desk.open(AppOptions(project=db, annotator="lead", blind=False, adjudicate=True))
+    pid = lead.catalog.candidates[0][0]
+    mine = lead.book.grade_of(0, pid)
+    assert mine is not None
+    other = 1 if mine >= 3 else 5
+    record(
+        lead.project,
+        GradeEvent(
+            query=lead.catalog.queries[0].ext_id,
+            passage=lead.catalog.passage_ext[pid],
+            annotator="bob",
+            grade=other,
+        ),
+    )
+    lead.reload()
+    found = [d for d in lead.disagreements() if d.passage == lead.catalog.passage_ext[pid]]
+    assert found and found[0].final is None
+    change = lead.adjudicate(found[0].query, found[0].passage, 3)
+    assert change.grade == 3 and lead.book.grade_of(0, pid) == 3
+    settled = [d for d in lead.disagreements() if d.passage == found[0].passage]
+    assert [d.final for d in settled] == [3]
+    lead.close()
+
+
+def test_suggestions_are_shown_apart_and_accepting_records_it(desk: Desk) -> None:
+    q = 25
+    pid = desk.board.holes(q, desk.k)[0].pid
+    conn = desk.project.conn
+    query_row = desk.catalog.queries[q].row_id
+    for model, grade in (("m1", 4), ("m2", 2), ("m1", 5)):
+        conn.execute(
+            "INSERT INTO suggestion (query_id, passage_id, model, grade, reason, created_at)"
+            " VALUES (?, ?, ?, ?, 'because', '2026-11-23')",
+            (query_row, pid, model, grade),
+        )
+    row = next(r for r in desk.passages(q) if r.pid == pid)
+    assert row.grade is None, "a suggestion is never a grade"
+    assert row.suggestion is not None
+    assert (row.suggestion.grade, row.suggestion.low, row.suggestion.high) == (2, 2, 5)
+    desk.grade(q, pid, row.suggestion.grade, accepted=True)
+    accepted = conn.execute("SELECT accepted_suggestion FROM event WHERE origin='app'").fetchone()
+    assert accepted == (1,)
+
+
+def test_cutoff_cycles_and_rescores(desk: Desk) -> None:
+    assert desk.k == 5
+    at5 = desk.query_row(25).holes
+    assert desk.cycle_k() == 10
+    assert desk.query_row(25).holes >= at5
+    assert desk.cycle_k() == 20
+    assert desk.cycle_k() == 5
+
+
+def test_switching_annotator_shows_their_grades(desk: Desk) -> None:
+    assert desk.book.counts.sum() > 0
+    desk.switch_annotator("carol")
+    assert desk.book.counts.sum() == 0
+    with pytest.raises(ValueError, match="name"):
+        desk.switch_annotator("  ")
+
+
+def test_standings_and_duel_equal_eval_db(
+    db: Path, desk: Desk, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    assert (
+        main(
+            [
+                "eval",
+                str(db),
+                "-k",
+                "5",
+                "--metrics",
+                ",".join(STANDING_METRICS),
+                "--format",
+                "json",
+                "--annotator",
+                ME,
+                "--ci",
+            ]
+        )
+        == 0
+    )
+    report = json.loads(capsys.readouterr().out)
+    shot = snapshot(desk)
+    for s in standings(shot):
+        for metric in STANDING_METRICS:
+            expected = report["runs"][s.run]["mean"][f"{metric}@5"]
+            got = s.mean[metric]
+            assert (expected is None and got is None) or abs(expected - got) < 1e-12
+            ci = report["runs"][s.run]["ci"][f"{metric}@5"]
+            if ci is not None and s.ci[metric] is not None:
+                assert ci == pytest.approx(list(s.ci[metric]))
+    names = desk.catalog.run_names
+    result = duel(shot, names[0], names[1])
+    assert result.test.queries == 20
+    gaps = [abs(d.difference) for d in result.divergent]
+    assert gaps == sorted(gaps, reverse=True) and all(g > 0 for g in gaps)
