@@ -453,3 +453,28 @@ def test_widgets_never_touch_the_database() -> None:
         source = path.read_text(encoding="utf-8")
         # A widget is handed its data; reaching for the app would reach the project file.
         assert "self.app" not in source and ".project" not in source, path
+
+
+async def test_screens_below_show_grades_made_above_and_q_goes_home(db: Path) -> None:
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        first = await open_query(app, pilot, UNGRADED)
+        pid = first.current
+        assert pid is not None
+        await pilot.press("r")
+        await app.workers.wait_for_complete()
+        app.open_query(UNGRADED, pid)  # as Enter on a divergent query does
+        await pilot.pause()
+        second = app.screen
+        assert isinstance(second, GradeScreen) and second is not first
+        await pilot.press("5", "escape")
+        assert isinstance(app.screen, RunsScreen)
+        await app.workers.wait_for_complete()
+        await pilot.press("escape")
+        assert app.screen is first and first.rows[pid].grade == 5
+        await pilot.press("r")
+        await app.workers.wait_for_complete()
+        await pilot.press("q")
+        assert isinstance(app.screen, QueriesScreen)
+
+    await drive(db, scenario)
+    assert [r[2:4] for r in events(db)] == [("grade", 5)]

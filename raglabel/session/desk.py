@@ -314,6 +314,16 @@ class Desk:
         if self._holes.size:
             self._holes[q] = len(self.board.holes(q, self.k))
 
+    def annotators(self) -> list[str]:
+        """Everyone with a grade in the file, by name."""
+        return [
+            name
+            for (name,) in self.project.conn.execute(
+                "SELECT DISTINCT a.name FROM current_grade c JOIN annotator a"
+                " ON a.id = c.annotator_id ORDER BY a.name"
+            )
+        ]
+
     def own_grade(self, q: int, pid: int) -> int | None:
         """This annotator's own grade (differs from the one in view when not blind)."""
         return self.book.grade_of(q, pid) if self.blind else self._own.get((q, pid))

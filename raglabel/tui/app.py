@@ -46,8 +46,21 @@ class GradingApp(App[int]):
     def on_mount(self) -> None:
         self.set_keymap(self.desk.options.keymap)
         self.push_screen(QueriesScreen())
+        self._hint_if_empty()
         if self.desk.options.adjudicate:
             self.action_adjudicate()
+
+    def _hint_if_empty(self) -> None:
+        """A typo in --annotator opens an empty view; say so instead of showing NA."""
+        desk = self.desk
+        if desk.blind and not desk.book.counts.any():
+            others = [name for name in desk.annotators() if name != desk.annotator]
+            if others:
+                self.notify(
+                    f"No grades by {desk.annotator!r} yet. Annotators in this file: "
+                    f"{', '.join(others)} (switch with ctrl+p).",
+                    timeout=8,
+                )
 
     def on_unmount(self) -> None:
         self.desk.close()
@@ -92,17 +105,24 @@ class GradingApp(App[int]):
             self.notify("Nothing to undo.")
             return
         self.changed(change)
+        undone = (
+            f"{self.desk.catalog.queries[change.query].ext_id} / "
+            f"{self.desk.catalog.passage_ext[change.pid]} is now "
+            f"{'ungraded' if change.grade is None else change.grade}"
+        )
         if isinstance(self.screen, GradeScreen):
             self.screen.show_change(change)
             self.screen.select(change.pid)
+            self.screen.undone(f"{undone} · event {change.event_id}")
+            return
         else:
             self.push_screen(GradeScreen(change.query, change.pid))
-        self.notify(
-            f"Undone: {self.desk.catalog.queries[change.query].ext_id} / "
-            f"{self.desk.catalog.passage_ext[change.pid]} is now "
-            f"{'ungraded' if change.grade is None else change.grade}",
-            timeout=2,
-        )
+        self.notify(f"Undone: {undone}", timeout=2)
+
+    def action_queries(self) -> None:
+        """Back to the Queries screen from however deep the stack is."""
+        while len(self.screen_stack) > 2 and not isinstance(self.screen, QueriesScreen):
+            self.pop_screen()
 
     def action_runs(self, select: str | None = None) -> None:
         if isinstance(self.screen, RunsScreen):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import BindingType
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -35,16 +35,17 @@ class GradeScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         *(bind(f"grade_{g}", f"grade({g})") for g in (1, 2, 3, 4, 5)),
         bind("clear", "clear"),
-        bind("accept", "accept"),
+        bind("accept", "accept", show=False),
         bind("skip", "skip"),
-        bind("flag", "flag"),
+        bind("flag", "flag", show=False),
         bind("queue", "queue"),
         bind("down", "down", show=False),
         bind("up", "up", show=False),
         bind("next_query", "next_query"),
-        bind("prev_query", "prev_query"),
+        bind("prev_query", "prev_query", show=False),
         bind("cycle_k", "cycle_k"),
-        bind("queries", "back"),
+        bind("queries", "app.queries"),
+        Binding("escape", "back", show=False),
     ]
 
     def __init__(self, query: int, focus: int | None = None) -> None:
@@ -75,6 +76,14 @@ class GradeScreen(Screen[None]):
         self.load(self.qi, self.focus_pid)
         self.query_one(PassageList).focus()
 
+    def on_screen_resume(self) -> None:
+        # Grades, K or the annotator may have changed on a screen above this one.
+        if self.rows:
+            self.load(self.qi, self.current)
+
+    def undone(self, what: str) -> None:
+        self.query_one(SaveMark).saved(f"undo: {what}")
+
     # -- showing -----------------------------------------------------------------------
 
     def load(self, query: int, focus: int | None = None) -> None:
@@ -87,6 +96,9 @@ class GradeScreen(Screen[None]):
         if focus is None and listed:
             focus = listed[0].pid
         table = self.query_one(PassageList)
+        if query != getattr(self, "_shown_query", query):
+            self.query_one(SaveMark).note("")
+        self._shown_query = query
         table.show(listed, focus)
         self._show_passage(focus)
         self._show_head()

@@ -63,8 +63,23 @@ def key_table(keymap: dict[str, str]) -> Table:
     table.add_column("id", style="dim", no_wrap=True)
     table.add_column("what it does")
     for binding_id, (keys, description) in BINDING_IDS.items():
-        table.add_row(keymap.get(binding_id, keys), binding_id, description)
+        table.add_row(readable(keymap.get(binding_id, keys)), binding_id, description)
+    for keys, description in (
+        ("o", "Queries: sort by file order, progress, holes, or a run's RA-nWG"),
+        ("Enter", "open the highlighted query (on Runs: the highlighted divergent query)"),
+        ("space / c", "Runs: mark two runs / compare them"),
+        ("Escape", "close a prompt or this help; back one screen"),
+        ("ctrl+q", "quit (every grade is already saved)"),
+    ):
+        table.add_row(keys, "", description)
     return table
+
+
+_NAMES = {"slash": "/", "question_mark": "?", "down": "↓", "up": "↑", "space": "space"}
+
+
+def readable(keys: str) -> str:
+    return ", ".join(_NAMES.get(key.strip(), key.strip()) for key in keys.split(","))
 
 
 NOTES = Text.assemble(

@@ -30,6 +30,8 @@ class QueriesScreen(Screen[None]):
         Binding("o", "sort", "sort"),
         bind("cycle_k", "cycle_k"),
         bind("queue", "queue"),
+        bind("down", "down", show=False),
+        bind("up", "up", show=False),
         Binding("escape", "clear_filter", "clear filter", show=False),
     ]
 
@@ -99,6 +101,7 @@ class QueriesScreen(Screen[None]):
             (f"{desk.project.path.name if desk.project.path else 'memory'} · ", "dim"),
             f"annotator {desk.annotator}{'' if desk.blind else ' (all annotators)'} · ",
             f"K={desk.k} · graded {graded}/{total} · holes {holes} · ",
+            f"run columns: RA-nWG@{desk.k} · ",
             f"sorted by {self.sort_names()[self.sort]}",
             (f" · filter {self.text_filter!r}" if self.text_filter else "", "yellow"),
         )
@@ -106,6 +109,12 @@ class QueriesScreen(Screen[None]):
 
     def on_query_table_opened(self, message: QueryTable.Opened) -> None:
         self.glapp.open_query(message.query)
+
+    def action_down(self) -> None:
+        self.query_one(QueryTable).action_cursor_down()
+
+    def action_up(self) -> None:
+        self.query_one(QueryTable).action_cursor_up()
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)

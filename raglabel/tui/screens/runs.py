@@ -37,7 +37,9 @@ def _cell(s: Standing, metric: str) -> Text:
     ci = s.ci[metric]
     text = Text(number(s.mean[metric]))
     if ci is not None:
-        text.append(f" [{number(ci[0], 2)},{number(ci[1], 2)}]", style="dim")
+        # Compact so nine metrics fit in 140 columns: ".57-.79" is the 95% interval.
+        low, high = (number(v, 2).removeprefix("0") for v in ci)
+        text.append(f" {low}-{high}", style="dim")
     return text
 
 
@@ -46,7 +48,9 @@ class RunsScreen(Screen[None]):
         Binding("space", "mark", "mark run"),
         Binding("c", "compare", "compare marked"),
         bind("cycle_k", "cycle_k"),
-        bind("queries", "back"),
+        bind("down", "down", show=False),
+        bind("up", "up", show=False),
+        bind("queries", "app.queries"),
         Binding("escape", "back", show=False),
     ]
 
@@ -75,7 +79,6 @@ class RunsScreen(Screen[None]):
         for metric in STANDING_METRICS:
             table.add_column(_LABELS[metric], key=metric)
         divergent = self.query_one("#divergent", DataTable)
-        divergent.add_columns("query", "A", "B", "B - A", "text")
         divergent.display = False
         self.recompute()
         table.focus()
@@ -104,6 +107,7 @@ class RunsScreen(Screen[None]):
         self.latest = result
         self.query_one("#chart", RunChart).show(result, "ra_nwg", f"RA-nWG@{self.glapp.desk.k}")
         table = self.query_one("#standings", DataTable)
+        keep = table.cursor_row
         table.clear()
         for s in result:
             name = Text(("▶ " if s.run in self.marked else "  ") + s.run)
@@ -111,6 +115,8 @@ class RunsScreen(Screen[None]):
         if self.select is not None:
             table.move_cursor(row=table.get_row_index(self.select))
             self.select = None
+        elif keep < table.row_count:
+            table.move_cursor(row=keep)
 
     def _cursor_run(self) -> str | None:
         table = self.query_one("#standings", DataTable)
@@ -153,7 +159,8 @@ class RunsScreen(Screen[None]):
             )
         )
         table = self.query_one("#divergent", DataTable)
-        table.clear()
+        table.clear(columns=True)
+        table.add_columns("query", result.a, result.b, "difference", "text")
         texts = self.glapp.desk.catalog.queries
         for d in result.divergent:
             diff = Text(f"{d.difference:+.3f}", style="green" if d.difference > 0 else "red")
@@ -162,6 +169,19 @@ class RunsScreen(Screen[None]):
             )
         table.display = True
         table.focus()
+
+    def on_screen_resume(self) -> None:
+        self.recompute()
+
+    def action_down(self) -> None:
+        focused = self.focused
+        if isinstance(focused, DataTable):
+            focused.action_cursor_down()
+
+    def action_up(self) -> None:
+        focused = self.focused
+        if isinstance(focused, DataTable):
+            focused.action_cursor_up()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "divergent" and event.row_key.value is not None:

@@ -50,10 +50,10 @@ class PassageList(DataTable[Text]):
         self.run_names = run_names
 
     def on_mount(self) -> None:
-        self.add_column("grade", key="grade", width=6)
-        self.add_column("judge", key="judge", width=6)
+        self.add_column("grade", key="grade", width=5)
+        self.add_column("judge", key="judge", width=5)
         for i, name in enumerate(self.run_names):
-            self.add_column(short_run(name), key=f"run{i}", width=6)
+            self.add_column(short_run(name, 5), key=f"run{i}", width=5)
         self.add_column("passage", key="passage")
 
     def show(self, rows: list[PassageRow], current: int | None = None) -> None:
