@@ -40,9 +40,11 @@ def db(demo_db: Path) -> Path:
 Scenario = Callable[[GradingApp, Pilot[Any]], Awaitable[None]]
 
 
-async def drive(db: Path, scenario: Scenario, **options: Any) -> GradingApp:
+async def drive(
+    db: Path, scenario: Scenario, size: tuple[int, int] = SIZE, **options: Any
+) -> GradingApp:
     app = create_app(AppOptions(project=db, annotator=ME, **options))
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=size) as pilot:
         await pilot.pause()
         await scenario(app, pilot)
     return app
@@ -240,9 +242,12 @@ async def test_flag_with_a_note(db: Path) -> None:
 async def test_filter_typing_never_grades(db: Path) -> None:
     async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
         assert isinstance(app.screen, QueriesScreen)
-        await pilot.press("slash", *"q2", "5", "enter")
+        await pilot.press("slash", *"q2", "5")
+        await pilot.pause(0.4)  # applied as you type, after a short pause
         table = app.screen.query_one("#queries", DataTable)
         assert table.row_count == 1  # q25
+        await pilot.press("enter")
+        assert table.row_count == 1 and table.has_focus
         await pilot.press("escape")
         assert table.row_count == len(app.desk.catalog.queries)
         assert not app.screen.query_one("#filter", Input).display
@@ -395,11 +400,20 @@ async def _queries(app: GradingApp, pilot: Pilot[Any]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "scenario"),
-    [("queries", _queries), ("grade", _grade), ("runs", _runs), ("help", _help)],
+    ("name", "scenario", "size"),
+    [
+        ("queries", _queries, SIZE),
+        ("grade", _grade, SIZE),
+        ("grade-narrow", _grade, (100, 30)),
+        ("runs", _runs, SIZE),
+        ("help", _help, SIZE),
+    ],
 )
-async def test_screen_snapshots(db: Path, name: str, scenario: Scenario) -> None:
-    """Each screen at 140x40 against tests/snapshots/NAME.txt.
+async def test_screen_snapshots(
+    db: Path, name: str, scenario: Scenario, size: tuple[int, int]
+) -> None:
+    """Each screen at 140x40 (the Grade screen also at 100x30) against
+    tests/snapshots/NAME.txt.
 
     RAGLABEL_UPDATE_SNAPSHOTS=1 rewrites them after a deliberate change of layout.
     """
@@ -412,7 +426,7 @@ async def test_screen_snapshots(db: Path, name: str, scenario: Scenario) -> None
         await pilot.pause()
         shot["text"] = screen_text(app)
 
-    await drive(db, capture)
+    await drive(db, capture, size)
     path = ROOT / "tests" / "snapshots" / f"{name}.txt"
     if os.environ.get("RAGLABEL_UPDATE_SNAPSHOTS") == "1":
         path.parent.mkdir(exist_ok=True)

@@ -30,6 +30,8 @@ class GradingApp(App[int]):
     TITLE = "raglabel"
     COMMANDS = App.COMMANDS | {LabelCommands}
     COMMAND_PALETTE_BINDING = "ctrl+p"
+    # Below 120 columns the Grade screen stacks its list above the passage and metrics.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]  # noqa: RUF012
     BINDINGS: ClassVar[list[BindingType]] = [
         bind("undo", "undo"),
         bind("runs", "runs"),

@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
 from raglabel.session.desk import QueryRow
@@ -39,6 +40,7 @@ class QueriesScreen(Screen[None]):
         super().__init__()
         self.sort = 0  # index into sort_names()
         self.text_filter = ""
+        self._pending: Timer | None = None
 
     @property
     def glapp(self) -> GradingApp:
@@ -121,9 +123,23 @@ class QueriesScreen(Screen[None]):
         box.display = True
         box.focus()
 
+    def on_input_changed(self, event: Input.Changed) -> None:
+        # Debounced: with thousands of queries, refilling on every keystroke would lag.
+        if self._pending is not None:
+            self._pending.stop()
+        value = event.value.strip()
+        self._pending = self.set_timer(0.15, lambda: self._apply_filter(value))
+
+    def _apply_filter(self, value: str) -> None:
+        self._pending = None
+        if value != self.text_filter:
+            self.text_filter = value
+            self.refill()
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.text_filter = event.value.strip()
-        self.refill()
+        if self._pending is not None:
+            self._pending.stop()
+        self._apply_filter(event.value.strip())
         self.query_one(QueryTable).focus()
 
     def action_clear_filter(self) -> None:
