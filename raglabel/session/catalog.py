@@ -1,8 +1,9 @@
 """What a grading session loads once: queries, candidate pools and the stored runs.
 
-Passages are named by their SQLite row id inside a session (integers compare and hash
-faster than text ids, and runs become numpy arrays); their text is read only when a
-query is opened, since a project may hold far more passage text than anyone reads.
+Inside a session a passage is a small integer (a "pid"), numbered as the runs, the
+candidates and the grades first name it: integers hash and compare faster than text
+ids, and runs become numpy arrays. Numbering only what a session meets means a project
+with a million passages is never read whole; text is read when a query is opened.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ class Query:
 
 @dataclass(frozen=True)
 class Passage:
-    row_id: int
+    pid: int
     ext_id: str
     title: str
     text: str
@@ -46,17 +47,18 @@ class RunLists:
 @dataclass
 class Catalog:
     queries: list[Query]
-    passage_ext: dict[int, str]
+    passage_ext: list[str]  # pid -> passage id
     candidates: list[list[int]]  # per query, in pool order (best rank, then id)
     runs: list[RunLists]
+    _pid_of: dict[str, int] = field(default_factory=dict)
     _index_of_row: dict[int, int] = field(default_factory=dict)
-    _passage_row: dict[str, int] = field(default_factory=dict)
     _index_of_ext: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._index_of_row = {q.row_id: q.index for q in self.queries}
         self._index_of_ext = {q.ext_id: q.index for q in self.queries}
-        self._passage_row = {ext: row for row, ext in self.passage_ext.items()}
+        if not self._pid_of:
+            self._pid_of = {ext: pid for pid, ext in enumerate(self.passage_ext)}
 
     def query_index(self, row_id: int) -> int | None:
         return self._index_of_row.get(row_id)
@@ -65,7 +67,20 @@ class Catalog:
         return self._index_of_ext.get(ext_id)
 
     def passage_row(self, ext_id: str) -> int | None:
-        return self._passage_row.get(ext_id)
+        """The pid of a passage id the session has met, else None."""
+        return self._pid_of.get(ext_id)
+
+    def pid(self, ext_id: str) -> int:
+        """The pid of a passage id, numbering it if the session meets it for the first time."""
+        found = self._pid_of.get(ext_id)
+        if found is None:
+            found = self._pid_of[ext_id] = len(self.passage_ext)
+            self.passage_ext.append(ext_id)
+        return found
+
+    @property
+    def n_passages(self) -> int:
+        return len(self.passage_ext)
 
     @property
     def run_names(self) -> list[str]:
@@ -80,19 +95,27 @@ def load_catalog(conn: sqlite3.Connection) -> Catalog:
         )
     ]
     index_of = {q.row_id: q.index for q in queries}
-    passage_ext: dict[int, str] = dict(conn.execute("SELECT id, ext_id FROM passage"))
-    row_of = {ext: row for row, ext in passage_ext.items()}
-    candidates: list[list[int]] = [[] for _ in queries]
-    for query_id, passage_id in conn.execute(
-        "SELECT query_id, passage_id FROM candidate ORDER BY query_id, best_rank IS NULL,"
-        " best_rank, passage_id"
-    ):
-        candidates[index_of[query_id]].append(passage_id)
+    passage_ext: list[str] = []
+    pid_of: dict[str, int] = {}
     runs = [
-        _load_run(conn, run_id, name, index_of=index_of, row_of=row_of, n_queries=len(queries))
+        _load_run(
+            conn,
+            run_id,
+            name,
+            index_of=index_of,
+            pid_of=pid_of,
+            passage_ext=passage_ext,
+            n_queries=len(queries),
+        )
         for run_id, name in conn.execute("SELECT id, name FROM run ORDER BY id").fetchall()
     ]
-    return Catalog(queries, passage_ext, candidates, runs)
+    catalog = Catalog(queries, passage_ext, [[] for _ in queries], runs, _pid_of=pid_of)
+    for query_id, ext_id in conn.execute(
+        "SELECT c.query_id, p.ext_id FROM candidate c JOIN passage p ON p.id = c.passage_id"
+        " ORDER BY c.query_id, c.best_rank IS NULL, c.best_rank, p.ext_id"
+    ):
+        catalog.candidates[index_of[query_id]].append(catalog.pid(ext_id))
+    return catalog
 
 
 def _load_run(
@@ -101,29 +124,43 @@ def _load_run(
     name: str,
     *,
     index_of: dict[int, int],
-    row_of: dict[str, int],
+    pid_of: dict[str, int],
+    passage_ext: list[str],
     n_queries: int,
 ) -> RunLists:
-    lists: list[list[int]] = [[] for _ in range(n_queries)]
-    for query_id, blob in conn.execute(
-        "SELECT query_id, passage_ids FROM ranking WHERE run_id = ?", (run_id,)
-    ):
-        lists[index_of[query_id]] = [row_of[ext] for ext in bytes(blob).decode().split("\n")]
-    lengths = np.fromiter((len(ids) for ids in lists), dtype=np.int64, count=n_queries)
+    rows = sorted(
+        (index_of[query_id], bytes(blob).decode())
+        for query_id, blob in conn.execute(
+            "SELECT query_id, passage_ids FROM ranking WHERE run_id = ?", (run_id,)
+        )
+    )
+    # Whole-run string work instead of a Python step per entry: a million entries
+    # would otherwise dominate the app's start.
+    flat = "\n".join(text for _, text in rows).split("\n") if rows else []
+    for ext in dict.fromkeys(flat):
+        if ext not in pid_of:
+            pid_of[ext] = len(passage_ext)
+            passage_ext.append(ext)
+    pids = np.fromiter(map(pid_of.__getitem__, flat), dtype=np.int64, count=len(flat))
+    lengths = np.zeros(n_queries, dtype=np.int64)
+    for q, text in rows:
+        lengths[q] = text.count("\n") + 1
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    pids = np.fromiter((p for ids in lists for p in ids), dtype=np.int64, count=int(offsets[-1]))
     return RunLists(name, offsets, pids)
 
 
-def load_passages(conn: sqlite3.Connection, row_ids: list[int]) -> dict[int, Passage]:
-    """Title and text of these passages (a query's candidates), by row id."""
+def load_passages(
+    conn: sqlite3.Connection, catalog: Catalog, pids: list[int]
+) -> dict[int, Passage]:
+    """Title and text of these passages (a query's candidates), by pid."""
     found: dict[int, Passage] = {}
     # SQLite caps the number of bound parameters; a query's pool is far below it.
-    for start in range(0, len(row_ids), 500):
-        chunk = row_ids[start : start + 500]
+    for start in range(0, len(pids), 500):
+        chunk = [catalog.passage_ext[pid] for pid in pids[start : start + 500]]
         marks = ",".join("?" * len(chunk))
-        for row_id, ext_id, title, text in conn.execute(
-            f"SELECT id, ext_id, title, text FROM passage WHERE id IN ({marks})", chunk
+        for ext_id, title, text in conn.execute(
+            f"SELECT ext_id, title, text FROM passage WHERE ext_id IN ({marks})", chunk
         ):
-            found[row_id] = Passage(row_id, ext_id, title or "", text or "")
+            pid = catalog.pid(ext_id)
+            found[pid] = Passage(pid, ext_id, title or "", text or "")
     return found

@@ -113,13 +113,15 @@ class Desk:
         self.book.load(pairs)
         self._own: dict[tuple[int, int], int] = {}
         if not self.blind:
-            for query_row, pid, grade in own_grades(conn, self.annotator):
+            for query_row, passage, grade in own_grades(conn, self.annotator):
                 q = self.catalog.query_index(query_row)
                 if q is not None:
-                    self._own[(q, pid)] = grade
+                    self._own[(q, self.catalog.pid(passage))] = grade
         self._rescore()
 
     def _rescore(self) -> None:
+        # A panel is computed once per change of its query, by whoever asks first.
+        self._panels: dict[int, QueryPanel] = {}
         self._ra = self.board.ra_nwg_all(self.k)
         self._holes = self.board.hole_counts(self.k)
 
@@ -172,7 +174,10 @@ class Desk:
         ranks = [
             {pid: rank for rank, pid in enumerate(run.ranked(q).tolist(), 1)} for run in cat.runs
         ]
-        suggestions = query_suggestions(self.project.conn, cat.queries[q].row_id)
+        suggestions = {
+            cat.pid(ext): s
+            for ext, s in query_suggestions(self.project.conn, cat.queries[q].row_id).items()
+        }
         marks = self.marks(q)
         titles = self._titles(pool)
         rows = []
@@ -195,11 +200,14 @@ class Desk:
         return rows
 
     def passage(self, pid: int) -> Passage:
-        found = load_passages(self.project.conn, [pid])
+        found = load_passages(self.project.conn, self.catalog, [pid])
         return found.get(pid) or Passage(pid, self.catalog.passage_ext[pid], "", "")
 
     def panel(self, q: int) -> QueryPanel:
-        return self.board.panel(q, self.k)
+        found = self._panels.get(q)
+        if found is None:
+            found = self._panels[q] = self.board.panel(q, self.k)
+        return found
 
     def next_hole(self, q: int) -> Hole | None:
         """The labeling queue's next pair: this query's most-retrieved ungraded passage,
@@ -285,8 +293,8 @@ class Desk:
 
     def _apply(self, done: Recorded, kind: str) -> Change:
         q = self.catalog.query_by_ext(done.query)
-        pid = self.catalog.passage_row(done.passage)
-        assert q is not None and pid is not None
+        pid = self.catalog.pid(done.passage)
+        assert q is not None
         if self.blind:
             shown = done.grade
         else:
@@ -302,14 +310,15 @@ class Desk:
     def _resolved(self, q: int, pid: int) -> int | None:
         rows = resolved_grades(
             self.project.conn,
-            " WHERE c.query_id = ? AND c.passage_id = ?",
-            (self.catalog.queries[q].row_id, pid),
+            " WHERE c.query_id = ? AND p.ext_id = ?",
+            (self.catalog.queries[q].row_id, self.catalog.passage_ext[pid]),
         )
         return rows[0][2] if rows else None
 
     def _refresh_query(self, q: int) -> None:
+        self._panels.pop(q, None)
         if self._ra.size:
-            values = self.board.panel(q, self.k).values
+            values = self.panel(q).values
             self._ra[:, q] = [values[name]["ra_nwg"] for name in self.catalog.run_names]
         if self._holes.size:
             self._holes[q] = len(self.board.holes(q, self.k))
@@ -331,15 +340,17 @@ class Desk:
     def marks(self, q: int) -> dict[int, set[str]]:
         """Passages this annotator skipped or flagged on query ``q`` (and did not undo)."""
         rows = self.project.conn.execute(
-            "SELECT e.passage_id, e.kind FROM event e JOIN annotator a ON a.id = e.annotator_id"
+            "SELECT p.ext_id, e.kind FROM event e JOIN annotator a ON a.id = e.annotator_id"
+            " JOIN passage p ON p.id = e.passage_id"
             " WHERE a.name = ? AND e.query_id = ? AND e.kind IN ('skip', 'flag')"
             " AND NOT EXISTS (SELECT 1 FROM event u WHERE u.kind = 'undo' AND u.target = e.id)",
             (self.annotator, self.catalog.queries[q].row_id),
         )
         marks: dict[int, set[str]] = {}
-        for pid, kind in rows:
-            marks.setdefault(pid, set()).add(kind)
+        for passage, kind in rows:
+            marks.setdefault(self.catalog.pid(passage), set()).add(kind)
         return marks
 
     def _titles(self, pids: list[int]) -> dict[int, str]:
-        return {pid: p.title for pid, p in load_passages(self.project.conn, pids).items()}
+        found = load_passages(self.project.conn, self.catalog, pids)
+        return {pid: p.title for pid, p in found.items()}

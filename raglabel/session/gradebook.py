@@ -30,13 +30,13 @@ class GradeBook:
 
     # -- loading -----------------------------------------------------------------------
 
-    def load(self, pairs: list[tuple[int, int, int]]) -> None:
-        """Fill from ``(query row id, passage row id, grade)`` triples, all at once."""
+    def load(self, pairs: list[tuple[int, str, int]]) -> None:
+        """Fill from ``(query row id, passage id, grade)`` triples, all at once."""
         cat = self.catalog
-        for query_row, pid, grade in pairs:
+        for query_row, passage, grade in pairs:
             q = cat.query_index(query_row)
             if q is not None:
-                self.grades[q][pid] = grade
+                self.grades[q][cat.pid(passage)] = grade
         qidx = np.fromiter((q for q, book in enumerate(self.grades) for _ in book), dtype=np.int64)
         values = np.fromiter((g for book in self.grades for g in book.values()), dtype=np.int64)
         self.counts = np.bincount(qidx * 6 + values, minlength=len(self.grades) * 6).reshape(-1, 6)
@@ -44,7 +44,7 @@ class GradeBook:
         if not values.size:
             return
         # One sorted key per graded pair; each run's entries look their grade up at once.
-        width = max(max(cat.passage_ext, default=0), 0) + 1
+        width = cat.n_passages + 1
         pids = np.fromiter((p for book in self.grades for p in book), dtype=np.int64)
         keys = qidx * width + pids
         order = np.argsort(keys)
@@ -79,21 +79,24 @@ class GradeBook:
             out[start + hit] = 0 if grade is None else grade
 
 
-def own_grades(conn: sqlite3.Connection, annotator: str) -> list[tuple[int, int, int]]:
+def own_grades(conn: sqlite3.Connection, annotator: str) -> list[tuple[int, str, int]]:
+    """``(query row id, passage id, grade)`` of one annotator's current grades."""
     return conn.execute(
-        "SELECT c.query_id, c.passage_id, c.grade FROM current_grade c"
-        " JOIN annotator a ON a.id = c.annotator_id WHERE a.name = ?",
+        "SELECT c.query_id, p.ext_id, c.grade FROM current_grade c"
+        " JOIN annotator a ON a.id = c.annotator_id JOIN passage p ON p.id = c.passage_id"
+        " WHERE a.name = ?",
         (annotator,),
     ).fetchall()
 
 
 def resolved_grades(
     conn: sqlite3.Connection, where: str = "", params: tuple[object, ...] = ()
-) -> list[tuple[int, int, int]]:
+) -> list[tuple[int, str, int]]:
     """One grade per pair over every annotator, by the rule ``raglabel eval DB`` uses."""
     rows = conn.execute(
-        "SELECT c.query_id, c.passage_id, c.grade, c.event_id, e.origin IS ?"
-        " FROM current_grade c JOIN event e ON e.id = c.event_id" + where,
+        "SELECT c.query_id, p.ext_id, c.grade, c.event_id, e.origin IS ?"
+        " FROM current_grade c JOIN event e ON e.id = c.event_id"
+        " JOIN passage p ON p.id = c.passage_id" + where,
         (ADJUDICATION, *params),
     )
     settled = settle(((q, p), grade, event, bool(adj)) for q, p, grade, event, adj in rows)

@@ -115,7 +115,7 @@ class Scoreboard:
     def hole_counts(self, k: int) -> NDArray[np.int64]:
         """Per query, the number of distinct ungraded passages in any run's top K."""
         n = len(self.catalog.queries)
-        width = max(self.catalog.passage_ext, default=0) + 1
+        width = self.catalog.n_passages + 1
         keys: list[NDArray[np.int64]] = []
         for run, grades in zip(self.catalog.runs, self.book.run_grades, strict=True):
             lengths = np.diff(run.offsets)

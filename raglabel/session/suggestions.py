@@ -22,15 +22,16 @@ class Suggestion:
     reason: str | None  # the latest reason given, if any
 
 
-def query_suggestions(conn: sqlite3.Connection, query_row: int) -> dict[int, Suggestion]:
-    """Each passage's suggestion for one query, by passage row id."""
-    latest: dict[int, dict[str, tuple[int, str | None]]] = {}
+def query_suggestions(conn: sqlite3.Connection, query_row: int) -> dict[str, Suggestion]:
+    """Each passage's suggestion for one query, by passage id."""
+    latest: dict[str, dict[str, tuple[int, str | None]]] = {}
     for pid, model, grade, reason in conn.execute(
-        "SELECT passage_id, model, grade, reason FROM suggestion WHERE query_id = ? ORDER BY id",
+        "SELECT p.ext_id, s.model, s.grade, s.reason FROM suggestion s"
+        " JOIN passage p ON p.id = s.passage_id WHERE s.query_id = ? ORDER BY s.id",
         (query_row,),
     ):
         latest.setdefault(pid, {})[model] = (grade, reason)
-    out: dict[int, Suggestion] = {}
+    out: dict[str, Suggestion] = {}
     for pid, by_model in latest.items():
         grades = [grade for grade, _ in by_model.values()]
         reasons = [reason for _, reason in by_model.values() if reason]

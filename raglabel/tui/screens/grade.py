@@ -154,10 +154,10 @@ class GradeScreen(Screen[None]):
         if row is not None:
             desk = self.glapp.desk
             own = change.grade if desk.blind else desk.own_grade(change.query, change.pid)
-            flags = desk.marks(change.query).get(change.pid, set())
-            row = replace(
-                row, grade=change.grade, own=own, skipped="skip" in flags, flagged="flag" in flags
-            )
+            row = replace(row, grade=change.grade, own=own)
+            if change.kind in {"skip", "flag", "undo"}:  # a grade or clear leaves marks alone
+                flags = desk.marks(change.query).get(change.pid, set())
+                row = replace(row, skipped="skip" in flags, flagged="flag" in flags)
             self.rows[change.pid] = row
             self.query_one(PassageList).update(row)
         self.query_one(MetricsPanel).show(self.glapp.desk.panel(self.qi))
