@@ -184,8 +184,9 @@ async def test_accept_records_an_accepted_suggestion(db: Path) -> None:
         pid = app.desk.board.holes(UNGRADED, 5)[0].pid
         conn.execute(
             "INSERT INTO suggestion (query_id, passage_id, model, grade, reason, created_at)"
-            " VALUES (?, ?, 'judge-1', 3, 'partly', '2026-11-23')",
-            (q.row_id, pid),
+            " VALUES (?, (SELECT id FROM passage WHERE ext_id = ?), 'judge-1', 3, 'partly',"
+            " '2026-11-23')",
+            (q.row_id, app.desk.catalog.passage_ext[pid]),
         )
         app.open_query(UNGRADED, pid)
         await pilot.pause()

@@ -236,8 +236,8 @@ def test_suggestions_are_shown_apart_and_accepting_records_it(desk: Desk) -> Non
     for model, grade in (("m1", 4), ("m2", 2), ("m1", 5)):
         conn.execute(
             "INSERT INTO suggestion (query_id, passage_id, model, grade, reason, created_at)"
-            " VALUES (?, ?, ?, ?, 'because', '2026-11-23')",
-            (query_row, pid, model, grade),
+            " VALUES (?, (SELECT id FROM passage WHERE ext_id = ?), ?, ?, 'because', '2026-11-23')",
+            (query_row, desk.catalog.passage_ext[pid], model, grade),
         )
     row = next(r for r in desk.passages(q) if r.pid == pid)
     assert row.grade is None, "a suggestion is never a grade"
