@@ -110,10 +110,14 @@ def load_catalog(conn: sqlite3.Connection) -> Catalog:
         for run_id, name in conn.execute("SELECT id, name FROM run ORDER BY id").fetchall()
     ]
     catalog = Catalog(queries, passage_ext, [[] for _ in queries], runs, _pid_of=pid_of)
-    for query_id, ext_id in conn.execute(
-        "SELECT c.query_id, p.ext_id FROM candidate c JOIN passage p ON p.id = c.passage_id"
-        " ORDER BY c.query_id, c.best_rank IS NULL, c.best_rank, p.ext_id"
-    ):
+    pool = conn.execute(
+        "SELECT c.query_id, c.best_rank, p.ext_id FROM candidate c"
+        " JOIN passage p ON p.id = c.passage_id"
+    ).fetchall()
+    # Sorting here is cheaper than SQLite's ORDER BY over the join: best rank first,
+    # passages only a label file named (no rank) last, then by id.
+    pool.sort(key=lambda row: (row[0], row[1] is None, row[1] or 0, row[2]))
+    for query_id, _, ext_id in pool:
         catalog.candidates[index_of[query_id]].append(catalog.pid(ext_id))
     return catalog
 
