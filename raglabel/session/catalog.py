@@ -1,9 +1,10 @@
 """What a grading session loads once: queries, candidate pools and the stored runs.
 
-Inside a session a passage is a small integer (a "pid"), numbered as the runs, the
-candidates and the grades first name it: integers hash and compare faster than text
-ids, and runs become numpy arrays. Numbering only what a session meets means a project
-with a million passages is never read whole; text is read when a query is opened.
+Runs keep their passage ids as text, back to back in rank order, one slice per query:
+a project's runs may name a million distinct passages, and numbering them all would
+cost more than everything else at start. A passage the session shows (a candidate, a
+hole, a graded one) gets a small integer, its "pid", the first time it is met; its
+text is read when its query is opened.
 """
 
 from __future__ import annotations
@@ -33,15 +34,16 @@ class Passage:
 
 @dataclass
 class RunLists:
-    """One stored run as CSR arrays over the session's queries (a query the run lacks
-    has an empty list, and so scores 0 wherever a metric is defined)."""
+    """One stored run over the session's queries: ``ext[offsets[q]:offsets[q + 1]]`` is
+    query ``q``'s ranking (empty when the run lacks the query, which then scores 0
+    wherever a metric is defined)."""
 
     name: str
     offsets: NDArray[np.int64]
-    pids: NDArray[np.int64]
+    ext: list[str]
 
-    def ranked(self, q: int) -> NDArray[np.int64]:
-        return self.pids[self.offsets[q] : self.offsets[q + 1]]
+    def ranked(self, q: int) -> list[str]:
+        return self.ext[self.offsets[q] : self.offsets[q + 1]]
 
 
 @dataclass
@@ -95,21 +97,11 @@ def load_catalog(conn: sqlite3.Connection) -> Catalog:
         )
     ]
     index_of = {q.row_id: q.index for q in queries}
-    passage_ext: list[str] = []
-    pid_of: dict[str, int] = {}
     runs = [
-        _load_run(
-            conn,
-            run_id,
-            name,
-            index_of=index_of,
-            pid_of=pid_of,
-            passage_ext=passage_ext,
-            n_queries=len(queries),
-        )
+        _load_run(conn, run_id, name, index_of, len(queries))
         for run_id, name in conn.execute("SELECT id, name FROM run ORDER BY id").fetchall()
     ]
-    catalog = Catalog(queries, passage_ext, [[] for _ in queries], runs, _pid_of=pid_of)
+    catalog = Catalog(queries, [], [[] for _ in queries], runs)
     pool = conn.execute(
         "SELECT c.query_id, c.best_rank, p.ext_id FROM candidate c"
         " JOIN passage p ON p.id = c.passage_id"
@@ -123,14 +115,7 @@ def load_catalog(conn: sqlite3.Connection) -> Catalog:
 
 
 def _load_run(
-    conn: sqlite3.Connection,
-    run_id: int,
-    name: str,
-    *,
-    index_of: dict[int, int],
-    pid_of: dict[str, int],
-    passage_ext: list[str],
-    n_queries: int,
+    conn: sqlite3.Connection, run_id: int, name: str, index_of: dict[int, int], n_queries: int
 ) -> RunLists:
     rows = sorted(
         (index_of[query_id], bytes(blob).decode())
@@ -138,19 +123,13 @@ def _load_run(
             "SELECT query_id, passage_ids FROM ranking WHERE run_id = ?", (run_id,)
         )
     )
-    # Whole-run string work instead of a Python step per entry: a million entries
-    # would otherwise dominate the app's start.
-    flat = "\n".join(text for _, text in rows).split("\n") if rows else []
-    for ext in dict.fromkeys(flat):
-        if ext not in pid_of:
-            pid_of[ext] = len(passage_ext)
-            passage_ext.append(ext)
-    pids = np.fromiter(map(pid_of.__getitem__, flat), dtype=np.int64, count=len(flat))
+    # One split over the whole run instead of a Python step per entry.
+    ext = "\n".join(text for _, text in rows).split("\n") if rows else []
     lengths = np.zeros(n_queries, dtype=np.int64)
     for q, text in rows:
         lengths[q] = text.count("\n") + 1
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    return RunLists(name, offsets, pids)
+    return RunLists(name, offsets, ext)
 
 
 def load_passages(

@@ -171,9 +171,7 @@ class Desk:
         pool = list(cat.candidates[q])
         listed = set(pool)
         pool += [h.pid for h in self.board.holes(q, self.k) if h.pid not in listed]
-        ranks = [
-            {pid: rank for rank, pid in enumerate(run.ranked(q).tolist(), 1)} for run in cat.runs
-        ]
+        ranks = [{ext: rank for rank, ext in enumerate(run.ranked(q), 1)} for run in cat.runs]
         suggestions = {
             cat.pid(ext): s
             for ext, s in query_suggestions(self.project.conn, cat.queries[q].row_id).items()
@@ -192,7 +190,7 @@ class Desk:
                     grade=grade,
                     own=own,
                     suggestion=suggestions.get(pid),
-                    ranks=tuple(r.get(pid) for r in ranks),
+                    ranks=tuple(r.get(cat.passage_ext[pid]) for r in ranks),
                     skipped="skip" in marks.get(pid, ()),
                     flagged="flag" in marks.get(pid, ()),
                 )

@@ -25,7 +25,7 @@ class GradeBook:
         self.grades: list[dict[int, int]] = [{} for _ in range(n)]
         self.counts = np.zeros((n, 6), dtype=np.int64)
         self.run_grades: list[NDArray[np.int8]] = [
-            np.zeros(run.pids.size, dtype=np.int8) for run in catalog.runs
+            np.zeros(len(run.ext), dtype=np.int8) for run in catalog.runs
         ]
 
     # -- loading -----------------------------------------------------------------------
@@ -37,24 +37,20 @@ class GradeBook:
             q = cat.query_index(query_row)
             if q is not None:
                 self.grades[q][cat.pid(passage)] = grade
+        n = len(self.grades)
         qidx = np.fromiter((q for q, book in enumerate(self.grades) for _ in book), dtype=np.int64)
         values = np.fromiter((g for book in self.grades for g in book.values()), dtype=np.int64)
-        self.counts = np.bincount(qidx * 6 + values, minlength=len(self.grades) * 6).reshape(-1, 6)
+        self.counts = np.bincount(qidx * 6 + values, minlength=n * 6).reshape(-1, 6)
         self.counts[:, 0] = 0
-        if not values.size:
-            return
-        # One sorted key per graded pair; each run's entries look their grade up at once.
-        width = cat.n_passages + 1
-        pids = np.fromiter((p for book in self.grades for p in book), dtype=np.int64)
-        keys = qidx * width + pids
-        order = np.argsort(keys)
-        keys, values = keys[order], values[order]
+        # Each query's graded passages by id; every run entry looks its grade up there.
+        by_text = [{cat.passage_ext[pid]: g for pid, g in book.items()} for book in self.grades]
         for run, out in zip(cat.runs, self.run_grades, strict=True):
-            entry_q = np.repeat(np.arange(len(self.grades), dtype=np.int64), np.diff(run.offsets))
-            wanted = entry_q * width + run.pids
-            at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
-            hit = keys[at] == wanted
-            out[:] = np.where(hit, values[at], 0)
+            looked: list[int] = []
+            for q in range(n):
+                graded = by_text[q]
+                ranked = run.ranked(q)
+                looked.extend([graded.get(e, 0) for e in ranked] if graded else [0] * len(ranked))
+            out[:] = looked
 
     # -- changes -----------------------------------------------------------------------
 
@@ -73,10 +69,12 @@ class GradeBook:
         else:
             book[pid] = grade
             self.counts[q, grade] += 1
+        text = self.catalog.passage_ext[pid]
         for run, out in zip(self.catalog.runs, self.run_grades, strict=True):
-            start, stop = int(run.offsets[q]), int(run.offsets[q + 1])
-            hit = np.flatnonzero(run.pids[start:stop] == pid)
-            out[start + hit] = 0 if grade is None else grade
+            start = int(run.offsets[q])
+            for i, ext in enumerate(run.ranked(q)):
+                if ext == text:
+                    out[start + i] = 0 if grade is None else grade
 
 
 def own_grades(conn: sqlite3.Connection, annotator: str) -> list[tuple[int, str, int]]:

@@ -86,13 +86,14 @@ class Scoreboard:
 
     def holes(self, q: int, k: int) -> list[Hole]:
         """Ungraded passages in any run's top K of query ``q``, most-retrieved first."""
-        seen: dict[int, list[int]] = {}
-        graded = self.book.grades[q]
-        for run in self.catalog.runs:
-            for rank, pid in enumerate(run.ranked(q)[:k].tolist(), 1):
-                if pid not in graded:
-                    seen.setdefault(pid, []).append(rank)
-        holes = [Hole(q, pid, len(ranks), min(ranks)) for pid, ranks in seen.items()]
+        seen: dict[str, list[int]] = {}
+        for run, grades in zip(self.catalog.runs, self.book.run_grades, strict=True):
+            start = int(run.offsets[q])
+            for rank, ext in enumerate(run.ranked(q)[:k], 1):
+                if grades[start + rank - 1] == 0:
+                    seen.setdefault(ext, []).append(rank)
+        pid = self.catalog.pid
+        holes = [Hole(q, pid(ext), len(ranks), min(ranks)) for ext, ranks in seen.items()]
         holes.sort(key=lambda h: (-h.runs, h.best_rank, h.pid))
         return holes
 
@@ -114,16 +115,14 @@ class Scoreboard:
 
     def hole_counts(self, k: int) -> NDArray[np.int64]:
         """Per query, the number of distinct ungraded passages in any run's top K."""
-        n = len(self.catalog.queries)
-        width = self.catalog.n_passages + 1
-        keys: list[NDArray[np.int64]] = []
-        for run, grades in zip(self.catalog.runs, self.book.run_grades, strict=True):
-            lengths = np.diff(run.offsets)
-            qidx = np.repeat(np.arange(n, dtype=np.int64), lengths)
-            position = np.arange(run.pids.size, dtype=np.int64) - run.offsets[qidx]
-            pick = (position < k) & (grades == 0)
-            keys.append(qidx[pick] * width + run.pids[pick])
-        if not keys:
-            return np.zeros(n, dtype=np.int64)
-        distinct = np.unique(np.concatenate(keys))
-        return np.bincount(distinct // width, minlength=n).astype(np.int64)
+        runs = list(zip(self.catalog.runs, self.book.run_grades, strict=True))
+        counts = np.zeros(len(self.catalog.queries), dtype=np.int64)
+        for q in range(counts.size):
+            ungraded: set[str] = set()
+            for run, grades in runs:
+                start = int(run.offsets[q])
+                stop = min(start + k, int(run.offsets[q + 1]))
+                marks = grades[start:stop].tolist()
+                ungraded.update(e for e, g in zip(run.ext[start:stop], marks, strict=True) if not g)
+            counts[q] = len(ungraded)
+        return counts

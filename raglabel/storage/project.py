@@ -13,8 +13,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlite_utils import Database
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 from raglabel.errors import InputError
 from raglabel.storage.schema import MIGRATIONS, SCHEMA_VERSION
@@ -61,7 +63,7 @@ class Project:
     def __init__(self, conn: sqlite3.Connection, path: Path | None) -> None:
         self.path = path
         self.conn = conn
-        self.db = Database(conn, execute_plugins=False)
+        self._db: Database | None = None
         self.backup: Path | None = None  # where the pre-upgrade copy went, if one was made
 
     # -- opening ---------------------------------------------------------------------
@@ -126,19 +128,30 @@ class Project:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def db(self) -> Database:
+        """The sqlite-utils view of the connection, made on first use: importing
+        sqlite-utils costs a noticeable part of the grading app's start, which never
+        needs it."""
+        if self._db is None:
+            from sqlite_utils import Database
+
+            self._db = Database(self.conn, execute_plugins=False)
+        return self._db
+
     # -- writing ---------------------------------------------------------------------
 
     @contextmanager
-    def write(self) -> Iterator[Database]:
+    def write(self) -> Iterator[None]:
         """One short transaction holding the write lock from its first statement.
 
         It commits on leaving the block, so whatever the block wrote is on disk when the
-        ``with`` statement returns; any exception rolls all of it back. sqlite-utils calls
-        made inside nest as savepoints.
+        ``with`` statement returns; any exception rolls all of it back. Calls through
+        ``self.db`` (sqlite-utils) made inside nest as savepoints.
         """
         self.conn.execute("BEGIN IMMEDIATE")
         try:
-            yield self.db
+            yield
         except BaseException:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")

@@ -55,7 +55,9 @@ class QueriesScreen(Screen[None]):
         yield Input(
             placeholder="filter by id or words (Enter to apply, Escape to clear)", id="filter"
         )
-        yield QueryTable(self.glapp.desk.catalog.run_names, id="queries")
+        catalog = self.glapp.desk.catalog
+        id_width = min(max((len(q.ext_id) for q in catalog.queries), default=5), 24)
+        yield QueryTable(catalog.run_names, max(id_width, 5), id="queries")
         yield Footer()
 
     def on_mount(self) -> None:

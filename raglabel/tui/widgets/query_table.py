@@ -10,6 +10,10 @@ from textual.widgets import DataTable
 from raglabel.session.desk import QueryRow
 from raglabel.tui.widgets.format import number, short_run
 
+#: Rows added before the first paint, and rows added per step after it.
+FIRST_PAGE = 100
+CHUNK = 2000
+
 
 def _progress(row: QueryRow) -> Text:
     done = row.candidates and row.graded >= row.candidates
@@ -28,20 +32,42 @@ class QueryTable(DataTable[Text | str]):
             self.query = query
             super().__init__()
 
-    def __init__(self, run_names: list[str], *, id: str | None = None) -> None:
+    def __init__(self, run_names: list[str], id_width: int, *, id: str | None = None) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, id=id)
         self.run_names = run_names
+        self.id_width = id_width
 
     def on_mount(self) -> None:
-        self.add_column("query", key="id")
-        self.add_column("progress", key="progress")
-        self.add_column("holes", key="holes")
+        # Fixed widths: sizing columns to their content measures every cell, which
+        # costs most of a second with thousands of queries.
+        self.add_column("query", key="id", width=self.id_width)
+        self.add_column("progress", key="progress", width=9)
+        self.add_column("holes", key="holes", width=5)
         for i, name in enumerate(self.run_names):
-            self.add_column(short_run(name, 9), key=f"run{i}")
-        self.add_column("text", key="text")
+            self.add_column(short_run(name, 9), key=f"run{i}", width=9)
+        self.add_column("text", key="text", width=200)
 
     def show(self, rows: list[QueryRow], current: int | None = None) -> None:
+        """Rows in this order; the first screenful at once, the rest after it is painted.
+
+        A table sizes itself by measuring every new cell, which takes a noticeable
+        fraction of a second for thousands of queries: the screen is usable meanwhile.
+        """
         self.clear()
+        self._generation = getattr(self, "_generation", 0) + 1
+        self._positions = {row.index: i for i, row in enumerate(rows)}
+        self._order = [row.index for row in rows]
+        self._add(rows[:FIRST_PAGE], self._generation)
+        if len(rows) > FIRST_PAGE:
+            self.call_after_refresh(self._add_rest, rows[FIRST_PAGE:], self._generation, current)
+        elif current is not None and current in self._positions:
+            self.move_cursor(row=self._positions[current])
+        if current is not None and self._positions.get(current, FIRST_PAGE) < FIRST_PAGE:
+            self.move_cursor(row=self._positions[current])
+
+    def _add(self, rows: list[QueryRow], generation: int) -> None:
+        if generation != self._generation:
+            return  # a newer show() replaced these rows
         self.add_rows(
             [
                 (
@@ -54,10 +80,11 @@ class QueryTable(DataTable[Text | str]):
                 for row in rows
             ]
         )
-        # add_rows gives generated keys; keep our own index -> row position map instead.
-        self._positions = {row.index: i for i, row in enumerate(rows)}
-        self._order = [row.index for row in rows]
-        if current is not None and current in self._positions:
+
+    def _add_rest(self, rows: list[QueryRow], generation: int, current: int | None) -> None:
+        for start in range(0, len(rows), CHUNK):
+            self._add(rows[start : start + CHUNK], generation)
+        if generation == self._generation and current is not None and current in self._positions:
             self.move_cursor(row=self._positions[current])
 
     def update(self, row: QueryRow) -> None:
