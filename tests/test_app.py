@@ -46,6 +46,10 @@ async def drive(
     app = create_app(AppOptions(project=db, annotator=ME, **options))
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
+        # The runs are read in the background; scenarios start once they are shown.
+        while not app.desk.runs_scored:
+            await pilot.pause(0.02)
+        await pilot.pause()
         await scenario(app, pilot)
     return app
 
@@ -493,3 +497,17 @@ async def test_screens_below_show_grades_made_above_and_q_goes_home(db: Path) ->
 
     await drive(db, scenario)
     assert [r[2:4] for r in events(db)] == [("grade", 5)]
+
+
+async def test_runs_load_in_the_background_and_fill_the_queries(db: Path) -> None:
+    app = create_app(AppOptions(project=db, annotator=ME))
+    assert not app.desk.runs_scored, "create_app reads the runs in the background"
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        while not app.desk.runs_scored:
+            await pilot.pause(0.02)
+        await pilot.pause()
+        table = app.screen.query_one("#queries", DataTable)
+        row = app.desk.query_row(0)
+        assert row.scored
+        assert str(table.get_row_at(0)[3]).strip() == f"{row.ra_nwg[0]:.3f}"

@@ -52,6 +52,7 @@ class Catalog:
     passage_ext: list[str]  # pid -> passage id
     candidates: list[list[int]]  # per query, in pool order (best rank, then id)
     runs: list[RunLists]
+    names: list[str] = field(default_factory=list)  # the runs' names, known before the runs
     _pid_of: dict[str, int] = field(default_factory=dict)
     _index_of_row: dict[int, int] = field(default_factory=dict)
     _index_of_ext: dict[str, int] = field(default_factory=dict)
@@ -86,10 +87,11 @@ class Catalog:
 
     @property
     def run_names(self) -> list[str]:
-        return [run.name for run in self.runs]
+        return self.names or [run.name for run in self.runs]
 
 
-def load_catalog(conn: sqlite3.Connection) -> Catalog:
+def load_catalog(conn: sqlite3.Connection, *, runs: bool = True) -> Catalog:
+    """Queries and candidates; with ``runs``, the runs too (else see :func:`load_runs`)."""
     queries = [
         Query(i, row_id, ext_id, text or "")
         for i, (row_id, ext_id, text) in enumerate(
@@ -97,11 +99,10 @@ def load_catalog(conn: sqlite3.Connection) -> Catalog:
         )
     ]
     index_of = {q.row_id: q.index for q in queries}
-    runs = [
-        _load_run(conn, run_id, name, index_of, len(queries))
-        for run_id, name in conn.execute("SELECT id, name FROM run ORDER BY id").fetchall()
-    ]
-    catalog = Catalog(queries, [], [[] for _ in queries], runs)
+    names = [name for (name,) in conn.execute("SELECT name FROM run ORDER BY id")]
+    catalog = Catalog(queries, [], [[] for _ in queries], [], names)
+    if runs:
+        catalog.runs = load_runs(conn, catalog)
     pool = conn.execute(
         "SELECT c.query_id, c.best_rank, p.ext_id FROM candidate c"
         " JOIN passage p ON p.id = c.passage_id"
@@ -112,6 +113,16 @@ def load_catalog(conn: sqlite3.Connection) -> Catalog:
     for query_id, _, ext_id in pool:
         catalog.candidates[index_of[query_id]].append(catalog.pid(ext_id))
     return catalog
+
+
+def load_runs(conn: sqlite3.Connection, catalog: Catalog) -> list[RunLists]:
+    """Every stored run over the catalog's queries. Reads only ``catalog.queries``, so it
+    may run in another thread (on its own connection) while the app starts."""
+    index_of = {q.row_id: q.index for q in catalog.queries}
+    return [
+        _load_run(conn, run_id, name, index_of, len(catalog.queries))
+        for run_id, name in conn.execute("SELECT id, name FROM run ORDER BY id").fetchall()
+    ]
 
 
 def _load_run(

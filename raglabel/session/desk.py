@@ -6,12 +6,23 @@ then updates what the screens show, so a grade the screen shows is a grade on di
 
 from __future__ import annotations
 
+import math
+import sqlite3
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
-from raglabel.session.catalog import Catalog, Passage, load_catalog, load_passages
+from raglabel.session.catalog import (
+    Catalog,
+    Passage,
+    RunLists,
+    load_catalog,
+    load_passages,
+    load_runs,
+)
 from raglabel.session.gradebook import GradeBook, own_grades, resolved_grades
 from raglabel.session.options import AppOptions
 from raglabel.session.scoreboard import Hole, QueryPanel, Scoreboard
@@ -32,6 +43,7 @@ class QueryRow:
     candidates: int
     holes: int  # ungraded passages in any run's top K
     ra_nwg: tuple[float, ...]  # per run, at K; NaN = NA
+    scored: bool = True  # False while the runs are still being read: holes, ra_nwg unknown
 
 
 @dataclass(frozen=True)
@@ -80,10 +92,18 @@ class Desk:
     _ra: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
     _holes: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
 
+    _pending: Future[list[RunLists]] | None = None
+
     @classmethod
-    def open(cls, options: AppOptions, project: Project | None = None) -> Desk:
+    def open(
+        cls, options: AppOptions, project: Project | None = None, *, background: bool = False
+    ) -> Desk:
+        """The session on ``options.project``. With ``background`` the runs are read in
+        another thread while the caller goes on: queries, candidates and grades are
+        there at once, and whatever needs a run waits for them (see ``ensure_runs``)."""
         project = project or Project.open(options.project)
-        catalog = load_catalog(project.conn)
+        background = background and project.path is not None
+        catalog = load_catalog(project.conn, runs=not background)
         book = GradeBook(catalog)
         desk = cls(
             project=project,
@@ -94,10 +114,37 @@ class Desk:
             board=Scoreboard(catalog, book, options.config),
             k=options.cutoffs[0],
         )
+        if background:
+            assert project.path is not None
+            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="raglabel-runs")
+            desk._pending = pool.submit(_read_runs, project.path, catalog)
+            pool.shutdown(wait=False)
         desk.reload()
         return desk
 
+    @property
+    def runs_ready(self) -> bool:
+        """The runs are read (``ensure_runs`` will not wait)."""
+        return self._pending is None or self._pending.done()
+
+    @property
+    def runs_scored(self) -> bool:
+        """The runs are in and every figure that depends on them is computed."""
+        return self._pending is None
+
+    def ensure_runs(self) -> None:
+        """Wait for runs still being read, then score them; at once if they are in."""
+        if self._pending is None:
+            return
+        runs = self._pending.result()
+        self._pending = None
+        self.catalog.runs = runs
+        self.book.score_runs()
+        self._rescore()
+
     def close(self) -> None:
+        if self._pending is not None:
+            self._pending.cancel()
         self.project.close()
 
     @property
@@ -122,12 +169,17 @@ class Desk:
     def _rescore(self) -> None:
         # A panel is computed once per change of its query, by whoever asks first.
         self._panels: dict[int, QueryPanel] = {}
+        if self._pending is not None:  # scored when the runs come in
+            self._ra = np.zeros((0, 0))
+            self._holes = np.zeros(0, np.int64)
+            return
         self._ra = self.board.ra_nwg_all(self.k)
         self._holes = self.board.hole_counts(self.k)
 
     # -- cutoff and annotator ----------------------------------------------------------
 
     def set_k(self, k: int) -> None:
+        self.ensure_runs()
         if k < 1:
             raise ValueError("K must be at least 1")
         self.k = k
@@ -162,11 +214,15 @@ class Desk:
             graded=sum(1 for pid in pool if pid in graded),
             candidates=len(pool),
             holes=int(self._holes[q]) if self._holes.size else 0,
-            ra_nwg=tuple(float(v) for v in self._ra[:, q]) if self._ra.size else (),
+            ra_nwg=tuple(float(v) for v in self._ra[:, q])
+            if self._ra.size
+            else (math.nan,) * len(self.catalog.run_names),
+            scored=self._pending is None,
         )
 
     def passages(self, q: int) -> list[PassageRow]:
         """The query's candidates in pool order, then any hole outside the pool."""
+        self.ensure_runs()
         cat = self.catalog
         pool = list(cat.candidates[q])
         listed = set(pool)
@@ -202,6 +258,7 @@ class Desk:
         return found.get(pid) or Passage(pid, self.catalog.passage_ext[pid], "", "")
 
     def panel(self, q: int) -> QueryPanel:
+        self.ensure_runs()
         found = self._panels.get(q)
         if found is None:
             found = self._panels[q] = self.board.panel(q, self.k)
@@ -210,6 +267,7 @@ class Desk:
     def next_hole(self, q: int) -> Hole | None:
         """The labeling queue's next pair: this query's most-retrieved ungraded passage,
         else the best hole of the query with the most holes."""
+        self.ensure_runs()
         here = self.board.holes(q, self.k)
         if here:
             return here[0]
@@ -290,6 +348,7 @@ class Desk:
         return self._apply(record(self.project, event), kind)
 
     def _apply(self, done: Recorded, kind: str) -> Change:
+        self.ensure_runs()
         q = self.catalog.query_by_ext(done.query)
         pid = self.catalog.pid(done.passage)
         assert q is not None
@@ -352,3 +411,13 @@ class Desk:
     def _titles(self, pids: list[int]) -> dict[int, str]:
         found = load_passages(self.project.conn, self.catalog, pids)
         return {pid: p.title for pid, p in found.items()}
+
+
+def _read_runs(path: Path, catalog: Catalog) -> list[RunLists]:
+    # Its own read-only connection: the app's connection belongs to the app's thread,
+    # and WAL lets this read while the app writes.
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+    try:
+        return load_runs(conn, catalog)
+    finally:
+        conn.close()

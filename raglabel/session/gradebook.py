@@ -42,6 +42,13 @@ class GradeBook:
         values = np.fromiter((g for book in self.grades for g in book.values()), dtype=np.int64)
         self.counts = np.bincount(qidx * 6 + values, minlength=n * 6).reshape(-1, 6)
         self.counts[:, 0] = 0
+        self.score_runs()
+
+    def score_runs(self) -> None:
+        """Each run entry's grade (0: none), for the catalog's runs as they are now."""
+        cat = self.catalog
+        n = len(self.grades)
+        self.run_grades = [np.zeros(len(run.ext), dtype=np.int8) for run in cat.runs]
         # Each query's graded passages by id; every run entry looks its grade up there.
         by_text = [{cat.passage_ext[pid]: g for pid, g in book.items()} for book in self.grades]
         for run, out in zip(cat.runs, self.run_grades, strict=True):

@@ -84,6 +84,7 @@ class Snapshot:
 
 
 def snapshot(desk: Desk) -> Snapshot:
+    desk.ensure_runs()
     queries = desk.catalog.queries
     counts = desk.book.counts
     rows = sorted(

@@ -49,6 +49,20 @@ class GradingApp(App[int]):
         self.set_keymap(self.desk.options.keymap)
         self.push_screen(QueriesScreen())
         self._hint_if_empty()
+        if not self.desk.runs_scored:
+            self._runs_timer = self.set_interval(0.05, self._runs_arrived)
+        if self.desk.options.adjudicate:
+            self.action_adjudicate()
+
+    def _runs_arrived(self) -> None:
+        """Fill in the run columns once the runs read in the background are in."""
+        if not self.desk.runs_ready:
+            return
+        self._runs_timer.stop()
+        self.desk.ensure_runs()
+        self.all_dirty = True
+        if isinstance(self.screen, QueriesScreen):
+            self.screen.refresh_for_k()
         if self.desk.options.adjudicate:
             self.action_adjudicate()
 
@@ -191,7 +205,7 @@ class GradingApp(App[int]):
 
 
 def create_app(options: AppOptions, desk: Desk | None = None) -> GradingApp:
-    return GradingApp(desk or Desk.open(options))
+    return GradingApp(desk or Desk.open(options, background=True))
 
 
 def run_app(options: AppOptions) -> int:

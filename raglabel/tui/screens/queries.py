@@ -75,6 +75,8 @@ class QueriesScreen(Screen[None]):
         self._show_head()
 
     def rows(self) -> list[QueryRow]:
+        if self.sort >= 2:  # holes and scores need the runs
+            self.glapp.desk.ensure_runs()
         rows = self.glapp.desk.query_rows()
         needle = self.text_filter.casefold()
         if needle:

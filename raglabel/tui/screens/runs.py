@@ -85,6 +85,7 @@ class RunsScreen(Screen[None]):
 
     def recompute(self) -> None:
         desk = self.glapp.desk
+        desk.ensure_runs()
         self.query_one("#runs-head", Static).update(
             Text.assemble(
                 ("Runs ", "bold"),

@@ -21,7 +21,14 @@ def _progress(row: QueryRow) -> Text:
 
 
 def _holes(row: QueryRow) -> Text:
+    if not row.scored:
+        return Text("…", style="dim")
     return Text(str(row.holes), style="bold yellow" if row.holes else "dim")
+
+
+def _score(row: QueryRow, value: float) -> Text:
+    # Runs still being read show as "…", not as NA: NA means undefined, not unknown.
+    return Text(number(value) if row.scored else "…", justify="right")
 
 
 class QueryTable(DataTable[Text | str]):
@@ -74,7 +81,7 @@ class QueryTable(DataTable[Text | str]):
                     row.ext_id,
                     _progress(row),
                     _holes(row),
-                    *(Text(number(v), justify="right") for v in row.ra_nwg),
+                    *(_score(row, v) for v in row.ra_nwg),
                     row.text,
                 )
                 for row in rows
@@ -94,7 +101,7 @@ class QueryTable(DataTable[Text | str]):
         self.update_cell_at(Coordinate(position, 1), _progress(row))
         self.update_cell_at(Coordinate(position, 2), _holes(row))
         for i, value in enumerate(row.ra_nwg):
-            self.update_cell_at(Coordinate(position, 3 + i), Text(number(value), justify="right"))
+            self.update_cell_at(Coordinate(position, 3 + i), _score(row, value))
 
     @property
     def current(self) -> int | None:
