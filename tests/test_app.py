@@ -511,3 +511,31 @@ async def test_runs_load_in_the_background_and_fill_the_queries(db: Path) -> Non
         row = app.desk.query_row(0)
         assert row.scored
         assert str(table.get_row_at(0)[3]).strip() == f"{row.ra_nwg[0]:.3f}"
+
+
+async def test_query_table_fills_in_chunks_and_keeps_the_cursor() -> None:
+    from textual.app import App, ComposeResult
+
+    from raglabel.session.desk import QueryRow
+    from raglabel.tui.widgets.query_table import FIRST_PAGE, QueryTable
+
+    rows = [QueryRow(i, f"q{i:04d}", f"text {i}", 1, 10, 2, (0.5, 0.25)) for i in range(1000)]
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield QueryTable(["a", "b"], 5, id="t")
+
+    app = Host()
+    async with app.run_test() as pilot:
+        table = app.query_one(QueryTable)
+        table.show(rows, current=700)
+        assert table.row_count == FIRST_PAGE  # the first page at once
+        for _ in range(100):
+            await pilot.pause(0.01)
+            if table.row_count == len(rows):
+                break
+        assert table.row_count == len(rows)
+        assert table.current == 700
+        table.show(rows[::-1][:50])  # a newer show() drops the rest of the older one
+        await pilot.pause(0.1)
+        assert table.row_count == 50

@@ -303,3 +303,23 @@ def test_standings_and_duel_equal_eval_db(
     assert result.test.queries == 20
     gaps = [abs(d.difference) for d in result.divergent]
     assert gaps == sorted(gaps, reverse=True) and all(g > 0 for g in gaps)
+
+
+def test_the_session_checkpoints_itself(db: Path) -> None:
+    import sqlite3
+
+    desk = Desk.open(AppOptions(project=db, annotator=ME))
+    assert desk.project.conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
+    holes = desk.board.holes(25, 20)
+    for hole in holes:
+        desk.grade(25, hole.pid, 3)
+    wal = db.with_name(db.name + "-wal")
+    assert wal.stat().st_size > 0
+    desk.checkpoint()
+    with sqlite3.connect(db) as other:  # a checkpoint left nothing to copy
+        busy, pages, copied = other.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    assert busy == 0 and pages == copied
+    desk.close()
+    with sqlite3.connect(db) as other:
+        grades = other.execute("SELECT count(*) FROM event WHERE origin = 'app'").fetchone()[0]
+    assert grades == len(holes) > 0

@@ -24,6 +24,9 @@ from raglabel.tui.screens.prompt import PromptScreen
 from raglabel.tui.screens.queries import QueriesScreen
 from raglabel.tui.screens.runs import RunsScreen
 
+#: How often the WAL is folded into the database file, off the keystroke path.
+CHECKPOINT_EVERY_S = 15.0
+
 
 class GradingApp(App[int]):
     CSS_PATH = "raglabel.tcss"
@@ -53,6 +56,10 @@ class GradingApp(App[int]):
             self._runs_timer = self.set_interval(0.05, self._runs_arrived)
         if self.desk.options.adjudicate:
             self.action_adjudicate()
+        self.set_interval(CHECKPOINT_EVERY_S, self._checkpoint)
+
+    def _checkpoint(self) -> None:
+        self.run_worker(self.desk.checkpoint, thread=True, exclusive=True, group="checkpoint")
 
     def _runs_arrived(self) -> None:
         """Fill in the run columns once the runs read in the background are in."""

@@ -205,6 +205,9 @@ class GradeScreen(Screen[None]):
             target = order[start + 1]
         if target is not None:
             table.select(target)
+            # At once, not when the table's highlight message comes round: that takes
+            # a frame or more, and the annotator is already reading.
+            self._show_passage(target)
 
     # -- actions -----------------------------------------------------------------------
 

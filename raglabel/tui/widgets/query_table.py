@@ -12,7 +12,7 @@ from raglabel.tui.widgets.format import number, short_run
 
 #: Rows added before the first paint, and rows added per step after it.
 FIRST_PAGE = 100
-CHUNK = 2000
+CHUNK = 200
 
 
 def _progress(row: QueryRow) -> Text:
@@ -89,9 +89,13 @@ class QueryTable(DataTable[Text | str]):
         )
 
     def _add_rest(self, rows: list[QueryRow], generation: int, current: int | None) -> None:
-        for start in range(0, len(rows), CHUNK):
-            self._add(rows[start : start + CHUNK], generation)
-        if generation == self._generation and current is not None and current in self._positions:
+        """A chunk now and the rest later, so keys pressed meanwhile are not kept waiting."""
+        self._add(rows[:CHUNK], generation)
+        if generation != self._generation:
+            return
+        if len(rows) > CHUNK:
+            self.set_timer(0.001, lambda: self._add_rest(rows[CHUNK:], generation, current))
+        elif current is not None and current in self._positions:
             self.move_cursor(row=self._positions[current])
 
     def update(self, row: QueryRow) -> None:
