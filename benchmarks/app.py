@@ -59,6 +59,7 @@ from project import (
     file_bytes,
     nearest_rank,
     raglabel_path,
+    save_results,
 )
 from run import RESULTS_DIR, measure, versions, warm_page_cache
 
@@ -843,16 +844,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
             for s in sessions
         ],
-        "processes": [
-            {**asdict(row), "wall_s_median": row.wall(), "peak_mib_max": row.peak()}
-            for row in bench.rows
-        ],
     }
-    stamp = started.strftime("%Y%m%dT%H%M%SZ")
-    out = RESULTS_DIR / f"app-{stamp}.json"
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"\nraglabel measured: {raglabel_path()}")
-    print(f"results: {out}")
+    save_results(report, bench, f"app-{started.strftime('%Y%m%dT%H%M%SZ')}")
     return 1 if failed else 0
 
 

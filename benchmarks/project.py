@@ -576,17 +576,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "sizes": {size: asdict(SPECS[size]) for size in [*sizes, GRADING]},
         "lines": [asdict(line) for line in bench.lines],
-        "processes": [
-            {**asdict(row), "wall_s_median": row.wall(), "peak_mib_max": row.peak()}
-            for row in bench.rows
-        ],
     }
-    stamp = started.strftime("%Y%m%dT%H%M%SZ")
-    out = RESULTS_DIR / f"project-{stamp}-{'-'.join(sizes)}.json"
+    save_results(report, bench, f"project-{started.strftime('%Y%m%dT%H%M%SZ')}-{'-'.join(sizes)}")
+    return 1 if bench.failed else 0
+
+
+def save_results(report: dict[str, Any], bench: Bench, name: str) -> Path:
+    """Write ``report`` with every process's samples to results/NAME.json, and say where."""
+    report["processes"] = [
+        {**asdict(row), "wall_s_median": row.wall(), "peak_mib_max": row.peak()}
+        for row in bench.rows
+    ]
+    out = RESULTS_DIR / f"{name}.json"
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"\nraglabel measured: {raglabel_path()}")
     print(f"results: {out}")
-    return 1 if bench.failed else 0
+    return out
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ every action against the rows it leaves in the project file."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Iterator
@@ -323,3 +324,27 @@ def test_the_session_checkpoints_itself(db: Path) -> None:
     with sqlite3.connect(db) as other:
         grades = other.execute("SELECT count(*) FROM event WHERE origin = 'app'").fetchone()[0]
     assert grades == len(holes) > 0
+
+
+@pytest.mark.parametrize("reload_meanwhile", [False, True])
+def test_runs_read_in_the_background_score_as_if_read_at_once(
+    db: Path, desk: Desk, reload_meanwhile: bool
+) -> None:
+    later = Desk.open(AppOptions(project=db, annotator=ME), background=True)
+    assert not later.runs_scored and later.catalog.runs == []
+    assert not later.query_row(0).scored
+    later.start_runs()
+    if reload_meanwhile:
+        later.reload()  # a new grade book: the thread's entry grades are for the old one
+    later.ensure_runs()
+    assert later.runs_scored and later.query_row(0).scored
+    for q in range(len(desk.catalog.queries)):
+        mine, theirs = later.query_row(q), desk.query_row(q)
+        np.testing.assert_array_equal(mine.ra_nwg, theirs.ra_nwg)  # NaN (NA) equals NaN
+        assert dataclasses.replace(mine, ra_nwg=()) == dataclasses.replace(theirs, ra_nwg=())
+    for mine, theirs in zip(later.book.run_grades, desk.book.run_grades, strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+    hole = later.next_hole(25)
+    assert hole is not None
+    assert later.grade(hole.query, hole.pid, 4).grade == 4
+    later.close()

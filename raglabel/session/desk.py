@@ -24,7 +24,7 @@ from raglabel.session.catalog import (
     load_passages,
     load_runs,
 )
-from raglabel.session.gradebook import GradeBook, own_grades, resolved_grades
+from raglabel.session.gradebook import GradeBook, entry_grades, own_grades, resolved_grades
 from raglabel.session.options import AppOptions
 from raglabel.session.scoreboard import Hole, QueryPanel, Scoreboard
 from raglabel.session.suggestions import Suggestion, query_suggestions
@@ -93,15 +93,16 @@ class Desk:
     _ra: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
     _holes: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
 
-    _pending: Future[list[RunLists]] | None = None
+    _waiting: bool = False  # runs still to come: not yet read, or read but not scored
+    _pending: Future[_LoadedRuns] | None = None
 
     @classmethod
     def open(
         cls, options: AppOptions, project: Project | None = None, *, background: bool = False
     ) -> Desk:
-        """The session on ``options.project``. With ``background`` the runs are read in
-        another thread while the caller goes on: queries, candidates and grades are
-        there at once, and whatever needs a run waits for them (see ``ensure_runs``)."""
+        """The session on ``options.project``. With ``background`` the runs are left for
+        later: queries, candidates and grades are there at once; ``start_runs`` reads the
+        runs in another thread, and whatever needs a run waits for them (``ensure_runs``)."""
         project = project or Project.open(options.project)
         background = background and project.path is not None
         catalog = load_catalog(project.conn, runs=not background)
@@ -120,32 +121,44 @@ class Desk:
             # threshold: a 100-200 ms stall on one grade. The app checkpoints from a
             # worker instead (``checkpoint``), and on close.
             project.conn.execute("PRAGMA wal_autocheckpoint = 0")
-        if background:
-            assert project.path is not None
-            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="raglabel-runs")
-            desk._pending = pool.submit(_read_runs, project.path, catalog)
-            pool.shutdown(wait=False)
+        desk._waiting = background
         desk.reload()
         return desk
+
+    def start_runs(self) -> None:
+        """Read (and score) the runs in another thread, if they are still to come."""
+        if not self._waiting or self._pending is not None:
+            return
+        assert self.project.path is not None
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="raglabel-runs")
+        self._pending = pool.submit(_read_runs, self.project.path, self.catalog, self.book)
+        pool.shutdown(wait=False)
 
     @property
     def runs_ready(self) -> bool:
         """The runs are read (``ensure_runs`` will not wait)."""
-        return self._pending is None or self._pending.done()
+        return not self._waiting or (self._pending is not None and self._pending.done())
 
     @property
     def runs_scored(self) -> bool:
         """The runs are in and every figure that depends on them is computed."""
-        return self._pending is None
+        return not self._waiting
 
     def ensure_runs(self) -> None:
-        """Wait for runs still being read, then score them; at once if they are in."""
-        if self._pending is None:
+        """Wait for runs still to come (reading them now if nobody started), then score
+        them; at once if they are in."""
+        if not self._waiting:
             return
-        runs = self._pending.result()
+        self.start_runs()
+        assert self._pending is not None
+        loaded = self._pending.result()
         self._pending = None
-        self.catalog.runs = runs
-        self.book.score_runs()
+        self._waiting = False
+        self.catalog.runs = loaded.runs
+        if loaded.book is self.book:
+            self.book.run_grades = loaded.grades
+        else:  # grades were reloaded meanwhile (another annotator): score them again
+            self.book.score_runs()
         self._rescore()
 
     def checkpoint(self) -> None:
@@ -192,7 +205,7 @@ class Desk:
     def _rescore(self) -> None:
         # A panel is computed once per change of its query, by whoever asks first.
         self._panels: dict[int, QueryPanel] = {}
-        if self._pending is not None:  # scored when the runs come in
+        if self._waiting:  # scored when the runs come in
             self._ra = np.zeros((0, 0))
             self._holes = np.zeros(0, np.int64)
             return
@@ -240,7 +253,7 @@ class Desk:
             ra_nwg=tuple(float(v) for v in self._ra[:, q])
             if self._ra.size
             else (math.nan,) * len(self.catalog.run_names),
-            scored=self._pending is None,
+            scored=not self._waiting,
         )
 
     def passages(self, q: int) -> list[PassageRow]:
@@ -438,11 +451,21 @@ class Desk:
         return {pid: p.title for pid, p in found.items()}
 
 
-def _read_runs(path: Path, catalog: Catalog) -> list[RunLists]:
+@dataclass(frozen=True)
+class _LoadedRuns:
+    runs: list[RunLists]
+    grades: list[NDArray[np.int8]]
+    book: GradeBook  # the book the grades were scored from
+
+
+def _read_runs(path: Path, catalog: Catalog, book: GradeBook) -> _LoadedRuns:
     # Its own read-only connection: the app's connection belongs to the app's thread,
-    # and WAL lets this read while the app writes.
+    # and WAL lets this read while the app writes. Nothing here writes to the catalog
+    # or the book; the app's thread puts the result in place.
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
     try:
-        return load_runs(conn, catalog)
+        runs = load_runs(conn, catalog)
     finally:
         conn.close()
+    view = Catalog(catalog.queries, catalog.passage_ext, catalog.candidates, runs)
+    return _LoadedRuns(runs, entry_grades(view, book.grades), book)

@@ -46,18 +46,7 @@ class GradeBook:
 
     def score_runs(self) -> None:
         """Each run entry's grade (0: none), for the catalog's runs as they are now."""
-        cat = self.catalog
-        n = len(self.grades)
-        self.run_grades = [np.zeros(len(run.ext), dtype=np.int8) for run in cat.runs]
-        # Each query's graded passages by id; every run entry looks its grade up there.
-        by_text = [{cat.passage_ext[pid]: g for pid, g in book.items()} for book in self.grades]
-        for run, out in zip(cat.runs, self.run_grades, strict=True):
-            looked: list[int] = []
-            for q in range(n):
-                graded = by_text[q]
-                ranked = run.ranked(q)
-                looked.extend([graded.get(e, 0) for e in ranked] if graded else [0] * len(ranked))
-            out[:] = looked
+        self.run_grades = entry_grades(self.catalog, self.grades)
 
     # -- changes -----------------------------------------------------------------------
 
@@ -82,6 +71,21 @@ class GradeBook:
             for i, ext in enumerate(run.ranked(q)):
                 if ext == text:
                     out[start + i] = 0 if grade is None else grade
+
+
+def entry_grades(catalog: Catalog, grades: list[dict[int, int]]) -> list[NDArray[np.int8]]:
+    """Each run entry's grade (0: none) from each query's grades by pid. It only reads,
+    so the thread that reads the runs in the background can compute it too."""
+    # Each query's graded passages by id; every run entry looks its grade up there.
+    by_text = [{catalog.passage_ext[pid]: g for pid, g in book.items()} for book in grades]
+    out = []
+    for run in catalog.runs:
+        looked: list[int] = []
+        for q, graded in enumerate(by_text):
+            ranked = run.ranked(q)
+            looked.extend([graded.get(e, 0) for e in ranked] if graded else [0] * len(ranked))
+        out.append(np.array(looked, dtype=np.int8))
+    return out
 
 
 def own_grades(conn: sqlite3.Connection, annotator: str) -> list[tuple[int, str, int]]:

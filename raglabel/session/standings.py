@@ -16,23 +16,13 @@ from raglabel.evaluation import Options, evaluate
 from raglabel.formats.report_data import LabelsInfo
 from raglabel.metrics.evaluate import QueryStats, evaluate_run
 from raglabel.metrics.labels import LabelSet
-from raglabel.metrics.names import MetricKey
+from raglabel.metrics.names import SET_METRICS, MetricKey
 from raglabel.metrics.run import RankedRun
 from raglabel.metrics.stats import PairedComparison, paired_randomization
 from raglabel.session.desk import Desk
 
 #: What the Runs screen tabulates, in column order.
-STANDING_METRICS = (
-    "ra_nwg",
-    "proc",
-    "pct_proc",
-    "n_recall_4plus",
-    "n_recall_5",
-    "precision_4plus",
-    "harm",
-    "judged",
-    "ndcg",
-)
+STANDING_METRICS = (*SET_METRICS, "ndcg")
 SEED = 42
 
 

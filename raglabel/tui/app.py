@@ -53,6 +53,8 @@ class GradingApp(App[int]):
         self.push_screen(QueriesScreen())
         self._hint_if_empty()
         if not self.desk.runs_scored:
+            # After the first paint: reading them sooner would slow the paint down.
+            self.call_after_refresh(self.desk.start_runs)
             self._runs_timer = self.set_interval(0.05, self._runs_arrived)
         if self.desk.options.adjudicate:
             self.action_adjudicate()
