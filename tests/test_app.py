@@ -539,3 +539,22 @@ async def test_query_table_fills_in_chunks_and_keeps_the_cursor() -> None:
         table.show(rows[::-1][:50])  # a newer show() drops the rest of the older one
         await pilot.pause(0.1)
         assert table.row_count == 50
+
+
+async def test_queries_table_holds_the_first_rows_and_says_so(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from raglabel.tui.screens import queries
+
+    monkeypatch.setattr(queries, "MAX_SHOWN", 10)
+
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        table = app.screen.query_one("#queries", DataTable)
+        assert table.row_count == 10
+        assert "showing the first 10 of 30" in str(app.screen.query_one("#queries-head").render())
+        await pilot.press("slash", *"q0", "enter")
+        await pilot.pause(0.3)
+        assert table.row_count == 9  # q01-q09: all shown, nothing to say
+        assert "showing" not in str(app.screen.query_one("#queries-head").render())
+
+    await drive(db, scenario)

@@ -25,6 +25,10 @@ def _score(row: QueryRow, run: int) -> float:
     return math.inf if math.isnan(value) else value  # NA sorts last
 
 
+#: The most rows the Queries table holds at once.
+MAX_SHOWN = 500
+
+
 class QueriesScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         bind("filter", "filter"),
@@ -41,6 +45,7 @@ class QueriesScreen(Screen[None]):
         self.sort = 0  # index into sort_names()
         self.text_filter = ""
         self._pending: Timer | None = None
+        self.matching = 0  # queries that pass the filter
 
     @property
     def glapp(self) -> GradingApp:
@@ -74,10 +79,12 @@ class QueriesScreen(Screen[None]):
                 table.update(self.glapp.desk.query_row(q))
         self._show_head()
 
-    def rows(self) -> list[QueryRow]:
+    def rows(self, every: list[QueryRow] | None = None) -> list[QueryRow]:
+        """The queries passing the filter, in the chosen order (from ``every`` row, if
+        the caller has them already)."""
         if self.sort >= 2:  # holes and scores need the runs
             self.glapp.desk.ensure_runs()
-        rows = self.glapp.desk.query_rows()
+        rows = list(self.glapp.desk.query_rows() if every is None else every)
         needle = self.text_filter.casefold()
         if needle:
             rows = [r for r in rows if needle in r.ext_id.casefold() or needle in r.text.casefold()]
@@ -93,12 +100,18 @@ class QueriesScreen(Screen[None]):
     def refill(self, current: int | None = None) -> None:
         self.glapp.take_dirty()
         self.glapp.all_dirty = False
-        self.query_one(QueryTable).show(self.rows(), current)
-        self._show_head()
+        every = self.glapp.desk.query_rows()
+        rows = self.rows(every)
+        self.matching = len(rows)
+        # A table of tens of thousands of rows is slow to fill, sort and scroll; the
+        # first rows of the current order, with filter and sort to reach any other,
+        # keep every key quick.
+        self.query_one(QueryTable).show(rows[:MAX_SHOWN], current)
+        self._show_head(every)
 
-    def _show_head(self) -> None:
+    def _show_head(self, every: list[QueryRow] | None = None) -> None:
         desk = self.glapp.desk
-        rows = desk.query_rows()
+        rows = desk.query_rows() if every is None else every
         graded = sum(r.graded for r in rows)
         total = sum(r.candidates for r in rows)
         holes = sum(r.holes for r in rows)
@@ -109,6 +122,12 @@ class QueriesScreen(Screen[None]):
             f"K={desk.k} · graded {graded}/{total} · holes {holes} · ",
             f"run columns: RA-nWG@{desk.k} · ",
             f"sorted by {self.sort_names()[self.sort]}",
+            (
+                f" · showing the first {MAX_SHOWN:,} of {self.matching:,} (filter or sort)"
+                if self.matching > MAX_SHOWN
+                else "",
+                "yellow",
+            ),
             (f" · filter {self.text_filter!r}" if self.text_filter else "", "yellow"),
         )
         self.query_one("#queries-head", Static).update(head)
