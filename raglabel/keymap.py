@@ -17,16 +17,7 @@ import re
 import tomllib
 import unicodedata
 from pathlib import Path
-from typing import Annotated, Any, Self
-
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    ValidationError,
-    model_validator,
-)
+from typing import Any
 
 from raglabel.errors import InputError
 
@@ -119,54 +110,6 @@ def _keys(value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(_key(part) for part in parts))
 
 
-def _binding(name: str) -> str:
-    if name not in BINDING_IDS:
-        raise ValueError(f"unknown binding {name!r}; valid ids: {', '.join(BINDING_IDS)}")
-    return name
-
-
-BindingId = Annotated[str, AfterValidator(_binding)]
-Keys = Annotated[tuple[str, ...], BeforeValidator(_keys)]
-
-
-class KeyFile(BaseModel):
-    """A key file: binding id -> the keys that replace its defaults."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    keys: dict[BindingId, Keys] = {}
-
-    @model_validator(mode="after")
-    def _distinct(self) -> Self:
-        # Checked over the defaults too: a remap onto a key another binding keeps would
-        # leave one of the two unreachable.
-        owner: dict[str, str] = {}
-        for name, (default, _) in BINDING_IDS.items():
-            keys = self.keys.get(name) or tuple(default.split(","))
-            for key in keys:
-                other = owner.setdefault(key, name)
-                if other != name:
-                    raise ValueError(
-                        f"key {key!r} is bound to both {other!r} and {name!r}; remap one of them"
-                    )
-        return self
-
-
-def _message(exc: ValidationError) -> str:
-    problems = []
-    for error in exc.errors():
-        where = ".".join(str(part) for part in error["loc"] if part != "[key]")
-        if error["type"] == "extra_forbidden":
-            problems.append(f"unknown setting {where!r}: a key file holds only a [keys] table")
-            continue
-        cause = error.get("ctx", {}).get("error")
-        text = str(cause) if cause is not None else error["msg"]
-        if error["type"] == "dict_type":
-            text = "must be a table of binding id = keys"
-        problems.append(f"{where}: {text}" if where else text)
-    return "; ".join(problems)
-
-
 def default_path() -> Path:
     """``$XDG_CONFIG_HOME/raglabel/keys.toml``, which defaults to ``~/.config/...``."""
     config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
@@ -205,8 +148,7 @@ def load_keymap(path: Path | None = None) -> dict[str, str]:
         table = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(path, f"is not valid TOML: {exc}") from None
-    try:
-        parsed = KeyFile.model_validate(table)
-    except ValidationError as exc:
-        raise InputError(path, _message(exc)) from None
-    return {name: ",".join(keys) for name, keys in parsed.keys.items()}
+    # pydantic only when there is a file to check: the app's start should not pay for it.
+    from raglabel.keyfile import parse_keys
+
+    return parse_keys(path, table)

@@ -32,7 +32,9 @@ def _imported_by(module: str) -> set[str]:
         ("raglabel.evaluation", {"textual", "rich", "sqlite_utils", "httpx"}),
         ("raglabel.cli.main", {"textual", "polars", "numpy", "pydantic", "rich"}),
         ("raglabel.cli.label_cmd", {"textual", "polars", "numpy", "pydantic", "rich"}),
-        ("raglabel.keymap", {"textual", "polars", "numpy", "rich", "sqlite3", "httpx"}),
+        ("raglabel.keymap", {"textual", "polars", "numpy", "rich", "sqlite3", "httpx", "pydantic"}),
+        # The app's start pays for what it imports; these it needs only later, or never.
+        ("raglabel.tui.app", {"pydantic", "sqlite_utils", "polars", "httpx"}),
         ("raglabel.storage.adjudication", {"textual", "rich", "polars", "httpx"}),
         ("raglabel.formats.corpus", {"textual", "rich", "sqlite3", "sqlite_utils", "httpx"}),
         ("raglabel.storage.grades", {"textual", "rich", "polars", "httpx"}),

@@ -12,6 +12,7 @@ import sqlite3
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -28,9 +29,13 @@ from raglabel.session.gradebook import GradeBook, entry_grades, own_grades, reso
 from raglabel.session.options import AppOptions
 from raglabel.session.scoreboard import Hole, QueryPanel, Scoreboard
 from raglabel.session.suggestions import Suggestion, query_suggestions
-from raglabel.storage.adjudication import Disagreement, adjudicate, disagreements
-from raglabel.storage.grades import EventKind, GradeEvent, Recorded, record, undo_last
 from raglabel.storage.project import Project
+
+if TYPE_CHECKING:
+    # The grade log's models import pydantic, which costs a tenth of the app's start;
+    # they load on the first write, or in the runs thread after the first paint.
+    from raglabel.storage.adjudication import Disagreement
+    from raglabel.storage.grades import EventKind, Recorded
 
 
 @dataclass(frozen=True)
@@ -332,12 +337,16 @@ class Desk:
         return self._write(q, pid, "flag", note=note or None, timing=timing)
 
     def disagreements(self) -> list[Disagreement]:
+        from raglabel.storage.adjudication import disagreements
+
         return disagreements(self.project.conn)
 
     def adjudicate(
         self, query: str, passage: str, grade: int, timing: Timing | None = None
     ) -> Change:
         """The lead's (this annotator's) final grade for a pair annotators disagree on."""
+        from raglabel.storage.adjudication import adjudicate
+
         timing = timing or Timing()
         done = adjudicate(
             self.project,
@@ -352,6 +361,8 @@ class Desk:
 
     def undo(self) -> Change | None:
         """Revert this annotator's latest action, on whatever query it was."""
+        from raglabel.storage.grades import undo_last
+
         done = undo_last(self.project, self.annotator, origin="app")
         if done is None:
             return None
@@ -368,6 +379,8 @@ class Desk:
         timing: Timing | None = None,
         accepted: bool = False,
     ) -> Change:
+        from raglabel.storage.grades import GradeEvent, record
+
         timing = timing or Timing()
         event = GradeEvent(
             query=self.catalog.queries[q].ext_id,
@@ -468,4 +481,8 @@ def _read_runs(path: Path, catalog: Catalog, book: GradeBook) -> _LoadedRuns:
     finally:
         conn.close()
     view = Catalog(catalog.queries, catalog.passage_ext, catalog.candidates, runs)
-    return _LoadedRuns(runs, entry_grades(view, book.grades), book)
+    loaded = _LoadedRuns(runs, entry_grades(view, book.grades), book)
+    # Warm the import the first grade needs, here rather than on the annotator's key.
+    import raglabel.storage.adjudication  # noqa: F401
+
+    return loaded
