@@ -172,12 +172,9 @@ class Desk:
         if self.project.path is None:
             return
         conn = sqlite3.connect(str(self.project.path), timeout=1.0)
-        try:
+        # Busy or read-only: the next checkpoint, or the next writer, does it.
+        with contextlib.closing(conn), contextlib.suppress(sqlite3.OperationalError):
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        except sqlite3.OperationalError:
-            pass  # busy or read-only: the next checkpoint, or the next writer, does it
-        finally:
-            conn.close()
 
     def close(self) -> None:
         if self._pending is not None:

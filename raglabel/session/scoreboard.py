@@ -86,16 +86,24 @@ class Scoreboard:
 
     def holes(self, q: int, k: int) -> list[Hole]:
         """Ungraded passages in any run's top K of query ``q``, most-retrieved first."""
+        pid = self.catalog.pid
+        holes = [
+            Hole(q, pid(ext), len(ranks), min(ranks)) for ext, ranks in self._top(q, k).items()
+        ]
+        holes.sort(key=lambda h: (-h.runs, h.best_rank, h.pid))
+        return holes
+
+    def _top(self, q: int, k: int) -> dict[str, list[int]]:
+        """Each ungraded passage in some run's top K of query ``q``, with its ranks there."""
         seen: dict[str, list[int]] = {}
         for run, grades in zip(self.catalog.runs, self.book.run_grades, strict=True):
             start = int(run.offsets[q])
-            for rank, ext in enumerate(run.ranked(q)[:k], 1):
-                if grades[start + rank - 1] == 0:
+            stop = min(start + k, int(run.offsets[q + 1]))
+            entries = zip(run.ext[start:stop], grades[start:stop].tolist(), strict=True)
+            for rank, (ext, grade) in enumerate(entries, 1):
+                if not grade:
                     seen.setdefault(ext, []).append(rank)
-        pid = self.catalog.pid
-        holes = [Hole(q, pid(ext), len(ranks), min(ranks)) for ext, ranks in seen.items()]
-        holes.sort(key=lambda h: (-h.runs, h.best_rank, h.pid))
-        return holes
+        return seen
 
     # -- every query -------------------------------------------------------------------
 
@@ -115,14 +123,5 @@ class Scoreboard:
 
     def hole_counts(self, k: int) -> NDArray[np.int64]:
         """Per query, the number of distinct ungraded passages in any run's top K."""
-        runs = list(zip(self.catalog.runs, self.book.run_grades, strict=True))
-        counts = np.zeros(len(self.catalog.queries), dtype=np.int64)
-        for q in range(counts.size):
-            ungraded: set[str] = set()
-            for run, grades in runs:
-                start = int(run.offsets[q])
-                stop = min(start + k, int(run.offsets[q + 1]))
-                marks = grades[start:stop].tolist()
-                ungraded.update(e for e, g in zip(run.ext[start:stop], marks, strict=True) if not g)
-            counts[q] = len(ungraded)
-        return counts
+        n = len(self.catalog.queries)
+        return np.fromiter((len(self._top(q, k)) for q in range(n)), dtype=np.int64, count=n)
