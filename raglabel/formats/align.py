@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from raglabel.formats.notices import later_repeats, repeated_passages, unknown_queries
+from raglabel.formats.notices import keep_first, unknown_queries
 from raglabel.formats.ranking import assemble, block_starts, ranking_order
 from raglabel.metrics.labels import LabelSet, counts_from_grades
 from raglabel.metrics.run import RankedRun
@@ -186,15 +186,8 @@ class Alignment:
         rows = np.flatnonzero(series.is_in(series.filter(pl.Series(repeat)).implode()).to_numpy())
         source = rows if order is None else order[rows]
         docids = frame["docid"].gather(source).to_list()
-        found, examples = later_repeats(
-            zip(rows.tolist(), qidx[rows].tolist(), docids, strict=True), self.labels.query_ids
-        )
-        if not found:
-            return None
-        self.warnings.append(repeated_passages(name, examples))
-        drop = np.zeros(frame.height, dtype=np.bool_)
-        drop[found] = True
-        return ~drop
+        pairs = zip(rows.tolist(), qidx[rows].tolist(), docids, strict=True)
+        return keep_first(name, frame.height, pairs, self.labels.query_ids, self.warnings)
 
 
 def _pair_keys(qidx: NDArray[np.integer], docids: pl.Series) -> NDArray[np.uint64]:

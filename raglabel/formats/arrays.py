@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from raglabel.formats.columns import split_fields
 from raglabel.formats.grades import TREC_GRADES, GradeLookup
 from raglabel.formats.lines import check_readable
-from raglabel.formats.notices import later_repeats, repeated_passages, unknown_queries
+from raglabel.formats.notices import keep_first, unknown_queries
 from raglabel.metrics.labels import LabelSet, counts_from_grades
 from raglabel.metrics.run import RankedRun
 
@@ -225,15 +225,8 @@ class ArrayAlignment:
         # Confirm every repeat on the strings: a key collision is not a duplicate.
         rows = np.flatnonzero(np.isin(keys, repeated))
         docs = [d.decode("utf-8") for d in docids[rows].tolist()]
-        found, examples = later_repeats(
-            zip(rows.tolist(), qidx[rows].tolist(), docs, strict=True), self.labels.query_ids
-        )
-        if not found:
-            return None
-        self.warnings.append(repeated_passages(name, examples))
-        drop = np.zeros(keys.size, dtype=np.bool_)
-        drop[found] = True
-        return ~drop
+        pairs = zip(rows.tolist(), qidx[rows].tolist(), docs, strict=True)
+        return keep_first(name, keys.size, pairs, self.labels.query_ids, self.warnings)
 
 
 def _ranking_order(

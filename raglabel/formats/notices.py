@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import numpy as np
+from numpy.typing import NDArray
+
 #: How many examples a warning names before it says "...".
 SHOWN = 3
 
@@ -27,6 +30,24 @@ def repeated_passages(run: str, examples: Sequence[str]) -> str:
         f"run {run!r}: {len(examples)} repeated passage id(s) dropped, "
         f"keeping the best-ranked ({sample(examples)})"
     )
+
+
+def keep_first(
+    run: str,
+    size: int,
+    pairs: Iterable[tuple[int, int, str]],
+    query_ids: Sequence[str],
+    warnings: list[str],
+) -> NDArray[np.bool_] | None:
+    """A mask over ``size`` ranked rows dropping each later repeat among ``pairs`` (see
+    ``later_repeats``), with its warning added; None when nothing repeats."""
+    found, examples = later_repeats(pairs, query_ids)
+    if not found:
+        return None
+    warnings.append(repeated_passages(run, examples))
+    keep = np.ones(size, dtype=np.bool_)
+    keep[found] = False
+    return keep
 
 
 def later_repeats(
