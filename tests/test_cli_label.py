@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from raglabel.cli.main import main
+from raglabel.cli.main import build_parser, main
 from raglabel.metrics.config import MetricConfig
 from raglabel.session.options import AppOptions
 from raglabel.storage.project import Project
@@ -528,7 +528,7 @@ def test_demo_corpus_is_found() -> None:
         (
             "label",
             [
-                *("--annotator", "--keys", "-k", "--all-annotators", "--adjudicate"),
+                *("DB", "--annotator", "--keys", "-k", "--all-annotators", "--adjudicate"),
                 *("--alpha", "--cap4", "--cap3", "--harm-threshold", "--relevance-threshold"),
                 "--gain-map",
             ],
@@ -537,6 +537,8 @@ def test_demo_corpus_is_found() -> None:
     ],
 )
 def test_help(capsys: pytest.CaptureFixture[str], command: str, options: list[str]) -> None:
+    commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert command in commands
     code, out, _ = cli(capsys, command, "--help")
     assert code == 0
     assert out.startswith(f"usage: raglabel {command}")

@@ -904,8 +904,6 @@ def test_eval_from_exported_qrels_and_from_the_project_matches_the_files(
         ),
         ("export", ["--qrels", "--jsonl", "--csv", "--grade-map", "--history"]),
         ("eval", ["--qrels", "--run", "--format", "--grade-map", "--per-query"]),
-        ("label", ["DB", "--annotator", "--keys", "-k", "--all-annotators", "--adjudicate"]),
-        ("demo", ["--path", "--annotator", "--keys", "-k"]),
     ],
 )
 def test_project_commands_have_help(

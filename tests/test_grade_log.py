@@ -550,6 +550,15 @@ def _fresh() -> Project:
     return project
 
 
+def _append_in_two(project: Project, annotators: list[Any], rows: list[Any], split: int) -> None:
+    """``rows`` (with their annotators) appended in two transactions, cut at ``split``."""
+    with project.write():
+        project.conn.executemany("INSERT INTO annotator (id, name) VALUES (?, ?)", annotators)
+        append_many(project.conn, rows[:split])
+    with project.write():
+        append_many(project.conn, rows[split:])
+
+
 @settings(max_examples=75, deadline=None)
 @given(steps=st.lists(step, max_size=40), split=st.integers(0, 40))
 def test_random_histories_agree_with_the_reference(steps: list[Any], split: int) -> None:
@@ -590,11 +599,7 @@ def test_random_histories_agree_with_the_reference(steps: list[Any], split: int)
         ).fetchall()
         annotators = conn.execute("SELECT id, name FROM annotator ORDER BY id").fetchall()
     with _fresh() as bulk:
-        with bulk.write():
-            bulk.conn.executemany("INSERT INTO annotator (id, name) VALUES (?, ?)", annotators)
-            append_many(bulk.conn, rows[:split])
-        with bulk.write():
-            append_many(bulk.conn, rows[split:])
+        _append_in_two(bulk, annotators, rows, split)
         assert current_rows(bulk.conn) == cached
         assert standing(bulk.conn) == ref.grades()
 
@@ -826,11 +831,7 @@ def test_bulk_append_of_grades_only(grades: list[Any], split: int) -> None:
         annotators = one.conn.execute("SELECT id, name FROM annotator").fetchall()
         expected = current_rows(one.conn)
     with _fresh() as bulk:
-        with bulk.write():
-            bulk.conn.executemany("INSERT INTO annotator (id, name) VALUES (?, ?)", annotators)
-            append_many(bulk.conn, rows[:split])
-        with bulk.write():
-            append_many(bulk.conn, rows[split:])
+        _append_in_two(bulk, annotators, rows, split)
         assert current_rows(bulk.conn) == expected
         # Mixed with a later clear, the same items take the general path and still agree.
         if rows:
