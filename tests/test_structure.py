@@ -40,6 +40,10 @@ def _imported_by(module: str) -> set[str]:
         ("raglabel.storage.grades", {"textual", "rich", "polars", "httpx"}),
         ("raglabel.storage.importer", {"textual", "rich", "httpx"}),
         ("raglabel.storage.export", {"textual", "rich", "polars", "httpx"}),
+        # The judge's HTTP client stays out of storage and out of the app's start.
+        ("raglabel.judge.runner", {"textual", "polars", "sqlite3", "sqlite_utils"}),
+        ("raglabel.storage.judgments", {"textual", "rich", "polars", "httpx"}),
+        ("raglabel.agreement", {"textual", "rich", "httpx", "sqlite_utils"}),
     ],
 )
 def test_layers_import_only_what_they_need(module: str, forbidden: set[str]) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from raglabel.cli.options import grade_map_option
+from raglabel.errors import UsageError
 
 
 def register(commands: Any) -> None:
@@ -33,6 +34,11 @@ def register(commands: Any) -> None:
         "--history", action="store_true", help="JSONL/CSV: every event, not current grades"
     )
     parser.add_argument(
+        "--suggestions",
+        action="store_true",
+        help="JSONL/CSV: the judge's suggestions (source judge), not human grades",
+    )
+    parser.add_argument(
         "--policy",
         choices=("median", "max", "min"),
         default="median",
@@ -53,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     from raglabel.storage.labels import LabelChoice
     from raglabel.storage.project import Project
 
+    if args.suggestions and (args.qrels or args.history):
+        raise UsageError("--suggestions goes with --jsonl or --csv, and not with --history")
     with Project.open(args.db) as project:
         if args.qrels:
             choice = LabelChoice(args.policy, args.annotator, args.fill_with_judge)
@@ -60,10 +68,16 @@ def run(args: argparse.Namespace) -> int:
             count = export_qrels(project.conn, Path(args.qrels), grade_map, choice)
             target, what = args.qrels, "judged pairs"
         elif args.jsonl:
-            count = export_jsonl(project.conn, Path(args.jsonl), history=args.history)
-            target, what = args.jsonl, "events" if args.history else "grades"
+            count = export_jsonl(
+                project.conn, Path(args.jsonl), history=args.history, suggestions=args.suggestions
+            )
+            target = args.jsonl
         else:
-            count = export_csv(project.conn, Path(args.csv), history=args.history)
-            target, what = args.csv, "events" if args.history else "grades"
+            count = export_csv(
+                project.conn, Path(args.csv), history=args.history, suggestions=args.suggestions
+            )
+            target = args.csv
+        if not args.qrels:
+            what = "suggestions" if args.suggestions else "events" if args.history else "grades"
     print(f"wrote {count} {what} to {target}")
     return 0

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from raglabel import __version__
-from raglabel.cli import eval_cmd, export_cmd, import_cmd, init_cmd, label_cmd
+from raglabel.cli import agree_cmd, eval_cmd, export_cmd, import_cmd, init_cmd, judge_cmd, label_cmd
 from raglabel.errors import InputError, UsageError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -25,6 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     export_cmd.register(commands)
     eval_cmd.register(commands)
     label_cmd.register(commands)
+    judge_cmd.register(commands)
+    agree_cmd.register(commands)
     return parser
 
 

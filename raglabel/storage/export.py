@@ -82,9 +82,65 @@ def _records(conn: sqlite3.Connection, history: bool) -> Iterator[dict[str, Any]
         yield record
 
 
-def export_jsonl(conn: sqlite3.Connection, path: Path, *, history: bool) -> int:
+SUGGESTION_FIELDS = (
+    "query_id",
+    "passage_id",
+    "grade",
+    "model",
+    "source",
+    "reason",
+    "flagged",
+    "flag_reason",
+    "low",
+    "high",
+    "answers",
+    "endpoint",
+    "prompt_version",
+    "params",
+    "created_at",
+)
+
+
+def _suggestion_records(conn: sqlite3.Connection) -> Iterator[dict[str, Any]]:
+    """Every stored suggestion; ``source`` is always "judge", so a file of suggestions
+    can never be mistaken for human grades when merged with an export of grades."""
+    rows = conn.execute(
+        "SELECT q.ext_id, p.ext_id, s.grade, s.model, s.reason, s.flagged, s.low, s.high,"
+        " s.answers, s.endpoint, s.prompt_version, s.params, s.created_at FROM suggestion s"
+        " JOIN query q ON q.id = s.query_id JOIN passage p ON p.id = s.passage_id"
+        " ORDER BY q.ext_id, p.ext_id, s.model, s.id"
+    )
+    for qid, pid, grade, model, reason, flagged, low, high, answers, *rest in rows:
+        endpoint, version, params, created = rest
+        yield {
+            "query_id": qid,
+            "passage_id": pid,
+            "grade": grade,
+            "model": model,
+            "source": "judge",
+            "reason": reason,
+            "flagged": flagged is not None,
+            "flag_reason": flagged,
+            "low": grade if low is None else low,
+            "high": grade if high is None else high,
+            "answers": answers or 1,
+            "endpoint": endpoint,
+            "prompt_version": version,
+            "params": None if params is None else json.loads(params),
+            "created_at": created,
+        }
+
+
+def export_jsonl(
+    conn: sqlite3.Connection, path: Path, *, history: bool, suggestions: bool = False
+) -> int:
     count = 0
     with atomic_text(path) as handle:
+        if suggestions:
+            for record in _suggestion_records(conn):
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                count += 1
+            return count
         for record in _records(conn, history):
             compact = {key: value for key, value in record.items() if value is not None}
             handle.write(json.dumps(compact, ensure_ascii=False) + "\n")
@@ -92,12 +148,18 @@ def export_jsonl(conn: sqlite3.Connection, path: Path, *, history: bool) -> int:
     return count
 
 
-def export_csv(conn: sqlite3.Connection, path: Path, *, history: bool) -> int:
+def export_csv(
+    conn: sqlite3.Connection, path: Path, *, history: bool, suggestions: bool = False
+) -> int:
     count = 0
+    fields = SUGGESTION_FIELDS if suggestions else FIELDS
+    records = _suggestion_records(conn) if suggestions else _records(conn, history)
     with atomic_text(path, newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=FIELDS)
+        writer = csv.DictWriter(handle, fieldnames=fields)
         writer.writeheader()
-        for record in _records(conn, history):
+        for record in records:
+            if suggestions and record["params"] is not None:
+                record["params"] = json.dumps(record["params"], sort_keys=True)
             writer.writerow(record)
             count += 1
     return count

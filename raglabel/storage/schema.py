@@ -117,6 +117,72 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX suggestion_item ON suggestion (query_id, passage_id, model);
         """,
     ),
+    Migration(
+        3,
+        "judge runs, prompts and every raw judge answer, so runs resume and repeat from cache",
+        """
+        -- Templates are kept whole so a suggestion's prompt version can always be read
+        -- back, and so the grading app can rerun the judge exactly as the CLI last did.
+        CREATE TABLE prompt (
+            version TEXT PRIMARY KEY,
+            text TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        -- The endpoint is stored without user info or query string, and the API key
+        -- never: only the name of the environment variable that held it.
+        CREATE TABLE judge_run (
+            id INTEGER PRIMARY KEY,
+            endpoint TEXT NOT NULL,
+            models TEXT NOT NULL,
+            prompt_version TEXT NOT NULL REFERENCES prompt(version),
+            params TEXT NOT NULL,
+            api_key_env TEXT,
+            repeats INTEGER NOT NULL CHECK (repeats >= 1),
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            status TEXT NOT NULL CHECK (status IN ('running', 'done', 'interrupted', 'stopped')),
+            planned INTEGER NOT NULL DEFAULT 0,
+            cached INTEGER NOT NULL DEFAULT 0,
+            ok INTEGER NOT NULL DEFAULT 0,
+            failed INTEGER NOT NULL DEFAULT 0,
+            retries INTEGER NOT NULL DEFAULT 0,
+            note TEXT
+        );
+        -- One row per answer slot tried: (pair, model, repeat) under one prompt and
+        -- parameter set. A failed slot is tried again by the next run; the failure stays.
+        CREATE TABLE judgment (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES judge_run(id),
+            query_id INTEGER NOT NULL REFERENCES query(id),
+            passage_id INTEGER NOT NULL REFERENCES passage(id),
+            model TEXT NOT NULL,
+            repeat INTEGER NOT NULL CHECK (repeat >= 0),
+            cache_key TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+            grade INTEGER CHECK (grade BETWEEN 1 AND 5),
+            reason TEXT,
+            raw TEXT,
+            error TEXT,
+            attempts INTEGER NOT NULL CHECK (attempts >= 0),
+            repaired INTEGER NOT NULL DEFAULT 0 CHECK (repaired IN (0, 1)),
+            latency_ms INTEGER,
+            prompt_tokens INTEGER,
+            completion_tokens INTEGER,
+            created_at TEXT NOT NULL,
+            CHECK ((status = 'ok') = (grade IS NOT NULL)),
+            CHECK ((status = 'failed') = (error IS NOT NULL))
+        );
+        CREATE INDEX judgment_cache ON judgment (cache_key, status);
+        CREATE INDEX judgment_item ON judgment (query_id, passage_id);
+        ALTER TABLE suggestion ADD COLUMN endpoint TEXT;
+        ALTER TABLE suggestion ADD COLUMN prompt_version TEXT;
+        ALTER TABLE suggestion ADD COLUMN params TEXT;
+        ALTER TABLE suggestion ADD COLUMN answers INTEGER;
+        ALTER TABLE suggestion ADD COLUMN low INTEGER;
+        ALTER TABLE suggestion ADD COLUMN high INTEGER;
+        ALTER TABLE suggestion ADD COLUMN flagged TEXT;
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -1,0 +1,250 @@
+"""``raglabel agree``: how far annotators agree with each other, how far the judge
+agrees with them, and whether judge grades would rank the runs as human grades do.
+
+Grades are ordinal, so the headline numbers are Krippendorff's alpha (ordinal) and
+quadratic-weighted kappa; the judge's bias is its mean grade minus the humans' on the
+same pairs. Run metrics are compared on the queries both label sets cover.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from raglabel.formats.rows import QrelsRows, RowAlignment, RunRows
+from raglabel.metrics.agreement import (
+    confusion,
+    kendall_tau_b,
+    krippendorff_alpha,
+    mean_difference,
+    weighted_kappa,
+)
+from raglabel.metrics.config import MetricConfig
+from raglabel.metrics.evaluate import evaluate_runs
+from raglabel.metrics.names import MetricKey
+from raglabel.metrics.stats import nan_mean
+from raglabel.storage.labels import resolve
+from raglabel.storage.ratings import PairKey, Ratings, load_ratings
+
+HUMANS = "humans"  # the resolved human grade, as metrics use it
+GRADES = (1, 2, 3, 4, 5)
+
+
+@dataclass(frozen=True)
+class PairAgreement:
+    """Two raters over the pairs both graded; ``bias`` is mean(a - b)."""
+
+    a: str
+    b: str
+    n: int
+    kappa: float | None
+    alpha: float | None
+    bias: float | None
+    exact: float | None
+    within_one: float | None
+
+
+@dataclass(frozen=True)
+class QueryGap:
+    qid: str
+    pairs: int
+    mean_gap: float  # mean |judge - humans|
+    bias: float  # mean judge - humans
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    metric: str
+    queries: int
+    human: dict[str, float | None]
+    judge: dict[str, float | None]
+    tau: float | None  # Kendall tau-b between the two orders of the runs
+
+
+@dataclass
+class AgreementReport:
+    annotators: list[str]
+    models: list[str]
+    judge: str | None  # the rater standing for the judge: the model, or the ensemble
+    human_pairs: int
+    judged_pairs: int
+    shared_pairs: int
+    alpha_annotators: float | None
+    alpha_with_judge: float | None
+    pairs: list[PairAgreement]
+    confusion: list[list[int]] | None  # rows: humans' grade 1..5, columns: the judge's
+    accepted: int
+    offered: int
+    queries: list[QueryGap]
+    runs: list[RunComparison] = field(default_factory=list)
+
+    @property
+    def accepted_share(self) -> float | None:
+        return self.accepted / self.offered if self.offered else None
+
+
+def agreement(
+    conn: sqlite3.Connection,
+    metrics: Sequence[MetricKey],
+    config: MetricConfig | None = None,
+    top_queries: int = 10,
+) -> AgreementReport:
+    ratings = load_ratings(conn)
+    judge_name, judge = _judge(ratings)
+    raters: dict[str, Mapping[PairKey, int]] = dict(ratings.annotators)
+    pairs = [_pair(a, b, raters[a], raters[b]) for a, b in itertools.combinations(raters, 2)]
+    for model, grades in ratings.models.items():
+        pairs.append(_pair(model, HUMANS, grades, ratings.resolved))
+    if judge_name is not None and len(ratings.models) > 1:
+        pairs.append(_pair(judge_name, HUMANS, judge, ratings.resolved))
+    shared = sorted(set(judge) & set(ratings.resolved))
+    table = None
+    if shared:
+        matrix = confusion([ratings.resolved[p] for p in shared], [judge[p] for p in shared])
+        table = matrix.tolist()
+    report = AgreementReport(
+        annotators=list(ratings.annotators),
+        models=list(ratings.models),
+        judge=judge_name,
+        human_pairs=len(ratings.resolved),
+        judged_pairs=len(judge),
+        shared_pairs=len(shared),
+        alpha_annotators=_alpha(list(ratings.annotators.values())),
+        alpha_with_judge=_alpha([*ratings.annotators.values(), judge]) if judge else None,
+        pairs=pairs,
+        confusion=table,
+        accepted=ratings.accepted,
+        offered=ratings.with_suggestion,
+        queries=_gaps(judge, ratings.resolved, shared)[:top_queries],
+    )
+    if judge and metrics:
+        report.runs = _runs(conn, ratings.resolved, judge, metrics, config or MetricConfig())
+    return report
+
+
+def _judge(ratings: Ratings) -> tuple[str | None, dict[PairKey, int]]:
+    """One judge grade per pair: the only model's, or the lower median of several."""
+    if not ratings.models:
+        return None, {}
+    if len(ratings.models) == 1:
+        name, grades = next(iter(ratings.models.items()))
+        return name, dict(grades)
+    per_pair: dict[PairKey, list[int]] = defaultdict(list)
+    for grades in ratings.models.values():
+        for pair, grade in grades.items():
+            per_pair[pair].append(grade)
+    name = "judge (median of " + ", ".join(ratings.models) + ")"
+    return name, {pair: resolve(found) for pair, found in per_pair.items()}
+
+
+def _pair(a: str, b: str, ga: Mapping[PairKey, int], gb: Mapping[PairKey, int]) -> PairAgreement:
+    both = sorted(set(ga) & set(gb))
+    if not both:
+        return PairAgreement(a, b, 0, None, None, None, None, None)
+    x = np.array([ga[p] for p in both], dtype=np.float64)
+    y = np.array([gb[p] for p in both], dtype=np.float64)
+    gap = np.abs(x - y)
+    return PairAgreement(
+        a,
+        b,
+        len(both),
+        weighted_kappa(x, y, GRADES, "quadratic"),
+        krippendorff_alpha(np.vstack([x, y]), "ordinal", GRADES),
+        mean_difference(x, y),
+        float(np.mean(gap == 0)),
+        float(np.mean(gap <= 1)),
+    )
+
+
+def _alpha(raters: Sequence[Mapping[PairKey, int]]) -> float | None:
+    if len(raters) < 2:
+        return None
+    units = sorted(set().union(*raters))
+    if not units:
+        return None
+    data = np.full((len(raters), len(units)), np.nan)
+    index = {unit: i for i, unit in enumerate(units)}
+    for r, grades in enumerate(raters):
+        for pair, grade in grades.items():
+            data[r, index[pair]] = grade
+    return krippendorff_alpha(data, "ordinal", GRADES)
+
+
+def _gaps(
+    judge: Mapping[PairKey, int], human: Mapping[PairKey, int], shared: Sequence[PairKey]
+) -> list[QueryGap]:
+    per_query: dict[str, list[int]] = defaultdict(list)
+    for pair in shared:
+        per_query[pair[0]].append(judge[pair] - human[pair])
+    gaps = [
+        QueryGap(qid, len(d), float(np.mean(np.abs(d))), float(np.mean(d)))
+        for qid, d in per_query.items()
+    ]
+    return sorted(gaps, key=lambda g: (-g.mean_gap, -g.pairs, g.qid))
+
+
+def _runs(
+    conn: sqlite3.Connection,
+    human: Mapping[PairKey, int],
+    judge: Mapping[PairKey, int],
+    metrics: Sequence[MetricKey],
+    config: MetricConfig,
+) -> list[RunComparison]:
+    """Each run's means on human grades and on judge grades, over the queries that
+    both label sets cover, so neither side is scored on queries the other lacks."""
+    common = {q for q, _ in human} & {q for q, _ in judge}
+    if not common:
+        return []
+    rankings: dict[str, tuple[list[str], list[str]]] = {}
+    for name, qid, blob in conn.execute(
+        "SELECT run.name, q.ext_id, r.passage_ids FROM ranking r JOIN run ON run.id = r.run_id"
+        " JOIN query q ON q.id = r.query_id ORDER BY run.id, q.ext_id"
+    ):
+        if qid in common:
+            qids, docids = rankings.setdefault(name, ([], []))
+            ids = bytes(blob).decode("utf-8").split("\n")
+            qids += [qid] * len(ids)
+            docids += ids
+    if not rankings:
+        return []
+    means = {
+        side: _means(labels, common, rankings, metrics, config)
+        for side, labels in (("human", human), ("judge", judge))
+    }
+    out = []
+    for key in metrics:
+        h = {run: means["human"][run][key] for run in rankings}
+        j = {run: means["judge"][run][key] for run in rankings}
+        both = [
+            (x, y) for run in rankings if (x := h[run]) is not None and (y := j[run]) is not None
+        ]
+        tau = kendall_tau_b([x for x, _ in both], [y for _, y in both]) if both else None
+        out.append(RunComparison(key.name, len(common), h, j, tau))
+    return out
+
+
+def _means(
+    labels: Mapping[PairKey, int],
+    common: set[str],
+    rankings: Mapping[str, tuple[list[str], list[str]]],
+    metrics: Sequence[MetricKey],
+    config: MetricConfig,
+) -> dict[str, dict[MetricKey, float | None]]:
+    qrels = QrelsRows([], [], [])
+    for (qid, pid), grade in labels.items():
+        if qid in common:
+            qrels.qids.append(qid)
+            qrels.docids.append(pid)
+            qrels.grades.append(grade)
+    align = RowAlignment.from_qrels(qrels)
+    runs = [align.run(name, RunRows(q, d, None, None)) for name, (q, d) in rankings.items()]
+    values = evaluate_runs(align.labels, runs, metrics, config=config)
+    return {
+        name: {key: nan_mean(column)[0] for key, column in per_run.items()}
+        for name, per_run in values.items()
+    }

@@ -1,0 +1,142 @@
+"""``raglabel agree``: agreement between annotators, and between the judge and them."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from raglabel.cli.options import add_convention_options, cutoffs_option, metric_config
+from raglabel.errors import UsageError
+
+if TYPE_CHECKING:
+    from raglabel.agreement import AgreementReport
+
+DEFAULT_METRICS = "ra_nwg,ndcg,precision_4plus"
+
+
+def register(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "agree",
+        help="agreement between annotators, and between the judge and people",
+        description=(
+            "Krippendorff's alpha (ordinal) and quadratic-weighted kappa between annotators "
+            "and between each judge model and the resolved human grades; the judge's bias, "
+            "its confusion matrix, how often annotators accepted suggestions, the queries "
+            "with most disagreement, and whether judge grades rank the runs as human "
+            "grades do (Kendall tau). Judge the graded pairs too (raglabel judge "
+            "--include-graded) to have pairs to compare."
+        ),
+    )
+    parser.add_argument("db", metavar="DB", help="the project file")
+    parser.add_argument("-k", metavar="LIST", default="10", help="cutoffs for run metrics (10)")
+    parser.add_argument(
+        "--metrics",
+        default=DEFAULT_METRICS,
+        metavar="LIST",
+        help=f"run metrics to compare ({DEFAULT_METRICS}); 'none' to skip",
+    )
+    parser.add_argument(
+        "--top", type=int, default=10, metavar="N", help="queries with most disagreement (10)"
+    )
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    add_convention_options(parser.add_argument_group("metric conventions"))
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from raglabel.agreement import agreement
+    from raglabel.metrics.names import MetricNameError, parse_metric_list
+    from raglabel.storage.project import Project
+
+    if args.top < 0:
+        raise UsageError(f"--top must be 0 or more, got {args.top}")
+    ks = cutoffs_option(args.k)
+    metrics = []
+    if args.metrics.strip().lower() != "none":
+        try:
+            metrics = parse_metric_list(args.metrics, ks)
+        except MetricNameError as exc:
+            raise UsageError(f"--metrics: {exc}") from None
+        metrics = [key for key in metrics if key.base not in ("containment", "pct_proc")]
+    config = metric_config(args)
+    with Project.open(args.db) as project:
+        report = agreement(project.conn, metrics, config, args.top)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(as_json(report), indent=2) + "\n")
+    else:
+        sys.stdout.write(as_text(report))
+    return 0
+
+
+def as_json(report: AgreementReport) -> dict[str, Any]:
+    data = dataclasses.asdict(report)
+    data["accepted_share"] = report.accepted_share
+    return data
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "NA" if value is None else f"{value:.{digits}f}"
+
+
+def _share(value: float | None) -> str:
+    return "NA" if value is None else f"{value:.0%}"
+
+
+def as_text(report: AgreementReport) -> str:
+    out: list[str] = []
+    models = ", ".join(report.models) or "none"
+    out.append(
+        f"human-graded pairs: {report.human_pairs} by {len(report.annotators)} annotator(s);"
+        f" judge-graded pairs: {report.judged_pairs} (models: {models});"
+        f" graded by both: {report.shared_pairs}"
+    )
+    out.append(
+        f"Krippendorff's alpha (ordinal): annotators {_num(report.alpha_annotators)},"
+        f" annotators plus judge {_num(report.alpha_with_judge)}"
+    )
+    out.append("")
+    out.append(
+        f"{'rater a':<28} {'rater b':<16} {'pairs':>6} {'kappa(q)':>8} {'alpha':>7}"
+        f" {'bias a-b':>8} {'exact':>6} {'within 1':>8}"
+    )
+    for p in report.pairs:
+        out.append(
+            f"{p.a[:28]:<28} {p.b[:16]:<16} {p.n:>6} {_num(p.kappa):>8} {_num(p.alpha):>7}"
+            f" {_num(p.bias, 2):>8} {_share(p.exact):>6} {_share(p.within_one):>8}"
+        )
+    if not report.shared_pairs and report.models:
+        out.append(
+            "(no pair has both a human grade and a suggestion: run raglabel judge with"
+            " --include-graded to compare the judge with people)"
+        )
+    if report.confusion is not None:
+        out.append("")
+        out.append(f"confusion: humans (rows) vs {report.judge} (columns)")
+        out.append("      " + "".join(f"{g:>6}" for g in range(1, 6)))
+        for grade, row in enumerate(report.confusion, 1):
+            out.append(f"{grade:>6}" + "".join(f"{n:>6}" for n in row))
+    out.append("")
+    out.append(
+        f"suggestions accepted as they were: {report.accepted} of {report.offered}"
+        f" human-graded pairs that had one ({_share(report.accepted_share)})"
+    )
+    if report.queries:
+        out.append("")
+        out.append("queries with most disagreement (judge vs humans):")
+        out.append(f"  {'query':<20} {'pairs':>5} {'mean |gap|':>10} {'bias':>6}")
+        for q in report.queries:
+            out.append(f"  {q.qid[:20]:<20} {q.pairs:>5} {q.mean_gap:>10.2f} {q.bias:>6.2f}")
+    for comparison in report.runs:
+        out.append("")
+        out.append(
+            f"{comparison.metric} on human vs judge grades ({comparison.queries} queries);"
+            f" Kendall tau of the runs' order: {_num(comparison.tau)}"
+        )
+        order = sorted(comparison.human, key=lambda r: -(comparison.human[r] or -1.0))
+        for name in order:
+            h, j = comparison.human[name], comparison.judge[name]
+            out.append(f"  {name[:24]:<24} {_num(h):>7} {_num(j):>7}")
+    return "\n".join(out) + "\n"

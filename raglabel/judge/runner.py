@@ -1,0 +1,205 @@
+"""Driving a judge run: a pool of workers, each getting one answer slot at a time.
+
+A slot is one answer wanted for (query, passage, model, repeat). A worker renders the
+prompt, sends it (retrying what is worth retrying), reads the reply strictly, asks once
+for a repair, and hands the outcome to ``on_outcome``, which the caller persists. An
+outcome is either a grade or a recorded failure; a cancelled run (Ctrl-C) hands over
+everything that finished and leaves the rest for the next run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from raglabel.judge.backoff import RetryPolicy
+from raglabel.judge.client import ChatClient, ChatError, Completion
+from raglabel.judge.prompt import Template, repair_request
+from raglabel.judge.reply import JudgeReply, parse_reply
+from raglabel.judge.slots import Outcome, Slot, Tally
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    concurrency: int = 8
+    requests_per_minute: float | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+
+class JudgeStoppedError(Exception):
+    """The endpoint cannot serve this run at all (bad key, wrong URL, unreachable)."""
+
+
+class _SlotFailedError(Exception):
+    def __init__(self, reason: str, attempts: int) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.attempts = attempts
+
+
+class JudgeRun:
+    def __init__(
+        self,
+        client: ChatClient,
+        template: Template,
+        *,
+        params: dict[str, Any],
+        limits: RunLimits,
+        on_outcome: Callable[[Outcome], None],
+        on_progress: Callable[[Tally], None] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.client = client
+        self.template = template
+        self.params = params
+        self.limits = limits
+        self.on_outcome = on_outcome
+        self.on_progress = on_progress
+        self.rng = rng or random.Random()
+        self._gate = asyncio.Lock()
+        self._next_send = 0.0
+        self._paused_until = 0.0
+        self._answered = False  # any HTTP response at all: the endpoint is reachable
+        self.tally = Tally(0)
+
+    async def run(self, slots: Sequence[Slot], cached: int = 0) -> Tally:
+        self.tally = Tally(len(slots), cached=cached)
+        queue = deque(slots)
+        self._progress()
+        workers = [
+            asyncio.create_task(self._worker(queue))
+            for _ in range(max(1, min(self.limits.concurrency, len(slots))))
+        ]
+        try:
+            await asyncio.gather(*workers)
+        except JudgeStoppedError as exc:
+            self.tally.stopped = str(exc)
+        finally:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+        self._progress()
+        return self.tally
+
+    async def _worker(self, queue: deque[Slot]) -> None:
+        while queue and self.tally.stopped is None:
+            slot = queue.popleft()
+            self.tally.in_flight += 1
+            try:
+                outcome = await self._answer(slot)
+            finally:
+                self.tally.in_flight -= 1
+            if outcome.ok:
+                self.tally.ok += 1
+            else:
+                self.tally.failed += 1
+            self.on_outcome(outcome)
+            self._progress()
+
+    async def _answer(self, slot: Slot) -> Outcome:
+        pair = slot.pair
+        prompt = self.template.render(pair.query, pair.passage, pair.title)
+        messages = [{"role": "user", "content": prompt}]
+        replies: list[str] = []
+        attempts = 0
+        latency = prompt_tokens = completion_tokens = 0
+        while True:
+            try:
+                completion, used = await self._send(slot.model, messages)
+            except _SlotFailedError as exc:
+                return self._failed(slot, exc.reason, replies, attempts + exc.attempts)
+            attempts += used
+            latency += completion.latency_ms
+            prompt_tokens += completion.prompt_tokens or 0
+            completion_tokens += completion.completion_tokens or 0
+            replies.append(completion.content)
+            parsed = parse_reply(completion.content)
+            if isinstance(parsed, JudgeReply):
+                return Outcome(
+                    slot,
+                    parsed.grade,
+                    parsed.reason,
+                    _joined(replies),
+                    None,
+                    attempts,
+                    len(replies) > 1,
+                    latency,
+                    prompt_tokens or None,
+                    completion_tokens or None,
+                )
+            if len(replies) > 1:
+                reason = f"unusable reply after one repair: {parsed.text}"
+                return self._failed(slot, reason, replies, attempts)
+            self.tally.repairs += 1
+            messages = [
+                *messages,
+                {"role": "assistant", "content": completion.content},
+                {"role": "user", "content": repair_request(parsed.text)},
+            ]
+
+    def _failed(self, slot: Slot, reason: str, replies: list[str], attempts: int) -> Outcome:
+        raw = _joined(replies) if replies else None
+        return Outcome(slot, None, None, raw, reason, attempts, len(replies) > 1, None, None, None)
+
+    async def _send(self, model: str, messages: list[dict[str, str]]) -> tuple[Completion, int]:
+        policy = self.limits.retry
+        for attempt in range(1, policy.attempts + 1):
+            await self._wait_turn()
+            try:
+                completion = await self.client.complete(model, messages, self.params)
+            except ChatError as exc:
+                self._answered = self._answered or not exc.connect
+                if exc.fatal:
+                    raise JudgeStoppedError(exc.reason) from None
+                last = attempt == policy.attempts
+                if not exc.retry or last:
+                    if last and not self._answered:
+                        raise JudgeStoppedError(
+                            f"{exc.reason}; no request has reached the server yet"
+                        ) from None
+                    tries = f" (attempt {attempt} of {policy.attempts})" if exc.retry else ""
+                    raise _SlotFailedError(exc.reason + tries, attempt) from None
+                if exc.wait is not None and exc.wait > policy.longest_wait_s:
+                    raise _SlotFailedError(
+                        f"{exc.reason}; the server asked to wait {exc.wait:.0f} s, longer than"
+                        f" the {policy.longest_wait_s:.0f} s limit",
+                        attempt,
+                    ) from None
+                self.tally.retries += 1
+                self._progress()
+                delay = policy.delay(attempt, exc.wait, self.rng)
+                if exc.wait is not None:
+                    # A rate limit speaks for the whole endpoint: every worker holds off.
+                    loop = asyncio.get_running_loop()
+                    self._paused_until = max(self._paused_until, loop.time() + exc.wait)
+                await asyncio.sleep(delay)
+                continue
+            self._answered = True
+            return completion, attempt
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def _wait_turn(self) -> None:
+        """Hold a request back while the endpoint asked for a pause, and space requests
+        out under a requests-per-minute limit."""
+        loop = asyncio.get_running_loop()
+        async with self._gate:
+            start = max(loop.time(), self._paused_until, self._next_send)
+            rpm = self.limits.requests_per_minute
+            if rpm:
+                self._next_send = start + 60.0 / rpm
+        wait = start - loop.time()
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+    def _progress(self) -> None:
+        if self.on_progress is not None:
+            self.on_progress(self.tally)
+
+
+def _joined(replies: list[str]) -> str:
+    # The repair's reply follows the first, so a reviewer sees both.
+    return "\n\n--- repair ---\n\n".join(replies)

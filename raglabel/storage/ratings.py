@@ -1,0 +1,50 @@
+"""Who graded what, as plain maps for measuring agreement: each annotator's current
+grades, each judge model's latest suggestion, and how suggestions fared with people."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+from dataclasses import dataclass
+
+from raglabel.storage.labels import LabelChoice, _human_labels
+
+PairKey = tuple[str, str]  # (query ext id, passage ext id)
+
+
+@dataclass(frozen=True)
+class Ratings:
+    annotators: dict[str, dict[PairKey, int]]
+    models: dict[str, dict[PairKey, int]]
+    resolved: dict[PairKey, int]  # one human grade per pair, as metrics use them
+    accepted: int  # human grades that took a suggestion as it was
+    with_suggestion: int  # human-graded pairs that had a suggestion to take
+
+
+def load_ratings(conn: sqlite3.Connection) -> Ratings:
+    annotators: dict[str, dict[PairKey, int]] = defaultdict(dict)
+    for name, qid, pid, grade in conn.execute(
+        "SELECT a.name, q.ext_id, p.ext_id, c.grade FROM current_grade c"
+        " JOIN annotator a ON a.id = c.annotator_id JOIN query q ON q.id = c.query_id"
+        " JOIN passage p ON p.id = c.passage_id ORDER BY a.name"
+    ):
+        annotators[name][qid, pid] = grade
+    models: dict[str, dict[PairKey, int]] = defaultdict(dict)
+    for model, qid, pid, grade in conn.execute(
+        "SELECT s.model, q.ext_id, p.ext_id, s.grade FROM suggestion s"
+        " JOIN query q ON q.id = s.query_id JOIN passage p ON p.id = s.passage_id"
+        " ORDER BY s.id"
+    ):
+        models[model][qid, pid] = grade  # later rows are newer: the latest stands
+    accepted, offered = conn.execute(
+        "SELECT coalesce(sum(e.accepted_suggestion = 1), 0), count(*) FROM current_grade c"
+        " JOIN event e ON e.id = c.event_id WHERE EXISTS (SELECT 1 FROM suggestion s"
+        " WHERE s.query_id = c.query_id AND s.passage_id = c.passage_id)"
+    ).fetchone()
+    return Ratings(
+        dict(annotators),
+        dict(sorted(models.items())),
+        _human_labels(conn, LabelChoice()),
+        int(accepted),
+        int(offered),
+    )
