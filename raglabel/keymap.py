@@ -38,6 +38,8 @@ BINDING_IDS: dict[str, tuple[str, str]] = {
     "queue": ("g", "next passage in the labeling queue"),
     "cycle_k": ("K", "cycle the cutoff K"),
     "accept": ("a", "accept the judge's suggestion"),
+    "accept_all": ("A", "accept all suggestions (asks first)"),
+    "judge": ("J", "judge this query in the background"),
     "skip": ("s", "skip the passage"),
     "flag": ("f", "flag the passage"),
     "filter": ("slash", "filter"),

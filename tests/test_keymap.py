@@ -53,6 +53,8 @@ def test_binding_ids_and_defaults() -> None:
         "queue": "g",
         "cycle_k": "K",
         "accept": "a",
+        "accept_all": "A",
+        "judge": "J",
         "skip": "s",
         "flag": "f",
         "filter": "slash",

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import os
 import sys
 import time
 from pathlib import Path
@@ -13,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from raglabel.errors import UsageError
 
 if TYPE_CHECKING:
-    from raglabel.judge.runner import JudgeRun
     from raglabel.judge.slots import Tally
     from raglabel.storage.judgments import Plan
 
@@ -119,15 +116,17 @@ def params_of(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from raglabel.judge.backoff import RetryPolicy
-    from raglabel.judge.client import ChatClient, endpoint_url, public_endpoint
+    from raglabel.judge.client import endpoint_url, public_endpoint
     from raglabel.judge.prompt import Template
-    from raglabel.judge.runner import JudgeRun, RunLimits
-    from raglabel.storage.judgments import JudgmentLog, Selection, Setting, plan, select_pairs
+    from raglabel.judge.runner import RunLimits
+    from raglabel.session.judging import JudgeSetup, execute
+    from raglabel.storage.judgments import Selection, Setting, plan, select_pairs
     from raglabel.storage.project import Project
 
     _check(args)
     template = Template.from_file(Path(args.prompt)) if args.prompt else Template.builtin()
     setting = Setting(public_endpoint(endpoint_url(args.base_url)), template, params_of(args))
+    setup = JudgeSetup(setting, tuple(args.model), args.repeat, args.api_key_env, args.base_url)
     selection = Selection(
         tuple(args.query), args.depth, args.queue, args.limit, args.include_graded
     )
@@ -140,45 +139,24 @@ def run(args: argparse.Namespace) -> int:
         if not work.slots:
             print(f"nothing to ask: {describe_plan(work, template, args.model, args.repeat)}")
             return 0
-        api_key = os.environ.get(args.api_key_env) or None
-        if api_key is None:
+        if setup.api_key() is None:
             print(
                 f"raglabel judge: note: ${args.api_key_env} is not set; sending requests "
                 "without an API key (fine for local servers)",
                 file=sys.stderr,
             )
-        log = JudgmentLog.start(project, setting, args.model, args.repeat, args.api_key_env)
-        client = ChatClient(
-            args.base_url, api_key, timeout_s=args.timeout, connections=args.concurrency
-        )
         bar = ProgressLine()
         limits = RunLimits(args.concurrency, args.rpm, RetryPolicy(attempts=args.max_attempts))
-        runner = JudgeRun(
-            client,
-            template,
-            params=setting.params,
-            limits=limits,
-            on_outcome=log.add,
-            on_progress=bar.update,
-        )
-        status = "interrupted"
         try:
-            asyncio.run(_drive(runner, client, work))
-            status = "stopped" if runner.tally.stopped else "done"
+            finished = execute(
+                project, work, setup, limits, on_progress=bar.update, timeout_s=args.timeout
+            )
         finally:
             bar.close()
-            log.finish(runner.tally, status)
-            print(summary(runner.tally, status))
-    if status == "interrupted":
+    print(summary(finished.tally, finished.status))
+    if finished.status == "interrupted":
         return EXIT_INTERRUPTED
-    return 1 if runner.tally.stopped or runner.tally.failed else 0
-
-
-async def _drive(runner: JudgeRun, client: Any, work: Plan) -> None:
-    try:
-        await runner.run(work.slots, cached=work.cached)
-    finally:
-        await client.aclose()
+    return 1 if finished.tally.stopped or finished.tally.failed else 0
 
 
 def describe_plan(work: Plan, template: Any, models: list[str], repeats: int) -> str:
@@ -235,7 +213,7 @@ class ProgressLine:
         self._ended = final
         self._last = moment
         if self.tty:
-            sys.stderr.write("\r\x1b[2K" + _bar(tally) + " " + tally.describe())
+            sys.stderr.write("\r\x1b[2K" + tally.bar() + " " + tally.describe())
             self._drawn = True
         elif tally.done:
             sys.stderr.write(f"raglabel judge: {tally.describe()}\n")
@@ -245,9 +223,3 @@ class ProgressLine:
         if self._drawn:
             sys.stderr.write("\n")
             sys.stderr.flush()
-
-
-def _bar(tally: Tally, width: int = 24) -> str:
-    share = tally.done / tally.planned if tally.planned else 1.0
-    full = int(share * width)
-    return "[" + "#" * full + "-" * (width - full) + "]"

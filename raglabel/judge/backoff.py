@@ -21,7 +21,8 @@ class RetryPolicy:
 
     def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
         """Seconds to wait before retry number ``retry`` (1 for the first retry)."""
-        ceiling = min(self.cap_s, self.base_s * 2.0 ** (retry - 1))
+        # The exponent stops growing long before floats overflow; the cap rules anyway.
+        ceiling = min(self.cap_s, self.base_s * 2.0 ** min(retry - 1, 64))
         # Half fixed, half random: spreads workers that failed together without ever
         # retrying at once.
         wait = ceiling / 2 + rng.uniform(0, ceiling / 2)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -54,8 +55,12 @@ class Completion:
 def endpoint_url(base_url: str) -> str:
     """The chat-completions URL for a base URL such as ``http://localhost:8000/v1``."""
     parts = urlsplit(base_url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"--base-url {base_url!r}: expected an http:// or https:// URL")
+    try:
+        parts.port  # noqa: B018 -- urlsplit checks the port only when asked for it
+    except ValueError as exc:
+        raise UsageError(f"--base-url {base_url!r}: {exc}") from None
     path = parts.path.rstrip("/")
     if not path.endswith("/chat/completions"):
         path += "/chat/completions"
@@ -65,9 +70,7 @@ def endpoint_url(base_url: str) -> str:
 def public_endpoint(url: str) -> str:
     """The URL as stored and shown: no user info and no query string, where keys hide."""
     parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
+    host = parts.netloc.rpartition("@")[2]  # keeps IPv6 brackets and the port as written
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
@@ -102,10 +105,14 @@ class ChatClient:
     async def complete(
         self, model: str, messages: list[dict[str, str]], params: dict[str, Any]
     ) -> Completion:
-        body = {"model": model, "messages": messages, **params}
+        # Parameters first, so no setting can replace the model or the conversation.
+        body = {**params, "model": model, "messages": messages}
         started = time.perf_counter()
         try:
             response = await self._http.post(self.url, json=body)
+        except httpx.ConnectTimeout:
+            reason = f"cannot connect to {self.endpoint}: no answer to the connection attempt"
+            raise ChatError(reason, retry=True, connect=True) from None
         except httpx.TimeoutException:
             raise ChatError(f"timed out after {self.timeout_s:g} s", retry=True) from None
         except httpx.ConnectError as exc:
@@ -122,8 +129,15 @@ class ChatClient:
 
     def _status_error(self, response: httpx.Response) -> ChatError:
         status = response.status_code
-        detail = self._clean(_error_detail(response))
+        detail = _error_detail(response, self._clean)
         reason = f"HTTP {status}" + (f": {detail}" if detail else "")
+        if 300 <= status < 400:
+            target = response.headers.get("location", "elsewhere")
+            return ChatError(
+                f"{reason} (the server redirects to {target}; give that as --base-url)",
+                retry=False,
+                fatal=True,
+            )
         if status in RETRY_STATUS:
             return ChatError(reason, retry=True, wait=retry_after(response.headers))
         if status in FATAL_STATUS:
@@ -161,16 +175,18 @@ class ChatClient:
         return text.replace(self._secret, "***") if self._secret else text
 
 
-def _error_detail(response: httpx.Response) -> str:
+def _error_detail(response: httpx.Response, clean: Callable[[str], str]) -> str:
+    """The server's own words on what went wrong, the key masked before any cut, so
+    that no part of it survives."""
     try:
         data = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return response.text[:200].strip()
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        return clean(response.text).strip()[:200]
     error = data.get("error") if isinstance(data, dict) else None
     if isinstance(error, dict):
-        return str(error.get("message") or "")[:200]
+        return clean(str(error.get("message") or ""))[:200]
     if isinstance(error, str):
-        return error[:200]
+        return clean(error)[:200]
     return ""
 
 

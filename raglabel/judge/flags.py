@@ -15,16 +15,16 @@ _ADDRESSING = re.compile(
         (
             r"\b(?:this|the following|the above|the below|the present) (?:passage|document|text"
             r"|chunk|context|snippet|page) is (?:highly |very |extremely |the most |most |"
-            r"clearly |perfectly )?(?:relevant|useful|decisive|important|helpful)",
+            r"clearly |perfectly )?(?:relevant|decisive)\b",
             r"\bignore (?:all |any )?(?:the )?(?:previous|prior|above|earlier|other) "
             r"(?:instructions?|prompts?|rules|passages?)",
             r"\b(?:grade|rate|score|mark|rank) (?:this|it|me)(?: passage| document| text)?"
             r" (?:as |with )?(?:a |an )?(?:[1-5]|five|highest|top|maximum)\b",
-            r"\bas an? (?:ai|a\.i\.|language model|llm|assistant)\b",
+            r"\bas an? (?:ai|a\.i\.|(?:ai |large )?language model|llm)\b",
             r"\b(?:you are|you're) (?:an? )?(?:ai|assistant|language model|llm|grader|judge"
             r"|evaluator|relevance (?:model|judge))\b",
-            r"\b(?:dear|attention|note to|hey) (?:ai|assistant|model|llm|grader|judge|evaluator"
-            r"|reviewer)\b",
+            r"\b(?:dear|attention|note to|hey)(?: the)? (?:ai|assistant|model|llm|grader|judge"
+            r"|evaluator|reviewer|language model)s?\s*[:,!]",
             r"\brelevance (?:score|grade|rating|label)\s*[:=]",
             r"\"grade\"\s*:",
             r"^\s*(?:system|assistant)\s*:",

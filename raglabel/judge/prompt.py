@@ -7,6 +7,7 @@ template may show the JSON reply shape with its braces as they are.
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ from raglabel.errors import InputError
 
 QUERY, PASSAGE, FENCE, TITLE = "{query}", "{passage}", "{fence}", "{title}"
 REQUIRED = (QUERY, PASSAGE, FENCE)
+_PLACEHOLDER = re.compile("|".join(re.escape(name) for name in (QUERY, PASSAGE, FENCE, TITLE)))
 
 BUILTIN_TEXT = """\
 You grade how useful one passage would be to a language model that must answer a search \
@@ -82,11 +84,15 @@ class Template:
 
     def render(self, query: str, passage: str, title: str = "", fence: str | None = None) -> str:
         """The prompt for one pair, with a fresh random fence unless one is given."""
-        fence = fence or new_fence(passage)
-        heading = f"Title: {title}\n" if title else ""
-        # The passage goes in last so nothing it contains is read as a placeholder.
-        out = self.text.replace(FENCE, fence).replace(QUERY, query).replace(TITLE, heading)
-        return out.replace(PASSAGE, passage)
+        values = {
+            FENCE: fence or new_fence(passage),
+            QUERY: query,
+            TITLE: f"Title: {title}\n" if title else "",
+            PASSAGE: passage,
+        }
+        # One pass over the template alone: text put in is never searched again, so a
+        # query or passage that contains "{passage}" stays as written.
+        return _PLACEHOLDER.sub(lambda found: values[found.group(0)], self.text)
 
 
 def new_fence(passage: str) -> str:

@@ -35,6 +35,9 @@ def parse_reply(content: str) -> JudgeReply | Problem:
         data = json.loads(body)
     except json.JSONDecodeError as exc:
         return Problem(f"it is not valid JSON: {exc.msg} (character {exc.pos})")
+    except RecursionError:
+        # A model stuck repeating "[" nests deeper than the parser can follow.
+        return Problem("it is not valid JSON: nested too deeply")
     if not isinstance(data, dict):
         return Problem(f"it is JSON but not an object (got {type(data).__name__})")
     try:

@@ -51,6 +51,7 @@ class JudgeRun:
         limits: RunLimits,
         on_outcome: Callable[[Outcome], None],
         on_progress: Callable[[Tally], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
         rng: random.Random | None = None,
     ) -> None:
         self.client = client
@@ -59,6 +60,9 @@ class JudgeRun:
         self.limits = limits
         self.on_outcome = on_outcome
         self.on_progress = on_progress
+        # Asked before each new slot: a way to stop from another thread, letting the
+        # requests in flight finish and be kept.
+        self.should_stop = should_stop or (lambda: False)
         self.rng = rng or random.Random()
         self._gate = asyncio.Lock()
         self._next_send = 0.0
@@ -86,11 +90,18 @@ class JudgeRun:
         return self.tally
 
     async def _worker(self, queue: deque[Slot]) -> None:
-        while queue and self.tally.stopped is None:
+        while queue and self.tally.stopped is None and not self.should_stop():
             slot = queue.popleft()
             self.tally.in_flight += 1
             try:
                 outcome = await self._answer(slot)
+            except JudgeStoppedError:
+                raise
+            except Exception as exc:
+                # Whatever a strange reply or server does to this slot, the run goes on
+                # and the slot is recorded as failed, to be tried again next run.
+                reason = f"unexpected error: {type(exc).__name__}: {exc}"
+                outcome = self._failed(slot, reason[:500], [], 0)
             finally:
                 self.tally.in_flight -= 1
             if outcome.ok:

@@ -73,6 +73,11 @@ class Tally:
         elapsed = time.monotonic() - self.started
         return self.done / elapsed if elapsed > 0 else 0.0
 
+    def bar(self, width: int = 24) -> str:
+        share = self.done / self.planned if self.planned else 1.0
+        full = int(share * width)
+        return "[" + "#" * full + "-" * (width - full) + "]"
+
     def describe(self) -> str:
         rate = self.rate()
         left = self.planned - self.done

@@ -20,26 +20,36 @@ class Suggestion:
     low: int  # the lowest and highest of the models' grades
     high: int
     reason: str | None  # the latest reason given, if any
+    flagged: str | None = None  # why a person should look before trusting any judge
 
 
 def query_suggestions(conn: sqlite3.Connection, query_row: int) -> dict[str, Suggestion]:
     """Each passage's suggestion for one query, by passage id."""
     latest: dict[str, dict[str, tuple[int, str | None]]] = {}
-    for pid, model, grade, reason in conn.execute(
-        "SELECT p.ext_id, s.model, s.grade, s.reason FROM suggestion s"
+    spreads: dict[str, dict[str, tuple[int, int]]] = {}
+    flags: dict[str, str] = {}
+    for pid, model, grade, reason, low, high, flagged in conn.execute(
+        "SELECT p.ext_id, s.model, s.grade, s.reason, s.low, s.high, s.flagged FROM suggestion s"
         " JOIN passage p ON p.id = s.passage_id WHERE s.query_id = ? ORDER BY s.id",
         (query_row,),
     ):
         latest.setdefault(pid, {})[model] = (grade, reason)
+        spreads.setdefault(pid, {})[model] = (low or grade, high or grade)
+        if flagged:
+            flags[pid] = flagged
     out: dict[str, Suggestion] = {}
     for pid, by_model in latest.items():
         grades = [grade for grade, _ in by_model.values()]
         reasons = [reason for _, reason in by_model.values() if reason]
+        # The spread covers every answer behind the suggestion: repeats within a model
+        # as well as the models against each other.
+        ranges = spreads[pid].values()
         out[pid] = Suggestion(
             grade=resolve(grades),
             models=tuple(sorted(by_model)),
-            low=min(grades),
-            high=max(grades),
+            low=min(low for low, _ in ranges),
+            high=max(high for _, high in ranges),
             reason=reasons[-1] if reasons else None,
+            flagged=flags.get(pid),
         )
     return out

@@ -6,12 +6,14 @@ benchmark all build the app through it.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import work
 from textual.app import App
 from textual.binding import BindingType
+from textual.worker import get_current_worker
 
 from raglabel.session.desk import Change, Desk
 from raglabel.session.options import AppOptions
@@ -23,6 +25,10 @@ from raglabel.tui.screens.help import HelpScreen
 from raglabel.tui.screens.prompt import PromptScreen
 from raglabel.tui.screens.queries import QueriesScreen
 from raglabel.tui.screens.runs import RunsScreen
+
+if TYPE_CHECKING:
+    from raglabel.judge.slots import Tally
+    from raglabel.session.judging import Finished, JudgeSetup
 
 #: How often the WAL is folded into the database file, off the keystroke path.
 CHECKPOINT_EVERY_S = 15.0
@@ -47,6 +53,7 @@ class GradingApp(App[int]):
         self.desk = desk
         self.dirty: set[int] = set()  # queries whose row on the Queries screen is stale
         self.all_dirty = False
+        self.judging: str | None = None  # the query the judge is working on, if any
 
     def on_mount(self) -> None:
         self.set_keymap(self.desk.options.keymap)
@@ -211,6 +218,84 @@ class GradingApp(App[int]):
             self.call_from_thread(self.notify, f"Export failed: {exc}", severity="error")
             return
         self.call_from_thread(self.notify, f"Wrote {count} grades to {target}")
+
+    # -- the judge, in the background ---------------------------------------------------
+
+    def judge_query(self, query: int) -> None:
+        """Ask the judge about one query's ungraded passages, as the last ``raglabel
+        judge`` run on this file asked; grading goes on meanwhile."""
+        from raglabel.session.judging import latest_setup
+
+        qid = self.desk.catalog.queries[query].ext_id
+        if self.desk.project.path is None:
+            self.notify("The judge needs a project file.", severity="warning")
+            return
+        if self.judging is not None:
+            self.notify(f"The judge is still working on {self.judging}.", severity="warning")
+            return
+        setup = latest_setup(self.desk.project.conn)
+        if setup is None:
+            self.notify(
+                "No judge set up for this file: run `raglabel judge DB --base-url URL "
+                "--model NAME` once, and the app will ask the same way.",
+                severity="warning",
+                timeout=8,
+            )
+            return
+        self.judging = qid
+        self._judge_progress(query, f"judge: asking {', '.join(setup.models)} about {qid}…")
+        self._judge(query, qid, setup)
+
+    @work(thread=True, exclusive=True, group="judge")
+    def _judge(self, query: int, qid: str, setup: JudgeSetup) -> None:
+        from raglabel.session.judging import judge_query
+
+        assert self.desk.project.path is not None
+        worker = get_current_worker()
+        shown = [0.0]
+
+        def progress(tally: Tally) -> None:
+            moment = time.monotonic()
+            if moment - shown[0] < 0.1 and tally.done < tally.planned:
+                return
+            shown[0] = moment
+            text = f"judge {qid}: {tally.bar(12)} {tally.describe()}"
+            self.call_from_thread(self._judge_progress, query, text)
+
+        try:
+            finished = judge_query(
+                self.desk.project.path,
+                qid,
+                setup,
+                on_progress=progress,
+                should_stop=lambda: worker.is_cancelled,
+            )
+        except Exception as exc:
+            self.call_from_thread(self._judge_done, query, None, f"{type(exc).__name__}: {exc}")
+            return
+        self.call_from_thread(self._judge_done, query, finished, None)
+
+    def _judge_progress(self, query: int, text: str) -> None:
+        if isinstance(self.screen, GradeScreen):
+            self.screen.show_judge(text if self.screen.qi == query else f"{text} (other query)")
+
+    def _judge_done(self, query: int, finished: Finished | None, error: str | None) -> None:
+        qid, self.judging = self.judging, None
+        if finished is None or finished.tally.stopped:
+            reason = error if finished is None else finished.tally.stopped
+            self.notify(f"Judge stopped on {qid}: {reason}", severity="error", timeout=10)
+            summary = f"judge {qid}: stopped"
+        else:
+            t = finished.tally
+            summary = (
+                f"judge {qid}: {t.ok} new suggestions, {t.failed} failed, {t.cached} already there"
+            )
+            self.notify(summary, timeout=4)
+        screen = self.screen
+        if isinstance(screen, GradeScreen):
+            screen.show_judge(summary)
+            if screen.qi == query:
+                screen.load(query, screen.current)
 
 
 def create_app(options: AppOptions, desk: Desk | None = None) -> GradingApp:

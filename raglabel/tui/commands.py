@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from raglabel.tui.screens.grade import GradeScreen
+
 if TYPE_CHECKING:
     from raglabel.tui.app import GradingApp
 
@@ -35,6 +37,23 @@ class LabelCommands(Provider):
             ("Runs: means, intervals and comparisons", "open the Runs screen", app.action_runs),
             ("Help: rubric and keys", "the 1-5 scale in full and every key", app.action_help),
         ]
+        screen = app.screen
+        if isinstance(screen, GradeScreen):
+            query = desk.catalog.queries[screen.qi].ext_id
+            commands.append(
+                (
+                    f"Judge query {query}",
+                    "LLM suggestions for its ungraded passages, in the background",
+                    screen.action_judge,
+                )
+            )
+            commands.append(
+                (
+                    f"Accept all suggestions for {query}",
+                    "as your grades, for passages you have not graded (asks first)",
+                    screen.action_accept_all,
+                )
+            )
         for k in desk.options.cutoffs:
             commands.append(
                 (f"Set K to {k}", "the cutoff of every metric and hole", partial(app.set_k, k))

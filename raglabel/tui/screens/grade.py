@@ -16,6 +16,7 @@ from textual.widgets import Footer, Static
 
 from raglabel.session.desk import Change, PassageRow, Timing
 from raglabel.tui.keys import bind
+from raglabel.tui.screens.confirm import ConfirmScreen
 from raglabel.tui.screens.prompt import PromptScreen
 from raglabel.tui.widgets.format import GRADE_NAMES
 from raglabel.tui.widgets.metrics_panel import MetricsPanel
@@ -36,6 +37,8 @@ class GradeScreen(Screen[None]):
         *(bind(f"grade_{g}", f"grade({g})") for g in (1, 2, 3, 4, 5)),
         bind("clear", "clear"),
         bind("accept", "accept", show=False),
+        bind("accept_all", "accept_all", show=False),
+        bind("judge", "judge", show=False),
         bind("skip", "skip"),
         bind("flag", "flag", show=False),
         bind("queue", "queue"),
@@ -70,6 +73,7 @@ class GradeScreen(Screen[None]):
                 yield PassageView(id="passage")
                 yield MetricsPanel(id="metrics")
         yield SaveMark(id="status")
+        yield Static(id="judge-progress")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -125,7 +129,9 @@ class GradeScreen(Screen[None]):
         self._active_ms = 0
         desk = self.glapp.desk
         passage = None if pid is None else desk.passage(pid)
-        self.query_one(PassageView).show(passage, desk.catalog.queries[self.qi].text)
+        row = None if pid is None else self.rows.get(pid)
+        suggestion = None if row is None else row.suggestion
+        self.query_one(PassageView).show(passage, desk.catalog.queries[self.qi].text, suggestion)
 
     def select(self, pid: int) -> None:
         self.query_one(PassageList).select(pid)
@@ -232,6 +238,59 @@ class GradeScreen(Screen[None]):
         self.show_change(change)
         self._saved(change)
         self._advance()
+
+    def action_accept_all(self) -> None:
+        """Every suggestion for this query's passages the annotator has not graded,
+        after a yes: one key must not write dozens of grades by accident."""
+        desk = self.glapp.desk
+        todo = [
+            row for row in desk.passages(self.qi) if row.suggestion is not None and row.own is None
+        ]
+        if not todo:
+            self.query_one(SaveMark).note("No suggestion left to accept for this query.")
+            return
+        flagged = sum(
+            row.suggestion is not None and row.suggestion.flagged is not None for row in todo
+        )
+        warning = f" ({flagged} flagged for a human look)" if flagged else ""
+        question = (
+            f"Accept the judge's grade for {len(todo)} passages you have not graded{warning}?"
+        )
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self._accept_rows(todo)
+
+        self.app.push_screen(ConfirmScreen(question), done)
+
+    def _accept_rows(self, rows: list[PassageRow]) -> None:
+        desk = self.glapp.desk
+        saved = 0
+        for row in rows:
+            assert row.suggestion is not None
+            try:
+                change = desk.grade(
+                    self.qi, row.pid, row.suggestion.grade, self._timing(), accepted=True
+                )
+            except Exception as exc:
+                self.query_one(SaveMark).failed(f"after {saved} accepted: {exc}")
+                self.app.bell()
+                break
+            self.glapp.changed(change)
+            saved += 1
+        self.load(self.qi, self.current)
+        if saved == len(rows):
+            self.query_one(SaveMark).saved(
+                f"accepted {saved} suggestions as your grades (u undoes them one by one)"
+            )
+
+    def action_judge(self) -> None:
+        self.glapp.judge_query(self.qi)
+
+    def show_judge(self, text: str) -> None:
+        line = self.query_one("#judge-progress", Static)
+        line.update(Text(text, style="italic #8a8aff"))
+        line.display = bool(text)
 
     def action_skip(self) -> None:
         if self.current is None:

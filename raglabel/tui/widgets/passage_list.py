@@ -25,7 +25,10 @@ def _suggestion_cell(row: PassageRow) -> Text:
         return Text("")
     spread = "" if s.low == s.high else f" {s.low}-{s.high}"
     # Italic and dim on purpose: a suggestion must never be mistaken for a grade.
-    return Text(f"~{s.grade}{spread}", style="italic #8a8aff")
+    cell = Text(f"~{s.grade}{spread}", style="italic #8a8aff")
+    if s.flagged:
+        cell.append("!", style="bold red")
+    return cell
 
 
 def _passage_cell(row: PassageRow) -> Text:

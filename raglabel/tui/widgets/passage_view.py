@@ -9,6 +9,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from raglabel.session.catalog import Passage
+from raglabel.session.suggestions import Suggestion
 
 # Words too common to be worth highlighting in a passage.
 _STOP = frozenset(
@@ -77,14 +78,33 @@ def highlighted(text: str, terms: list[str]) -> Text:
     return out
 
 
+def judge_line(s: Suggestion | None) -> Text:
+    """The judge's view, worded and styled so it never reads as a grade."""
+    if s is None:
+        return Text("")
+    spread = "" if s.low == s.high else f", answers ranged {s.low}-{s.high}"
+    out = Text(f"judge suggests {s.grade} ({', '.join(s.models)}{spread})", style="italic #8a8aff")
+    if s.reason:
+        out.append(f": {s.reason}", style="italic dim")
+    if s.flagged:
+        out.append(f"\n⚠ check by hand: {s.flagged}", style="bold red")
+    return out
+
+
 class PassageView(VerticalScroll):
     def compose(self):  # type: ignore[no-untyped-def]
         yield Static(id="passage-title")
+        yield Static(id="passage-judge")
         yield Static(id="passage-text")
 
-    def show(self, passage: Passage | None, query: str) -> None:
+    def show(
+        self, passage: Passage | None, query: str, suggestion: Suggestion | None = None
+    ) -> None:
         title = self.query_one("#passage-title", Static)
         body = self.query_one("#passage-text", Static)
+        judge = self.query_one("#passage-judge", Static)
+        judge.update(judge_line(suggestion))
+        judge.display = suggestion is not None
         if passage is None:
             title.update("")
             body.update(Text("No candidate passages for this query.", style="dim"))
