@@ -11,7 +11,7 @@ import itertools
 import json
 import random
 import re
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -1352,7 +1352,7 @@ async def test_requests_per_minute_spaces_request_starts() -> None:
 
 
 def runner_on(
-    handler: Callable[[httpx.Request], Awaitable[httpx.Response]],
+    handler: Callable[[httpx.Request], Coroutine[None, None, httpx.Response]],
     concurrency: int,
     outcomes: list[Outcome],
 ) -> tuple[ChatClient, JudgeRun]:
