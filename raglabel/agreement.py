@@ -78,14 +78,11 @@ class AgreementReport:
     alpha_with_judge: float | None
     pairs: list[PairAgreement]
     confusion: list[list[int]] | None  # rows: humans' grade 1..5, columns: the judge's
-    accepted: int
-    offered: int
+    accepted: int  # human grades that took the suggestion as it was
+    offered: int  # human-graded pairs that had a suggestion
+    accepted_share: float | None
     queries: list[QueryGap]
     runs: list[RunComparison] = field(default_factory=list)
-
-    @property
-    def accepted_share(self) -> float | None:
-        return self.accepted / self.offered if self.offered else None
 
 
 def agreement(
@@ -120,6 +117,9 @@ def agreement(
         confusion=table,
         accepted=ratings.accepted,
         offered=ratings.with_suggestion,
+        accepted_share=ratings.accepted / ratings.with_suggestion
+        if ratings.with_suggestion
+        else None,
         queries=_gaps(judge, ratings.resolved, shared)[:top_queries],
     )
     if judge and metrics:

@@ -18,6 +18,7 @@ import pytest
 from chat_server import ChatServer
 
 from raglabel.cli.main import main
+from raglabel.formats.suggestion_line import SuggestionLine
 
 SECRET = "sk-test-DO-NOT-LEAK-4242"
 ROOT = Path(__file__).resolve().parents[1]
@@ -273,6 +274,8 @@ def test_repeats_and_models_keep_every_answer_and_show_the_spread(
     assert code == 0, err
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(records) == 2
+    for record in records:
+        SuggestionLine.model_validate(record)
     for record in records:
         assert {"query_id", "passage_id", "grade", "model", "source", "reason", "flagged"} <= set(
             record

@@ -72,9 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def as_json(report: AgreementReport) -> dict[str, Any]:
-    data = dataclasses.asdict(report)
-    data["accepted_share"] = report.accepted_share
-    return data
+    return dataclasses.asdict(report)
 
 
 def _num(value: float | None, digits: int = 3) -> str:

@@ -9,20 +9,26 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel
+from pydantic import TypeAdapter
 
+from raglabel.agreement import AgreementReport
 from raglabel.formats.report import Report
 from raglabel.formats.samples import Sample
+from raglabel.formats.suggestion_line import SuggestionLine
 
-SCHEMAS: dict[str, type[BaseModel]] = {
+# Models and plain dataclasses alike: TypeAdapter reads the schema of either.
+SCHEMAS: dict[str, Any] = {
     "report.schema.json": Report,
     "samples-line.schema.json": Sample,
+    "suggestion-line.schema.json": SuggestionLine,
+    "agree-report.schema.json": AgreementReport,
 }
 
 
-def render(model: type[BaseModel]) -> str:
-    schema = model.model_json_schema(mode="serialization")
+def render(model: Any) -> str:
+    schema = TypeAdapter(model).json_schema(mode="serialization")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
 

@@ -12,6 +12,7 @@ from typing import Any
 from raglabel.errors import UsageError
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.output import atomic_text
+from raglabel.formats.suggestion_line import SuggestionLine
 from raglabel.storage.labelfile import FIELDS
 from raglabel.storage.labels import LabelChoice, resolved_labels
 
@@ -82,23 +83,7 @@ def _records(conn: sqlite3.Connection, history: bool) -> Iterator[dict[str, Any]
         yield record
 
 
-SUGGESTION_FIELDS = (
-    "query_id",
-    "passage_id",
-    "grade",
-    "model",
-    "source",
-    "reason",
-    "flagged",
-    "flag_reason",
-    "low",
-    "high",
-    "answers",
-    "endpoint",
-    "prompt_version",
-    "params",
-    "created_at",
-)
+SUGGESTION_FIELDS = tuple(SuggestionLine.model_fields)
 
 
 def _suggestion_records(conn: sqlite3.Connection) -> Iterator[dict[str, Any]]:
@@ -112,23 +97,23 @@ def _suggestion_records(conn: sqlite3.Connection) -> Iterator[dict[str, Any]]:
     )
     for qid, pid, grade, model, reason, flagged, low, high, answers, *rest in rows:
         endpoint, version, params, created = rest
-        yield {
-            "query_id": qid,
-            "passage_id": pid,
-            "grade": grade,
-            "model": model,
-            "source": "judge",
-            "reason": reason,
-            "flagged": flagged is not None,
-            "flag_reason": flagged,
-            "low": grade if low is None else low,
-            "high": grade if high is None else high,
-            "answers": answers or 1,
-            "endpoint": endpoint,
-            "prompt_version": version,
-            "params": None if params is None else json.loads(params),
-            "created_at": created,
-        }
+        line = SuggestionLine(
+            query_id=qid,
+            passage_id=pid,
+            grade=grade,
+            model=model,
+            reason=reason,
+            flagged=flagged is not None,
+            flag_reason=flagged,
+            low=grade if low is None else low,
+            high=grade if high is None else high,
+            answers=answers or 1,
+            endpoint=endpoint,
+            prompt_version=version,
+            params=None if params is None else json.loads(params),
+            created_at=created,
+        )
+        yield line.model_dump(mode="json")
 
 
 def export_jsonl(
