@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import cli
 
-from raglabel.cli.main import main
 from raglabel.metrics.agreement import weighted_kappa
 from raglabel.storage.grades import GradeEvent, record
 from raglabel.storage.project import Project
@@ -24,16 +24,6 @@ RUNS = {  # three orders of the six passages
     "middle": ["p3", "p1", "p6", "p2", "p5", "p4"],
     "worst": ["p5", "p4", "p6", "p3", "p2", "p1"],
 }
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def build(tmp_path: Path, capsys: pytest.CaptureFixture[str], judges: dict[str, list[int]]) -> Path:

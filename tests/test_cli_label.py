@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import cli
 
-from raglabel.cli.main import build_parser, main
+from raglabel.cli.main import build_parser
 from raglabel.metrics.config import MetricConfig
 from raglabel.session.options import AppOptions
 from raglabel.storage.project import Project
@@ -54,16 +55,6 @@ def db(tmp_path: Path) -> Path:
     path = tmp_path / "project.db"
     Project.create(path).close()
     return path
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as exc:  # argparse and UsageError leave through parser.exit
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def label(

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import cli
 
 from raglabel.cli.main import build_parser, main
 from raglabel.storage.grades import GradeEvent, record, undo_last
@@ -41,17 +42,6 @@ def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
         text=True,
         check=False,
     )
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of ``raglabel ARGS`` run in this process."""
-    capsys.readouterr()  # drop anything printed before, e.g. by fixtures
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as exc:  # argparse and UsageError leave through parser.exit
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def ok(capsys: pytest.CaptureFixture[str], *args: str | Path) -> str:

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from chat_server import ChatServer
+from cli_helpers import cli
 
-from raglabel.cli.main import main
 from raglabel.formats.suggestion_line import SuggestionLine
 
 SECRET = "sk-test-DO-NOT-LEAK-4242"
@@ -45,16 +45,6 @@ def passage_text(pid: str) -> str:
     grade, faults = SCRIPT[pid]
     fault = f" [[fault:{pid}:{faults}]]" if faults else ""
     return f"Passage {pid} about tidal energy and its turbines. [[grade={grade}]]{fault}"
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def rows(db: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

@@ -1,0 +1,20 @@
+"""Running ``raglabel`` in the test's own process, as several test files do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from raglabel.cli.main import main
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of ``raglabel ARGS``."""
+    capsys.readouterr()  # drop anything printed before, e.g. by fixtures
+    try:
+        code = main([str(a) for a in args])
+    except SystemExit as exc:  # argparse and UsageError leave through parser.exit
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
