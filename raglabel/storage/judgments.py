@@ -174,6 +174,11 @@ class JudgmentLog:
         repeats: int,
         api_key_env: str | None,
     ) -> JudgmentLog:
+        # Answers can always be asked for again, so this connection (which writes only
+        # judgments) skips the fsync per commit: a power cut may cost the last few
+        # answers, never consistency, and the event loop no longer stalls on the disk.
+        # Human grades are written on other connections, at FULL.
+        project.conn.execute("PRAGMA synchronous = NORMAL")
         with project.write():
             project.conn.execute(
                 "INSERT OR IGNORE INTO prompt (version, text, created_at) VALUES (?, ?, ?)",
