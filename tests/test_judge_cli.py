@@ -153,6 +153,10 @@ def test_faults_end_graded_or_failed_and_rerun_asks_only_failures(
     assert {r.headers.get("authorization") for r in server.requests} == {f"Bearer {SECRET}"}
     bodies = [r.body for r in server.requests if r.body]
     assert all(body["temperature"] == 0 for body in bodies)
+    assert server.max_in_flight <= 4
+    # The retry after the 429 waited at least the 0.1 s its Retry-After asked for.
+    first, second = [r.received_at for r in server.requests if "p02" in r.keys][:2]
+    assert second - first >= 0.1
 
     # The second run asks again only for the three failures, which now succeed.
     before = server.count()
