@@ -23,3 +23,8 @@ class InputError(Exception):
 
 class UsageError(Exception):
     """Options that do not fit together; reported like argparse's own errors (exit 2)."""
+
+
+class StorageError(Exception):
+    """The project file refused a write (read-only, disk full, locked too long, I/O
+    error). The transaction was rolled back: nothing of it was saved."""

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from raglabel import __version__
 from raglabel.cli import agree_cmd, eval_cmd, export_cmd, import_cmd, init_cmd, judge_cmd, label_cmd
-from raglabel.errors import InputError, UsageError
+from raglabel.errors import InputError, StorageError, UsageError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -40,6 +40,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"raglabel {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except StorageError as exc:
+        print(f"raglabel {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     except KeyboardInterrupt:
         print("raglabel: interrupted", file=sys.stderr)
         return 130

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-from raglabel.errors import InputError
+from raglabel.errors import InputError, StorageError
 from raglabel.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
 #: "RAGL": marks a SQLite file as a raglabel project (SQLite's application_id header).
@@ -149,14 +149,41 @@ class Project:
         ``with`` statement returns; any exception rolls all of it back. Calls through
         ``self.db`` (sqlite-utils) made inside nest as savepoints.
         """
-        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise self._refused(exc) from exc
         try:
             yield
-        except BaseException:
+            self.conn.execute("COMMIT")
+        except BaseException as exc:
             if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
+                # SQLite may have rolled back already (a full disk does that).
+                with suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError):
+                raise self._refused(exc) from exc
             raise
-        self.conn.execute("COMMIT")
+
+    def _refused(self, exc: sqlite3.OperationalError) -> StorageError:
+        """What the user reads when the file refuses a write, in words that say what
+        to do; every caller has rolled back, so nothing was saved."""
+        where = str(self.path) if self.path is not None else "the in-memory project"
+        text = str(exc).lower()
+        if "readonly" in text or "read-only" in text:
+            why = f"{where} is read-only (or its folder is)"
+        elif "full" in text:
+            why = f"the disk holding {where} is full; free some space and try again"
+        elif "locked" in text or "busy" in text:
+            why = (
+                f"another process kept {where} locked for over {BUSY_TIMEOUT_S:.0f} s;"
+                " try again"
+            )
+        elif "i/o" in text:
+            why = f"the disk reported an I/O error on {where}"
+        else:
+            why = f"{where} refused the write ({exc})"
+        return StorageError(f"nothing was saved: {why}")
 
     # -- schema ----------------------------------------------------------------------
 
