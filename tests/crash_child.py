@@ -1,0 +1,47 @@
+"""A grader to be killed: grades through the grading app's own session code (Desk) and
+acknowledges each action on stdout only after the call has returned, as the app shows
+"saved" only then. The crash tests SIGKILL it and check every acknowledged action.
+
+    python tests/crash_child.py DB ANNOTATOR FIRST SEED
+
+Actions are numbered from FIRST; action i is chosen from (SEED, i) alone, so a restarted
+child goes on where its killed predecessor was acknowledged.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+from raglabel.session.desk import Desk
+from raglabel.session.options import AppOptions
+
+
+def main() -> None:
+    db, annotator, first, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    desk = Desk.open(AppOptions(project=Path(db), annotator=annotator))
+    pairs = [(q, pid) for q, pids in enumerate(desk.catalog.candidates) for pid in pids]
+    print("READY", flush=True)
+    i = first
+    while True:
+        rng = random.Random(seed * 1_000_003 + i)
+        q, pid = rng.choice(pairs)
+        roll = rng.random()
+        if roll < 0.1:
+            change = desk.undo()
+            if change is None:
+                i += 1
+                continue
+        elif roll < 0.15:
+            change = desk.clear(q, pid)
+        else:
+            change = desk.grade(q, pid, rng.randint(1, 5))
+        query = desk.catalog.queries[change.query].ext_id
+        passage = desk.catalog.passage_ext[change.pid]
+        print(f"ACK {i} {change.kind} {change.event_id} {query} {passage}", flush=True)
+        i += 1
+
+
+if __name__ == "__main__":
+    main()
