@@ -2,10 +2,11 @@
 acknowledges each action on stdout only after the call has returned, as the app shows
 "saved" only then. The crash tests SIGKILL it and check every acknowledged action.
 
-    python tests/crash_child.py DB ANNOTATOR FIRST SEED
+    python tests/crash_child.py DB ANNOTATOR FIRST SEED [COUNT [grades]]
 
 Actions are numbered from FIRST; action i is chosen from (SEED, i) alone, so a restarted
-child goes on where its killed predecessor was acknowledged.
+child goes on where its killed predecessor was acknowledged. With COUNT it stops after
+that many acknowledged actions; with "grades" every action is a grade (no undo, clear).
 """
 
 from __future__ import annotations
@@ -20,14 +21,16 @@ from raglabel.session.options import AppOptions
 
 def main() -> None:
     db, annotator, first, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    count = int(sys.argv[5]) if len(sys.argv) > 5 else None
+    grades_only = len(sys.argv) > 6 and sys.argv[6] == "grades"
     desk = Desk.open(AppOptions(project=Path(db), annotator=annotator))
     pairs = [(q, pid) for q, pids in enumerate(desk.catalog.candidates) for pid in pids]
     print("READY", flush=True)
     i = first
-    while True:
+    while count is None or i < first + count:
         rng = random.Random(seed * 1_000_003 + i)
         q, pid = rng.choice(pairs)
-        roll = rng.random()
+        roll = 1.0 if grades_only else rng.random()
         if roll < 0.1:
             change = desk.undo()
             if change is None:
