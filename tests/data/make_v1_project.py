@@ -59,8 +59,9 @@ def _stamp(seconds: float | None) -> str | None:
     return (START + timedelta(seconds=seconds)).isoformat(timespec="milliseconds")
 
 
-def build(path: Path) -> None:
-    project = build_at_version(path, 1)
+def build(path: Path, version: int = 1) -> None:
+    """Version 1's content; ``make_v2_project`` builds on it at schema version 2."""
+    project = build_at_version(path, version)
     conn = project.conn
     with project.write():
         conn.executemany(
