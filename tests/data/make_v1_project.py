@@ -14,6 +14,7 @@ them.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -97,10 +98,11 @@ def build(path: Path, version: int = 1) -> None:
     project.close()
 
 
-def main() -> None:
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else TARGET
+def main(builder: Callable[[Path], None] = build, default: Path = TARGET) -> None:
+    """Write the file (to the path given on the command line, else the committed one)."""
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else default
     target.unlink(missing_ok=True)
-    build(target)
+    builder(target)
     print(f"wrote {target}")
 
 

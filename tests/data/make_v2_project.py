@@ -56,12 +56,5 @@ def build(path: Path) -> None:
         conn.close()
 
 
-def main() -> None:
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else TARGET
-    target.unlink(missing_ok=True)
-    build(target)
-    print(f"wrote {target}")
-
-
 if __name__ == "__main__":
-    main()
+    make_v1_project.main(build, TARGET)
