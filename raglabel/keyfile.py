@@ -16,6 +16,7 @@ from pydantic import (
 
 from raglabel.errors import InputError
 from raglabel.keymap import BINDING_IDS, _keys
+from raglabel.tomlfile import line_of
 
 
 def _binding(name: str) -> str:
@@ -51,25 +52,31 @@ class KeyFile(BaseModel):
         return self
 
 
-def _message(exc: ValidationError) -> str:
+def _message(exc: ValidationError, text: str) -> tuple[str, int | None]:
     problems = []
+    line: int | None = None
     for error in exc.errors():
+        keys = [str(part) for part in error["loc"] if part != "[key]"]
+        if line is None and keys:
+            line = line_of(text, keys[-1], "keys" if len(keys) > 1 else None)
         where = ".".join(str(part) for part in error["loc"] if part != "[key]")
         if error["type"] == "extra_forbidden":
             problems.append(f"unknown setting {where!r}: a key file holds only a [keys] table")
             continue
         cause = error.get("ctx", {}).get("error")
-        text = str(cause) if cause is not None else error["msg"]
+        said = str(cause) if cause is not None else error["msg"]
         if error["type"] == "dict_type":
-            text = "must be a table of binding id = keys"
-        problems.append(f"{where}: {text}" if where else text)
-    return "; ".join(problems)
+            said = "must be a table of binding id = keys"
+        problems.append(f"{where}: {said}" if where else said)
+    return "; ".join(problems), line
 
 
-def parse_keys(path: Path, table: dict[str, Any]) -> dict[str, str]:
-    """The remapped ids of a key file's TOML ``table``, each to its keys joined by commas."""
+def parse_keys(path: Path, table: dict[str, Any], text: str = "") -> dict[str, str]:
+    """The remapped ids of a key file's TOML ``table``, each to its keys joined by commas;
+    ``text`` (the file's) lets an error name the line."""
     try:
         parsed = KeyFile.model_validate(table)
     except ValidationError as exc:
-        raise InputError(path, _message(exc)) from None
+        message, line = _message(exc, text)
+        raise InputError(path, message, line) from None
     return {name: ",".join(keys) for name, keys in parsed.keys.items()}

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 import unicodedata
 from pathlib import Path
 from typing import Any
 
 from raglabel.errors import InputError
+from raglabel.tomlfile import read_toml
 
 #: Binding id -> (default keys, comma-separated; description). The order is the help
 #: screen's.
@@ -136,21 +136,8 @@ def load_keymap(path: Path | None = None) -> dict[str, str]:
             path = default_path()
             if not path.is_file():
                 return {}
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(path, "no such key file") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read the key file: {exc.strerror or exc}") from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"is not UTF-8 text (bad byte at offset {exc.start})") from None
-    try:
-        table = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(path, f"is not valid TOML: {exc}") from None
+    table, text = read_toml(path, "key file")
     # pydantic only when there is a file to check: the app's start should not pay for it.
     from raglabel.keyfile import parse_keys
 
-    return parse_keys(path, table)
+    return parse_keys(path, table, text)

@@ -228,9 +228,9 @@ def test_key_file(
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('[keys]\nundoo = "z"\n', "keys.undoo: unknown binding 'undoo'; valid ids: "),
-        ('[keys]\nundo = "x"\n', "key 'x' is bound to both 'clear' and 'undo'"),
-        ("[keys\n", "is not valid TOML: "),
+        ('[keys]\nundoo = "z"\n', ":2: keys.undoo: unknown binding 'undoo'; valid ids: "),
+        ('[keys]\nundo = "x"\n', ": key 'x' is bound to both 'clear' and 'undo'"),
+        ("[keys\n", ":1: is not valid TOML: "),
     ],
 )
 def test_key_file_errors_name_the_file(
@@ -243,7 +243,7 @@ def test_key_file_errors_name_the_file(
     keys = db.parent / "my keys.toml"
     keys.write_text(text)
     err = refused(capsys, started, "label", db, "--keys", keys)
-    assert err.startswith(f"raglabel label: error: {keys}: {message}")
+    assert err.startswith(f"raglabel label: error: {keys}{message}")
 
 
 def test_missing_key_file(
@@ -453,7 +453,7 @@ def test_demo_option_errors(
     )
     keys = tmp_path / "keys.toml"
     keys.write_text('[keys]\nnope = "z"\n')
-    assert f"{keys}: keys.nope: unknown binding" in refused(
+    assert f"{keys}:2: keys.nope: unknown binding" in refused(
         capsys, started, "demo", "--path", path, "--keys", keys
     )
     assert not path.exists()

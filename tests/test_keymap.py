@@ -168,14 +168,21 @@ def test_missing_explicit_file(tmp_path: Path) -> None:
 
 
 def test_toml_syntax_error_names_line_and_column(tmp_path: Path) -> None:
-    message = error(keyfile(tmp_path, '[keys]\nundo = "u\n'))
+    path = keyfile(tmp_path, '[keys]\nundo = "u\n')
+    message = error(path)
     assert message.startswith("is not valid TOML: ")
-    assert "line 2" in message and "column" in message
+    assert "column" in message
+    with pytest.raises(InputError) as raised:
+        load_keymap(path)
+    assert raised.value.line == 2
 
 
 def test_not_utf8(tmp_path: Path) -> None:
-    message = error(keyfile(tmp_path, b'[keys]\nundo = "\xff"\n'))
-    assert message == "is not UTF-8 text (bad byte at offset 15)"
+    path = keyfile(tmp_path, b'[keys]\nundo = "\xff"\n')
+    assert error(path) == "is not UTF-8 text (byte 9 of the line)"
+    with pytest.raises(InputError) as raised:
+        load_keymap(path)
+    assert raised.value.line == 2
 
 
 def test_unknown_binding_lists_the_valid_ids(tmp_path: Path) -> None:

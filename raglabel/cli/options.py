@@ -52,6 +52,9 @@ def cutoffs_option(text: str, option: str = "-k") -> list[int]:
 def add_convention_options(group: Any) -> None:
     """The metric spec's conventions every metric-computing command takes (``group`` is a
     parser or an argument group)."""
+    group.add_argument(
+        "--config", metavar="FILE", help="a TOML file with a [metrics] table of conventions"
+    )
     group.add_argument("--gain-map", metavar="MAP", help="grade:gain pairs for nDCG")
     group.add_argument("--relevance-threshold", type=int, metavar="G", help="relevant: grade >= G")
     group.add_argument("--harm-threshold", type=int, metavar="G", help="harm: grade <= G")
@@ -65,6 +68,10 @@ def metric_config(args: argparse.Namespace) -> MetricConfig:
     from raglabel.metrics.config import ConfigError, MetricConfig
 
     fields: dict[str, object] = {}
+    if getattr(args, "config", None):
+        from raglabel.configfile import load_config_fields
+
+        fields.update(load_config_fields(Path(args.config)))
     for option in ("alpha", "cap4", "cap3", "relevance_threshold", "harm_threshold"):
         value = getattr(args, option)
         if value is not None:

@@ -175,10 +175,7 @@ class Project:
         elif "full" in text:
             why = f"the disk holding {where} is full; free some space and try again"
         elif "locked" in text or "busy" in text:
-            why = (
-                f"another process kept {where} locked for over {BUSY_TIMEOUT_S:.0f} s;"
-                " try again"
-            )
+            why = f"another process kept {where} locked for over {BUSY_TIMEOUT_S:.0f} s; try again"
         elif "i/o" in text:
             why = f"the disk reported an I/O error on {where}"
         else:
