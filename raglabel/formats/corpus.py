@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from raglabel.errors import InputError
 from raglabel.formats.jsonl import Identifier, describe, objects, validated
+from raglabel.formats.limits import check_line, id_problem
 from raglabel.formats.lines import check_readable
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.rows import QrelsRows
@@ -81,6 +82,7 @@ def _tsv_pairs(path: Path, what: str) -> list[tuple[int, str, str]]:
     rows: list[tuple[int, str, str]] = []
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
+            check_line(path, raw, number)
             try:
                 line = raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError:
@@ -94,6 +96,9 @@ def _tsv_pairs(path: Path, what: str) -> list[tuple[int, str, str]]:
                 continue
             if not ident.strip() or ident != ident.strip():
                 raise InputError(path, "the id is empty or has white space around it", number)
+            problem = id_problem(ident)
+            if problem:
+                raise InputError(path, problem, number)
             if not text.strip():
                 raise InputError(path, f"{what} {ident!r} has no text", number)
             rows.append((number, ident, text))

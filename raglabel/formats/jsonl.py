@@ -10,6 +10,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, ValidationError
 
 from raglabel.errors import InputError
+from raglabel.formats.limits import check_line, id_problem
 from raglabel.formats.lines import check_readable
 
 
@@ -26,6 +27,9 @@ def _one_line(value: str) -> str:
         raise ValueError("an id may not contain tabs, line breaks or NUL")
     if value != value.strip():
         raise ValueError("an id may not start or end with white space")
+    problem = id_problem(value)
+    if problem:
+        raise ValueError(problem)
     return value
 
 
@@ -45,6 +49,7 @@ def objects(path: Path) -> Iterator[tuple[int, Any]]:
     check_readable(path)
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
+            check_line(path, raw, number)
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -55,6 +60,8 @@ def objects(path: Path) -> Iterator[tuple[int, Any]]:
                 yield number, json.loads(text)
             except json.JSONDecodeError as exc:
                 raise InputError(path, f"not valid JSON ({exc.msg})", number) from None
+            except RecursionError:
+                raise InputError(path, "not valid JSON (nested too deeply)", number) from None
 
 
 M = TypeVar("M", bound=BaseModel)

@@ -142,7 +142,6 @@ def gold_grades(
         return dict.fromkeys(expected, 5)
     if not expected:
         return {}
-    labels = np.array(list(expected.values()), dtype=np.int64)
     if grade_map is None:
         bad = [(pid, g) for pid, g in expected.items() if not 1 <= g <= 5]
         if bad:
@@ -154,13 +153,21 @@ def gold_grades(
                 number,
             )
         return dict(expected)
-    grades, uncovered = grade_map.apply(labels)
-    if uncovered.any():
-        pid = list(expected)[int(np.flatnonzero(uncovered)[0])]
-        raise InputError(
+
+    def not_covered(pid: str) -> InputError:
+        return InputError(
             path,
             f"field expected_output.{pid}: label {expected[pid]} is not covered by "
             f"--grade-map ({grade_map.describe()})",
             number,
         )
+
+    # A label beyond int64 is covered by no map; say so before numpy overflows on it.
+    huge = next((pid for pid, g in expected.items() if not -(2**62) <= g <= 2**62), None)
+    if huge is not None:
+        raise not_covered(huge)
+    labels = np.array(list(expected.values()), dtype=np.int64)
+    grades, uncovered = grade_map.apply(labels)
+    if uncovered.any():
+        raise not_covered(list(expected)[int(np.flatnonzero(uncovered)[0])])
     return {pid: int(g) for pid, g in zip(expected, grades, strict=True)}
