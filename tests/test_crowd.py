@@ -124,3 +124,48 @@ def test_four_graders_a_judge_and_readers_at_once(demo_db: Path) -> None:
         )
     assert per_grader == {f"crowd{n}": GRADES for n in range(GRADERS)}
     assert_sound(demo_db)
+
+
+def test_backup_while_graders_write_is_a_sound_project(demo_db: Path, tmp_path: Path) -> None:
+    grader = subprocess.Popen(
+        [
+            sys.executable,
+            str(HERE / "crash_child.py"),
+            str(demo_db),
+            "busy",
+            "0",
+            "7",
+            str(GRADES),
+            "grades",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert grader.stdout is not None and grader.stdout.readline() == "READY\n"
+    copy = tmp_path / "copy.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "raglabel", "backup", str(demo_db), str(copy)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    _, err = grader.communicate(timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert grader.returncode == 0, err
+    assert_sound(copy)
+    again = subprocess.run(
+        [sys.executable, "-m", "raglabel", "backup", str(demo_db), str(copy)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert again.returncode == 2 and "never overwrites" in again.stderr
+    code = subprocess.run(
+        [sys.executable, "-m", "raglabel", "eval", str(copy), "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert code.returncode == 0, code.stderr

@@ -7,7 +7,16 @@ import sys
 from collections.abc import Sequence
 
 from raglabel import __version__
-from raglabel.cli import agree_cmd, eval_cmd, export_cmd, import_cmd, init_cmd, judge_cmd, label_cmd
+from raglabel.cli import (
+    agree_cmd,
+    backup_cmd,
+    eval_cmd,
+    export_cmd,
+    import_cmd,
+    init_cmd,
+    judge_cmd,
+    label_cmd,
+)
 from raglabel.errors import InputError, StorageError, UsageError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -27,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     label_cmd.register(commands)
     judge_cmd.register(commands)
     agree_cmd.register(commands)
+    backup_cmd.register(commands)
     return parser
 
 

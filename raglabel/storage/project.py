@@ -182,6 +182,22 @@ class Project:
             why = f"{where} refused the write ({exc})"
         return StorageError(f"nothing was saved: {why}")
 
+    def backup_to(self, target: Path) -> int:
+        """A consistent copy of the whole project at ``target`` (which must not exist),
+        taken while other processes may be writing; returns the events it holds."""
+        partial = target.with_name(target.name + ".partial")
+        partial.unlink(missing_ok=True)
+        copy = sqlite3.connect(str(partial))
+        try:
+            self.conn.backup(copy)
+            copy.execute("PRAGMA journal_mode = WAL")
+            events = int(copy.execute("SELECT count(*) FROM event").fetchone()[0])
+        finally:
+            copy.close()
+        # Only a finished copy takes the name, so a failed backup never looks like one.
+        partial.rename(target)
+        return events
+
     # -- schema ----------------------------------------------------------------------
 
     @property
