@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +23,8 @@ from raglabel.metrics.names import MetricNameError, parse_metric_list
 from raglabel.metrics.run import RankedRun
 
 if TYPE_CHECKING:
+    import polars as pl
+
     # pydantic (behind maps and samples) is imported only when an option needs it, and
     # the row reader only for samples and stored runs.
     from raglabel.formats.maps import GradeMap
@@ -75,22 +78,34 @@ class PolarsBackend(Backend):
 
     kind = "polars"
 
-    def __init__(self, qrels: Path, grade_map: GradeMap | None) -> None:
+    def __init__(
+        self, qrels: Path, grade_map: GradeMap | None, first_run: Path | None = None
+    ) -> None:
         from raglabel.formats.align import Alignment
-        from raglabel.formats.trec import read_qrels
+        from raglabel.formats.trec import read_qrels, read_run
 
+        # The first run is parsed while the labels are fingerprinted: polars' parse
+        # leaves part of the second core idle. Its errors come out when it is asked for.
+        self._ahead: dict[Path, Future[pl.DataFrame]] = {}
+        if first_run is not None:
+            pool = ThreadPoolExecutor(max_workers=1)
+            self._ahead[first_run] = pool.submit(read_run, first_run)
+            pool.shutdown(wait=False)
         self._polars = Alignment.from_qrels(read_qrels(qrels, grade_map))
         self.labels = self._polars.labels
         self.warnings = self._polars.warnings
         self.sample_runs = []
+        self._fingerprint = self._polars.fingerprint()
 
     def fingerprint(self) -> str:
-        return self._polars.fingerprint()
+        return self._fingerprint
 
     def run_file(self, name: str, path: Path) -> RankedRun:
         from raglabel.formats.trec import read_run
 
-        return self._polars.run(name, read_run(path))
+        ahead = self._ahead.pop(path, None)
+        frame = read_run(path) if ahead is None else ahead.result()
+        return self._polars.run(name, frame)
 
 
 def _open_labels(
@@ -115,7 +130,8 @@ def _open_labels(
         size = sum(p.stat().st_size for p in files if p.is_file())
         reader = "python" if size <= SMALL_INPUT_BYTES else "polars"
     if reader == "polars":
-        return PolarsBackend(qrels, grade_map), None, str(qrels)
+        first = run_paths[0] if run_paths else None
+        return PolarsBackend(qrels, grade_map, first), None, str(qrels)
     return FileBackend(qrels, grade_map), None, str(qrels)
 
 

@@ -7,6 +7,7 @@ helpers check that in a few vectorised passes and then only move what must move
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,12 +31,45 @@ def _grouped(qidx: NDArray[np.int32], starts: NDArray[np.int64]) -> bool:
     return not bool((heads[1:] == heads[:-1]).any())
 
 
+@dataclass(frozen=True)
+class Reorder:
+    """A new row order: row ``rows[i]`` takes the value of old row ``source[i]``.
+
+    ``rows`` None: ``source`` lists every row. Otherwise only those rows move, all
+    within one query (tied scores), and every other row stays where it is: cheaper
+    than a permutation of millions of rows that leaves nearly all of them in place.
+    """
+
+    source: NDArray[np.int64]
+    rows: NDArray[np.int64] | None = None
+
+    def apply(self, values: NDArray[Any]) -> NDArray[Any]:
+        if self.rows is None:
+            moved: NDArray[Any] = values[self.source]
+            return moved
+        out = values.copy()
+        out[self.rows] = values[self.source]
+        return out
+
+    def queries(self, qidx: NDArray[np.int32]) -> NDArray[np.int32]:
+        """``qidx`` in the new order (unchanged when rows only move within a query)."""
+        return qidx if self.rows is not None else self.apply(qidx)
+
+    def permutation(self, n: int) -> NDArray[np.int64]:
+        """Old row of every new row."""
+        if self.rows is None:
+            return self.source
+        order = np.arange(n, dtype=np.int64)
+        order[self.rows] = self.source
+        return order
+
+
 def ranking_order(
     qidx: NDArray[np.int32],
     starts: NDArray[np.int64],
     score: NDArray[np.float64],
     docid: pl.Series,
-) -> NDArray[np.int64] | None:
+) -> Reorder | None:
     """Row order grouping queries, best first, ties by passage id descending (as bytes).
 
     None when the rows are in that order already; when they are grouped and sorted
@@ -53,7 +87,7 @@ def ranking_order(
             .to_numpy()
             .astype(np.int64)
         )
-        return ranked
+        return Reorder(ranked)
     tied_pair = same_query & (score[1:] == score[:-1])
     if not tied_pair.any():
         return None
@@ -65,11 +99,10 @@ def ranking_order(
     group = np.cumsum(~np.concatenate([[False], tied_pair])[rows])
     ties = pl.DataFrame({"_group": group, "_row": rows, "docid": docid.gather(rows)})
     reordered = ties.sort(["_group", "docid"], descending=[False, True])["_row"].to_numpy()
-    if np.array_equal(reordered, rows):
+    moved = reordered != rows
+    if not moved.any():
         return None
-    order = np.arange(qidx.size, dtype=np.int64)
-    order[rows] = reordered
-    return order
+    return Reorder(reordered[moved].astype(np.int64), rows[moved].astype(np.int64))
 
 
 def _in_query_order(

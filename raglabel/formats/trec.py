@@ -14,6 +14,7 @@ import polars as pl
 
 from raglabel.errors import InputError
 from raglabel.formats.grades import TREC_GRADES, GradeLookup
+from raglabel.formats.limits import MAX_ID_CHARS
 from raglabel.formats.lines import check_readable, is_canonical, line_of_row
 from raglabel.formats.rows import read_qrels_exactly, read_run_exactly
 
@@ -46,7 +47,10 @@ def _fast_frame(
                     missing_columns="insert",
                 )
                 .select([*keep, complete.alias("_complete")])
-                .collect()
+                # The streaming engine parses in batches, so the columns that are only
+                # checked for presence never exist whole: less memory, and fewer fresh
+                # pages to fault in, which costs more than the parsing here.
+                .collect(engine="streaming")
             )
         except (pl.exceptions.PolarsError, UnicodeDecodeError, ValueError):
             return None
@@ -55,6 +59,24 @@ def _fast_frame(
     if not frame["_complete"].all():
         return None
     return frame.drop("_complete")
+
+
+def _ids_fit(frame: pl.DataFrame) -> bool:
+    """Whether every id is short enough; else the exact reader names the first line
+    that is not."""
+    qids = frame["qid"]
+    names = qids.cat if qids.dtype == pl.Categorical else qids.str
+    docids = frame["docid"].str
+    # A string has no more characters than bytes, and its byte length is stored beside
+    # it: counting characters (which reads every byte) is needed only for long ids.
+    if max(_top(names.len_bytes()), _top(docids.len_bytes())) <= MAX_ID_CHARS:
+        return True
+    return max(_top(names.len_chars()), _top(docids.len_chars())) <= MAX_ID_CHARS
+
+
+def _top(lengths: pl.Series) -> int:
+    top = lengths.max()
+    return top if isinstance(top, int) else 0
 
 
 def _require_rows(path: Path, frame: pl.DataFrame, what: str) -> None:
@@ -69,15 +91,17 @@ def read_run(path: str | Path) -> pl.DataFrame:
     """
     path = Path(path)
     check_readable(path)
-    # Columns that are only checked for presence parse to cheap types. A rank that is
-    # not an integer sends the file to the exact reader, which ignores ranks.
+    # Columns that are only checked for presence parse to cheap types (strings: a batch
+    # of them is dropped at once, while a categorical hashes every value into the
+    # process-wide table). A rank that is not an integer sends the file to the exact
+    # reader, which ignores ranks.
     schema: dict[str, pl.DataType] = {
         "qid": pl.Categorical(),
-        "q0": pl.Categorical(),
+        "q0": pl.String(),
         "docid": pl.String(),
         "rank": pl.Int64(),
         "score": pl.Float64(),
-        "tag": pl.Categorical(),
+        "tag": pl.String(),
     }
     keep = ["qid", "docid", "score"]
     # polars reads much faster without looking for comments; a file that has them
@@ -85,7 +109,12 @@ def read_run(path: str | Path) -> pl.DataFrame:
     frame = _fast_frame(path, schema, keep, comments=False)
     if frame is None or bool(frame["qid"].cat.starts_with("#").any()):
         frame = _fast_frame(path, schema, keep)
-    if frame is not None and frame.height and bool(frame["score"].is_finite().all()):
+    if (
+        frame is not None
+        and frame.height
+        and bool(frame["score"].is_finite().all())
+        and _ids_fit(frame)
+    ):
         return frame
     rows = read_run_exactly(path)
     return pl.DataFrame(
@@ -107,7 +136,7 @@ def read_qrels(path: str | Path, grade_map: GradeLookup | None = None) -> pl.Dat
         name: pl.Int64() if name == "relevance" else pl.String() for name in _QRELS_FIELDS
     }
     frame = _fast_frame(path, schema, ["qid", "docid", "relevance"])
-    if frame is None:
+    if frame is None or not _ids_fit(frame):
         # The exact reader maps labels and rejects repeated pairs itself.
         rows = read_qrels_exactly(path, grade_map)
         return pl.DataFrame(

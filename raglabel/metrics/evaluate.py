@@ -82,14 +82,10 @@ class _RunView:
         if self.pool_run.n_queries != self.n:
             raise ValueError(f"pool run {self.pool_run.name!r} does not cover the same queries")
         self.lengths = run.lengths
-        positions = run.positions
-        head = positions < max_k
-        everything = bool(head.all())
-        self.qidx = run.qidx if everything else run.qidx[head]
-        self.pos = positions if everything else positions[head]
-        self.grades = (run.grades if everything else run.grades[head]).astype(np.int64)
+        head, self.qidx, self.pos = run.head(max_k)
+        self.grades = (run.grades if head is None else run.grades[head]).astype(np.int64)
         self.contains = run.contains
-        if run.contains is not None and not everything:
+        if run.contains is not None and head is not None:
             self.contains = run.contains[head]
         self.relevant_entry = self.grades >= stats.config.relevance_threshold
         self._pool_counts: NDArray[np.int64] | None = None
@@ -97,8 +93,7 @@ class _RunView:
     @property
     def pool_counts(self) -> NDArray[np.int64]:
         if self._pool_counts is None:
-            pool = self.pool_run
-            self._pool_counts = counts_from_grades(self.n, pool.qidx, pool.grades)
+            self._pool_counts = self.pool_run.grade_counts()
         return self._pool_counts
 
     def cutoffs(self, k: int) -> NDArray[np.int64]:
@@ -183,7 +178,7 @@ class _RunView:
         if relevant is None:
             run = self.run
             where = np.flatnonzero(run.grades >= self.stats.config.relevance_threshold)
-            qidx, pos = run.qidx[where], run.positions[where]
+            qidx, pos = run.locate(where)
         else:
             where = np.flatnonzero(relevant)
             qidx, pos = self.qidx[where], self.pos[where]

@@ -59,6 +59,42 @@ class RankedRun:
         """0-based rank of every entry within its query."""
         return np.arange(self.grades.size, dtype=np.int64) - self.offsets[self.qidx]
 
+    def head(self, k: int) -> tuple[NDArray[np.int64] | None, NDArray[np.int64], NDArray[np.int64]]:
+        """(entries, query index, rank) of the first ``k`` entries of every query, in
+        entry order; entries None when that is every entry.
+
+        Built from the per-query counts, so a cutoff far below the list lengths costs
+        arrays of the cut size, not of the whole run.
+        """
+        take = np.minimum(self.lengths, max(k, 0))
+        everything = bool((take == self.lengths).all())
+        first = np.repeat(np.cumsum(take) - take, take)
+        rank = np.arange(first.size, dtype=np.int64) - first
+        qidx = np.repeat(np.arange(self.n_queries, dtype=np.int64), take)
+        if everything:
+            return None, qidx, rank
+        return np.repeat(self.offsets[:-1], take) + rank, qidx, rank
+
+    def locate(self, entries: NDArray[np.integer]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """(query index, rank) of the given entries, found by a search of the offsets."""
+        qidx = np.searchsorted(self.offsets, entries, side="right").astype(np.int64) - 1
+        return qidx, entries - self.offsets[qidx]
+
+    def grade_counts(self) -> NDArray[np.int64]:
+        """Histogram of grades per query, shape (queries, 6); column 0 counts unjudged.
+
+        Only judged entries (a few percent of a run) are located; the unjudged count is
+        what remains of each list.
+        """
+        graded = np.flatnonzero(self.grades)
+        qidx, _ = self.locate(graded)
+        flat = np.bincount(
+            qidx * 6 + self.grades[graded].astype(np.int64), minlength=self.n_queries * 6
+        )
+        counts = flat.reshape(self.n_queries, 6).astype(np.int64)
+        counts[:, 0] = self.lengths - counts[:, 1:].sum(axis=1)
+        return counts
+
     @classmethod
     def from_lists(
         cls,

@@ -1,0 +1,214 @@
+"""The shortcuts of the columnar reader against the slow, obvious computation they
+replace: the repeat check by blocks, tie-only reordering, cut runs located by offsets,
+chunked columns joined by numpy, and the CLI reading the first run ahead."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from cli_helpers import cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from raglabel.formats.align import Alignment, _distinct_in_blocks, as_numpy
+from raglabel.formats.ranking import block_starts, ranking_order
+from raglabel.formats.trec import read_qrels, read_run
+from raglabel.metrics.labels import counts_from_grades
+from raglabel.metrics.run import RankedRun
+
+
+def _repeats_within_queries(qidx: np.ndarray, keys: np.ndarray) -> bool:
+    pairs = list(zip(qidx.tolist(), keys.tolist(), strict=True))
+    return len(set(pairs)) < len(pairs)
+
+
+@st.composite
+def keyed_rows(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
+    """Query indexes (grouped or not) and keys, with repeats and low-half collisions."""
+    # At most 8 x 7 low halves meet, below the 64 that make the check give up.
+    lengths = draw(st.lists(st.integers(1, 8), min_size=1, max_size=8))
+    qidx = np.repeat(np.arange(len(lengths), dtype=np.int32), lengths)
+    if draw(st.booleans()):
+        qidx = qidx[np.random.default_rng(draw(st.integers(0, 99))).permutation(qidx.size)]
+    # Few distinct low halves, many high halves: low bits meet often, keys rarely.
+    low = np.array(draw(st.lists(st.integers(0, 5), min_size=qidx.size, max_size=qidx.size)))
+    high = np.array(
+        draw(st.lists(st.integers(0, 3), min_size=qidx.size, max_size=qidx.size)), np.uint64
+    )
+    keys = (high << np.uint64(32)) | low.astype(np.uint64)
+    return qidx, keys
+
+
+@settings(max_examples=300, deadline=None)
+@given(keyed_rows())
+def test_distinct_in_blocks_never_misses_a_repeat(rows: tuple[np.ndarray, np.ndarray]) -> None:
+    qidx, keys = rows
+    starts = block_starts(qidx)
+    sure = _distinct_in_blocks(keys, starts, qidx)
+    if _repeats_within_queries(qidx, keys):
+        assert not sure
+    heads = qidx[starts]
+    grouped = np.unique(heads).size == heads.size
+    lengths = np.diff(starts, append=qidx.size)
+    if (
+        grouped
+        and not _repeats_within_queries(qidx, keys)
+        and lengths.max() * starts.size <= 2 * qidx.size
+    ):
+        assert sure  # (colliding low halves are few here, so they are compared, not given up)
+
+
+def test_distinct_in_blocks_on_unequal_blocks() -> None:
+    # Padding counts 0, 1, 2, ... along a row; a real key equal to a pad is no repeat.
+    qidx = np.array([0, 0, 0, 1, 1, 2], np.int32)
+    keys = np.array([7, 1, 2, 0, 1, 9], np.uint64)
+    assert _distinct_in_blocks(keys, block_starts(qidx), qidx)
+    keys[4] = 0
+    assert not _distinct_in_blocks(keys, block_starts(qidx), qidx)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3), st.sampled_from(["a", "b", "B", "c", "\u00e9"]), st.integers(0, 3)
+        ),
+        min_size=2,
+        max_size=30,
+    ),
+    st.booleans(),
+)
+def test_ranking_moves_equal_a_full_sort(rows: list[tuple[int, str, int]], grouped: bool) -> None:
+    if grouped:
+        rows.sort(key=lambda r: (r[0], -r[2]))
+    qidx = np.array([r[0] for r in rows], np.int32)
+    docid = pl.Series([r[1] for r in rows])
+    score = np.array([r[2] / 10 for r in rows])
+    full = (
+        pl.DataFrame({"_q": qidx, "_s": score, "_d": docid})
+        .select(pl.arg_sort_by(["_q", "_s", "_d"], descending=[False, True, True]))
+        .to_series()
+        .to_numpy()
+    )
+    moves = ranking_order(qidx, block_starts(qidx), score, docid)
+    if moves is None:
+        order = np.arange(qidx.size)
+    else:
+        order = moves.permutation(qidx.size)
+        values = np.arange(qidx.size) * 3
+        np.testing.assert_array_equal(moves.apply(values), values[order])
+        np.testing.assert_array_equal(moves.queries(qidx), qidx[order])
+    # Whole query blocks are put in query order later (assemble), so compare each query's
+    # rows; rows that tie on query, score and id may come in any order.
+    order = order[np.argsort(qidx[order], kind="stable")]
+
+    def listed(rows: np.ndarray) -> list[tuple[int, float, str]]:
+        return list(
+            zip(
+                qidx[rows].tolist(), score[rows].tolist(), docid.gather(rows).to_list(), strict=True
+            )
+        )
+
+    assert listed(order) == listed(full)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 5), max_size=9), min_size=1, max_size=8),
+    st.integers(0, 12),
+)
+def test_run_head_locate_and_counts_match_positions(lists: list[list[int]], k: int) -> None:
+    run = RankedRun.from_lists("r", lists)
+    head, qidx, rank = run.head(k)
+    keep = run.positions < k
+    entries = np.flatnonzero(keep)
+    np.testing.assert_array_equal(qidx, run.qidx[keep])
+    np.testing.assert_array_equal(rank, run.positions[keep])
+    if head is None:
+        assert keep.all()
+    else:
+        np.testing.assert_array_equal(head, entries)
+    some = np.flatnonzero(run.grades % 2 == 1)
+    q, pos = run.locate(some)
+    np.testing.assert_array_equal(q, run.qidx[some])
+    np.testing.assert_array_equal(pos, run.positions[some])
+    np.testing.assert_array_equal(
+        run.grade_counts(), counts_from_grades(run.n_queries, run.qidx, run.grades)
+    )
+
+
+def test_as_numpy_joins_chunks() -> None:
+    parts = [pl.Series("x", [1.5, 2.5]), pl.Series("x", [3.5]), pl.Series("x", [4.5, 5.5])]
+    series = pl.concat(parts, rechunk=False)
+    assert series.n_chunks() == 3
+    np.testing.assert_array_equal(as_numpy(series), series.to_numpy())
+    with_null = pl.concat(
+        [pl.Series("x", [1.0]), pl.Series("x", [None], dtype=pl.Float64)], rechunk=False
+    )
+    assert np.isnan(as_numpy(with_null)[1])
+
+
+def test_string_and_categorical_run_frames_align_alike(tmp_path: Path) -> None:
+    (tmp_path / "q").write_text("q1 0 a 3\nq1 0 b 1\nq2 0 c 2\n")
+    (tmp_path / "r").write_text(
+        "q2 Q0 c 1 0.5 t\nq1 Q0 b 1 0.9 t\nq1 Q0 a 2 0.9 t\nq1 Q0 a 3 0.1 t\n"
+    )
+    align = Alignment.from_qrels(read_qrels(tmp_path / "q"))
+    categorical = read_run(tmp_path / "r")
+    strings = categorical.with_columns(pl.col("qid").cast(pl.String))
+    a, b = align.run("a", categorical), align.run("b", strings)
+    np.testing.assert_array_equal(a.offsets, b.offsets)
+    np.testing.assert_array_equal(a.grades, b.grades)
+    # q1: b before a (tied scores, larger id first), the repeated a dropped; then q2.
+    assert a.grades.tolist() == [3, 5, 4]
+
+
+@pytest.fixture
+def big_files(tmp_path: Path) -> dict[str, Path]:
+    """Inputs just past the size where ``--reader auto`` picks polars."""
+    rng = np.random.default_rng(7)
+    qrels = [f"q{q} 0 d{d} {int(rng.integers(0, 4))}" for q in range(50) for d in range(0, 400, 7)]
+    (tmp_path / "qrels.txt").write_text("\n".join(qrels) + "\n")
+    lines = [
+        f"q{q} Q0 d{d} {d + 1} {1000 - d + int(rng.integers(0, 3)) / 10:.1f} run"
+        for q in range(50)
+        for d in range(4000)
+    ]
+    (tmp_path / "run.txt").write_text("\n".join(lines) + "\n")
+    return {"qrels": tmp_path / "qrels.txt", "run": tmp_path / "run.txt"}
+
+
+def test_polars_reader_agrees_with_python_reader(
+    capsys: pytest.CaptureFixture[str], big_files: dict[str, Path]
+) -> None:
+    args = ["eval", "--qrels", big_files["qrels"], "--run", big_files["run"], "--format", "json"]
+    reports = {}
+    for reader in ("polars", "python"):
+        code, out, err = cli(capsys, *args, "--reader", reader, "-k", "5,10", "--metrics", "all")
+        assert code == 0, err
+        reports[reader] = json.loads(out)
+    for report in reports.values():
+        report["config"].pop("reader")
+    assert reports["polars"] == reports["python"]
+
+
+def test_run_read_ahead_keeps_error_order(
+    capsys: pytest.CaptureFixture[str], big_files: dict[str, Path], tmp_path: Path
+) -> None:
+    bad_qrels = tmp_path / "bad.qrels"
+    bad_qrels.write_text("q1 0 a 1\nq1 0 b x\n")
+    code, _, err = cli(
+        capsys, "eval", "--qrels", bad_qrels, "--run", big_files["run"], "--reader", "polars"
+    )
+    assert code == 2
+    assert f"{bad_qrels}:2:" in err
+    missing = tmp_path / "missing.run"
+    code, _, err = cli(
+        capsys, "eval", "--qrels", big_files["qrels"], "--run", missing, "--reader", "polars"
+    )
+    assert code == 2
+    assert "no such file" in err
