@@ -30,3 +30,16 @@ def id_problem(ident: str) -> str | None:
     if len(ident) > MAX_ID_CHARS:
         return f"an id may be at most {MAX_ID_CHARS} characters long (this one has {len(ident)})"
     return None
+
+
+def check_ids(path: Path, number: int, *ids: str) -> None:
+    for ident in ids:
+        problem = id_problem(ident)
+        if problem:
+            raise InputError(path, problem, number)
+
+
+def ids_fit(*columns: list[str]) -> bool:
+    """Whether every id of these columns is short enough (else the exact reader names
+    the line of the first that is not)."""
+    return all(max(map(len, column), default=0) <= MAX_ID_CHARS for column in columns)

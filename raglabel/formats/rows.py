@@ -17,6 +17,7 @@ import numpy as np
 
 from raglabel.errors import InputError
 from raglabel.formats.grades import TREC_GRADES, GradeLookup
+from raglabel.formats.limits import check_ids, ids_fit
 from raglabel.formats.lines import (
     check_readable,
     clean_text,
@@ -65,9 +66,10 @@ def read_run_rows(path: str | Path) -> RunRows:
         except ValueError:
             pass
         else:
-            if rows and all(map(math.isfinite, scores)):
-                qids = [fields[0] for fields in rows]
-                return RunRows(qids, [fields[2] for fields in rows], scores)
+            qids = [fields[0] for fields in rows]
+            docids = [fields[2] for fields in rows]
+            if rows and all(map(math.isfinite, scores)) and ids_fit(qids, docids):
+                return RunRows(qids, docids, scores)
     return read_run_exactly(path)
 
 
@@ -78,6 +80,7 @@ def read_run_exactly(path: Path) -> RunRows:
     scores: list[float] = []
     for number, fields in data_lines(path):
         require_fields(path, number, fields, "qid Q0 docid rank score tag")
+        check_ids(path, number, fields[0], fields[2])
         scores.append(parse_float(path, number, fields[4], "score"))
         qids.append(fields[0])
         docids.append(fields[2])
@@ -100,7 +103,8 @@ def read_qrels_rows(path: str | Path, grade_map: GradeLookup | None = None) -> Q
         else:
             qids = [fields[0] for fields in rows]
             docids = [fields[2] for fields in rows]
-            if None not in grades and len(set(zip(qids, docids, strict=True))) == len(rows):
+            unique = len(set(zip(qids, docids, strict=True))) == len(rows)
+            if None not in grades and unique and ids_fit(qids, docids):
                 return QrelsRows(qids, docids, [g for g in grades if g is not None])
     return read_qrels_exactly(path, grade_map)
 
@@ -111,6 +115,7 @@ def read_qrels_exactly(path: Path, grade_map: GradeLookup) -> QrelsRows:
     first_line: dict[tuple[str, str], int] = {}
     for number, fields in data_lines(path):
         require_fields(path, number, fields, "qid iteration docid relevance")
+        check_ids(path, number, fields[0], fields[2])
         label = parse_int(path, number, fields[3], "relevance")
         grade = grade_map.grade_of(label)
         if grade is None:
