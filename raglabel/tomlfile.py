@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from raglabel.errors import InputError
+from raglabel.formats.limits import check_line
 
 _AT_LINE = re.compile(r"\(at line (\d+), (column \d+)\)$")
 
@@ -23,9 +24,8 @@ def read_toml(path: Path, what: str) -> tuple[dict[str, Any], str]:
         raise InputError(path, f"is a folder, not a {what}") from None
     except OSError as exc:
         raise InputError(path, f"cannot read the {what}: {exc.strerror or exc}") from None
-    if b"\x00" in data:
-        line = data.count(b"\n", 0, data.index(b"\x00")) + 1
-        raise InputError(path, "contains a NUL byte", line)
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        check_line(path, raw, number)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

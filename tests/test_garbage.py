@@ -330,6 +330,26 @@ def test_damaged_beir_folders(
         assert_sound(db)
 
 
+@pytest.mark.parametrize("target", sorted(BEIR_FILES))
+def test_beir_file_with_a_100_mb_line_is_refused_at_its_line(
+    target: str, base: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "beir"
+    (folder / "qrels").mkdir(parents=True)
+    for name, text in BEIR_FILES.items():
+        (folder / name).write_text(text)
+    lines = BEIR_FILES[target].split("\n")
+    row = next(i for i, line in enumerate(lines) if "b2" in line or "bq2" in line)
+    lines[row] = lines[row].replace("bq2", "q" * BIG).replace("b2", "b" * BIG)
+    (folder / target).write_text("\n".join(lines))
+    db = tmp_path / "p.db"
+    shutil.copy(base, db)
+    before = checksum(db)
+    code, _, err = cli(capsys, "import", db, "--beir", folder)
+    assert code == 2 and f"{folder / target}:{row + 1}: " in err, err
+    assert checksum(db) == before
+
+
 # -- TOML: metric config and key files ------------------------------------------------
 
 TOML_VALID = {
@@ -376,3 +396,16 @@ def test_damaged_toml_files(
     else:
         # Accepted: eval ran, or label went on to need a terminal it does not have.
         assert code == 0 or "terminal" in err, err
+
+
+@pytest.mark.parametrize("which", sorted(TOML_VALID))
+def test_toml_file_with_a_100_mb_line_is_refused_at_its_line(
+    which: str, base: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / f"{which}.toml"
+    body = (
+        TOML_VALID[which].replace("0.5", f'"{"5" * BIG}"').replace('"u,ctrl+z"', f'"{"u" * BIG}"')
+    )
+    path.write_text(body)
+    code, _, err = cli(capsys, *_toml_command(which, path, base))
+    assert code == 2 and f"{path}:2: " in err, err

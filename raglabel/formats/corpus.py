@@ -209,6 +209,7 @@ def _beir_qrels(path: Path, grade_map: GradeMap) -> QrelsRows:
     lines: list[list[str]] = []
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
+            check_line(path, raw, number)
             try:
                 lines.append(raw.decode("utf-8").rstrip("\r\n").split("\t"))
             except UnicodeDecodeError:
@@ -219,6 +220,10 @@ def _beir_qrels(path: Path, grade_map: GradeMap) -> QrelsRows:
         if len(fields) < 3:
             raise InputError(path, "expected query-id<TAB>corpus-id<TAB>score", number)
         qid, docid, label_text = fields[0], fields[1], fields[2]
+        for ident in (qid, docid):
+            problem = id_problem(ident)
+            if problem:
+                raise InputError(path, problem, number)
         try:
             label = int(label_text)
         except ValueError:

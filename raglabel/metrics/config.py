@@ -10,6 +10,7 @@ Coercions and messages follow pydantic's lax mode, which this class replaced.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -40,16 +41,19 @@ _DEFAULT_TABLES: dict[str, dict[int, float]] = {
 
 
 def _number(name: str, value: Any) -> float:
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            raise ConfigError(
-                name, "Input should be a valid number, unable to parse string as a number"
-            ) from None
-    raise ConfigError(name, "Input should be a valid number")
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ConfigError(name, "Input should be a valid number")
+    try:
+        number = float(value)
+    except (ValueError, OverflowError):
+        raise ConfigError(
+            name, "Input should be a valid number, unable to parse string as a number"
+        ) from None
+    # inf passes every lower bound and NaN every comparison written the wrong way
+    # round; neither is a convention anyone means.
+    if not math.isfinite(number):
+        raise ConfigError(name, "Input should be a finite number")
+    return number
 
 
 def _integer(name: str, value: Any) -> int:
