@@ -82,6 +82,7 @@ class AgreementReport:
     offered: int  # human-graded pairs that had a suggestion
     accepted_share: float | None
     queries: list[QueryGap]
+    accepted_left_out: int  # judged pairs left out of judge-vs-human figures: accepted
     runs: list[RunComparison] = field(default_factory=list)
 
 
@@ -95,15 +96,17 @@ def agreement(
     judge_name, judge = _judge(ratings)
     raters: dict[str, Mapping[PairKey, int]] = dict(ratings.annotators)
     pairs = [_pair(a, b, raters[a], raters[b]) for a, b in itertools.combinations(raters, 2)]
+    # The judge is measured against people's own grades only: a grade that accepted a
+    # suggestion would agree with the judge by construction.
+    human = {p: g for p, g in ratings.resolved.items() if p not in ratings.accepted_pairs}
     for model, grades in ratings.models.items():
-        pairs.append(_pair(model, HUMANS, grades, ratings.resolved))
+        pairs.append(_pair(model, HUMANS, grades, human))
     if judge_name is not None and len(ratings.models) > 1:
-        pairs.append(_pair(judge_name, HUMANS, judge, ratings.resolved))
-    shared = sorted(set(judge) & set(ratings.resolved))
+        pairs.append(_pair(judge_name, HUMANS, judge, human))
+    shared = sorted(set(judge) & set(human))
     table = None
     if shared:
-        matrix = confusion([ratings.resolved[p] for p in shared], [judge[p] for p in shared])
-        table = matrix.tolist()
+        table = confusion([human[p] for p in shared], [judge[p] for p in shared]).tolist()
     report = AgreementReport(
         annotators=list(ratings.annotators),
         models=list(ratings.models),
@@ -112,7 +115,9 @@ def agreement(
         judged_pairs=len(judge),
         shared_pairs=len(shared),
         alpha_annotators=_alpha(list(ratings.annotators.values())),
-        alpha_with_judge=_alpha([*ratings.annotators.values(), judge]) if judge else None,
+        alpha_with_judge=_alpha([*ratings.annotators.values(), _without(judge, ratings)])
+        if judge
+        else None,
         pairs=pairs,
         confusion=table,
         accepted=ratings.accepted,
@@ -120,7 +125,8 @@ def agreement(
         accepted_share=ratings.accepted / ratings.with_suggestion
         if ratings.with_suggestion
         else None,
-        queries=_gaps(judge, ratings.resolved, shared)[:top_queries],
+        queries=_gaps(judge, human, shared)[:top_queries],
+        accepted_left_out=len(set(judge) & ratings.accepted_pairs),
     )
     if judge and metrics:
         report.runs = _runs(conn, ratings.resolved, judge, metrics, config or MetricConfig())
@@ -140,6 +146,10 @@ def _judge(ratings: Ratings) -> tuple[str | None, dict[PairKey, int]]:
             per_pair[pair].append(grade)
     name = "judge (median of " + ", ".join(ratings.models) + ")"
     return name, {pair: resolve(found) for pair, found in per_pair.items()}
+
+
+def _without(judge: dict[PairKey, int], ratings: Ratings) -> dict[PairKey, int]:
+    return {p: g for p, g in judge.items() if p not in ratings.accepted_pairs}
 
 
 def _pair(a: str, b: str, ga: Mapping[PairKey, int], gb: Mapping[PairKey, int]) -> PairAgreement:

@@ -60,4 +60,10 @@ def line_of(text: str, key: str, table: str | None = None) -> int | None:
             continue
         if (table is None or section == table) and pattern.match(line):
             return number
+    # Inline and dotted tables (metrics = { alpha = 1 }, metrics.alpha = 1): the first
+    # line that sets the key anywhere.
+    anywhere = re.compile(rf"""(?:^|[\s{{.,])["']?{re.escape(key)}["']?\s*=""")
+    for number, line in enumerate(text.splitlines(), 1):
+        if anywhere.search(line.split("#", 1)[0]):
+            return number
     return None

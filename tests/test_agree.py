@@ -84,26 +84,30 @@ def test_numbers_match_a_hand_computation(
 ) -> None:
     data = report(capsys, build(tmp_path, capsys, {"m": JUDGE}))
     assert data["annotators"] == ["a", "b"] and data["models"] == ["m"]
-    assert (data["human_pairs"], data["judged_pairs"], data["shared_pairs"]) == (6, 6, 6)
+    # p3's human grade (by a) accepted the suggestion: the judge is not compared with it.
+    assert (data["human_pairs"], data["judged_pairs"], data["shared_pairs"]) == (6, 6, 5)
+    assert data["accepted_left_out"] == 1
+    own = [i for i, pid in enumerate(PASSAGES) if pid != "p3"]
+    judged, humans = [JUDGE[i] for i in own], [HUMANS[i] for i in own]
     pairs = {(p["a"], p["b"]): p for p in data["pairs"]}
     judge = pairs["m", "humans"]
-    assert judge["n"] == 6
-    assert judge["bias"] == pytest.approx((-1 + 1 + 0 - 1 + 0 + 2) / 6)
-    assert judge["exact"] == pytest.approx(2 / 6)
-    assert judge["within_one"] == pytest.approx(5 / 6)
-    assert judge["kappa"] == pytest.approx(weighted_kappa(JUDGE, HUMANS))
+    assert judge["n"] == 5
+    assert judge["bias"] == pytest.approx((-1 + 1 - 1 + 0 + 2) / 5)
+    assert judge["exact"] == pytest.approx(1 / 5)
+    assert judge["within_one"] == pytest.approx(4 / 5)
+    assert judge["kappa"] == pytest.approx(weighted_kappa(judged, humans))
     between = pairs["a", "b"]
     assert between["kappa"] == pytest.approx(weighted_kappa(ANN_A, ANN_B))
     assert between["bias"] == pytest.approx((0 + 1 + 0 + 0 - 1 - 1) / 6)
     # Rows are the humans' grades, columns the judge's.
     expected = [[0] * 5 for _ in range(5)]
-    for h, j in zip(HUMANS, JUDGE, strict=True):
+    for h, j in zip(humans, judged, strict=True):
         expected[h - 1][j - 1] += 1
     assert data["confusion"] == expected
     # One of the twelve human grades took the suggestion as it was.
     assert (data["accepted"], data["offered"]) == (1, 12)
     assert data["queries"] == [
-        {"qid": "q1", "pairs": 6, "mean_gap": pytest.approx(5 / 6), "bias": pytest.approx(1 / 6)}
+        {"qid": "q1", "pairs": 5, "mean_gap": pytest.approx(1.0), "bias": pytest.approx(1 / 5)}
     ]
     assert {c["metric"] for c in data["runs"]} == {"ra_nwg@3", "ndcg@3", "precision_4plus@3"}
 

@@ -55,6 +55,9 @@ def test_file_sets_conventions_and_options_win(
         (b"metrics = 3\n", ":1:", "metrics must be a table"),
         (b"[metrics]\nalpha = 1\x00\n", ":2:", "contains a NUL byte"),
         (b"[metrics]\n# caf\xe9\n", ":2:", "is not UTF-8 text"),
+        (b'metrics = { alpha = "x" }\n', ":1:", "alpha: Input should be a valid number"),
+        (b"[other]\n\n[metrics]\n", ":1:", "unknown table or setting 'other'"),
+        (b'metrics.alpha = "inf"\n', ":1:", "alpha: Input should be a finite number"),
         (
             b"[metrics]\nharm_threshold = 2\ngain_map = { 5 = 3 }\n",
             ":3:",

@@ -353,3 +353,82 @@ def test_ctrl_c_keeps_what_finished_and_the_next_run_finishes(
         "SELECT cache_key FROM judgment WHERE status = 'ok' GROUP BY cache_key HAVING count(*) > 1"
     )
     assert rows(project, twice) == []
+
+
+def test_pairs_with_the_same_texts_each_get_their_own_answer(
+    tmp_path: Path, server: ChatServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    same = "Tidal turbines stop when the current drops below a cut-in speed."
+    db = make_project(capsys, tmp_path, "why do tidal turbines stop", {"a": same, "b": same})
+    code, text = judge(capsys, db, server.base_url, "--limit", "1")
+    assert code == 0, text
+    code, text = judge(capsys, db, server.base_url)
+    assert code == 0, text
+    assert "1 answers graded" in text and "1 from cache" in text
+    assert rows(db, "SELECT count(*) FROM suggestion") == [(2,)]
+
+
+def test_a_changed_passage_loses_its_suggestion_and_is_asked_again(
+    tmp_path: Path, server: ChatServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = make_project(capsys, tmp_path, "what stops a turbine", {"a": "Old text. [[grade=5]]"})
+    assert judge(capsys, db, server.base_url)[0] == 0
+    assert rows(db, "SELECT grade FROM suggestion") == [(5,)]
+    (tmp_path / "new.tsv").write_text("a\tJunk now. [[grade=1]]\n")
+    code, _, err = cli(capsys, "import", db, "--passages", tmp_path / "new.tsv")
+    assert code == 0, err
+    assert rows(db, "SELECT count(*) FROM suggestion") == [(0,)]  # no longer about this text
+    before = server.count()
+    assert judge(capsys, db, server.base_url)[0] == 0
+    assert server.count() - before == 1
+    assert rows(db, "SELECT grade, low, high, answers FROM suggestion") == [(1, 1, 1, 1)]
+
+
+def test_api_key_with_a_line_break_is_trimmed_and_a_control_character_refused(
+    project: Path,
+    server: ChatServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET + "\r\n")
+    code, text = judge(capsys, project, server.base_url, "--depth", "1")
+    assert code == 0, text
+    assert {r.headers.get("authorization") for r in server.requests} == {f"Bearer {SECRET}"}
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET[:5] + "\x07" + SECRET[5:])
+    code, text = judge(capsys, project, server.base_url, "--depth", "2")
+    assert code == 2 and "$OPENAI_API_KEY holds a character" in text
+    assert SECRET[5:] not in text
+    assert SECRET.encode() not in project.read_bytes()
+    assert rows(project, "SELECT count(*) FROM judge_run WHERE status = 'running'") == [(0,)]
+
+
+def test_answers_reach_the_file_while_the_next_request_is_pending(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = make_project(capsys, tmp_path, "q", {"a": "first [[grade=2]]", "b": "second [[grade=3]]"})
+    with ChatServer(latency=2.0) as srv:
+        args = [sys.executable, "-m", "raglabel", "judge", str(db), "--base-url", srv.base_url]
+        child = subprocess.Popen(
+            [*args, "--model", "m", "--concurrency", "1"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while rows(db, "SELECT count(*) FROM judgment")[0][0] == 0:
+                assert time.monotonic() < deadline and child.poll() is None
+                time.sleep(0.05)
+            # The first answer is on disk though the second is still being answered.
+            assert srv.count() == 2 and child.poll() is None
+        finally:
+            child.wait(timeout=30)
+    assert rows(db, "SELECT count(*) FROM suggestion") == [(2,)]
+
+
+def test_prompt_that_is_a_folder_and_backup_into_a_missing_folder(
+    project: Path, server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, text = judge(capsys, project, server.base_url, "--prompt", str(tmp_path))
+    assert code == 2 and "is a folder, not a prompt file" in text
+    code, _, err = cli(capsys, "backup", project, tmp_path / "nope" / "copy.db")
+    assert code == 2 and "does not exist" in err and "Traceback" not in err

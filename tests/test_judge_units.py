@@ -11,7 +11,8 @@ import itertools
 import json
 import random
 import re
-from collections.abc import Callable, Coroutine, Iterator
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -23,12 +24,18 @@ import pytest
 
 from raglabel.errors import InputError, UsageError
 from raglabel.judge.backoff import RetryPolicy, retry_after
-from raglabel.judge.client import ChatClient, ChatError, endpoint_url, public_endpoint
+from raglabel.judge.client import (
+    MAX_BODY_BYTES,
+    ChatClient,
+    ChatError,
+    endpoint_url,
+    public_endpoint,
+)
 from raglabel.judge.flags import flag_passage
 from raglabel.judge.prompt import Template, new_fence, repair_request
 from raglabel.judge.reply import MAX_REASON, JudgeReply, Problem, parse_reply
-from raglabel.judge.runner import JudgeRun, RunLimits
-from raglabel.judge.slots import Outcome, Pair, Slot, Tally
+from raglabel.judge.runner import JudgeRun
+from raglabel.judge.slots import Outcome, Pair, RunLimits, Slot, Tally
 
 Handler = Callable[[httpx.Request], Coroutine[None, None, httpx.Response]]
 FENCE_RE = re.compile(r"DATA-[0-9A-F]{16}")
@@ -54,6 +61,7 @@ def make_slot(i: int, *, query: str = "", passage: str = "", title: str = "") ->
         model="judge-model",
         repeat=0,
         cache_key=f"key-{i}",
+        text_key=f"text-{i}",
     )
 
 
@@ -1147,7 +1155,8 @@ async def test_retry_after_pauses_every_worker() -> None:
     assert min(later) >= told[0] + 0.08 - 1e-3
 
 
-async def test_retry_after_beyond_the_longest_wait_fails_the_slot_at_once() -> None:
+async def test_retry_after_beyond_the_longest_wait_stops_the_run() -> None:
+    # Closed for an hour: failing slot after slot would hit the server once per slot.
     seen = Recorder()
 
     async def handler(request: httpx.Request) -> httpx.Response:
@@ -1155,13 +1164,12 @@ async def test_retry_after_beyond_the_longest_wait_fails_the_slot_at_once() -> N
         return httpx.Response(429, headers={"Retry-After": "3600"})
 
     policy = RetryPolicy(base_s=0.001, cap_s=0.01, longest_wait_s=60)
-    result = await drive(handler, [make_slot(0)], limits=RunLimits(1, None, policy))
-    (outcome,) = result.outcomes
-    assert not outcome.ok
-    assert outcome.error is not None
-    assert "asked to wait 3600 s, longer than the 60 s limit" in outcome.error
-    assert seen.count == 1
-    assert result.tally.stopped is None
+    slots = [make_slot(i) for i in range(50)]
+    result = await drive(handler, slots, limits=RunLimits(4, None, policy))
+    assert result.outcomes == []
+    assert result.tally.stopped is not None
+    assert "asks to wait 3600 s (Retry-After), more than 60 s" in result.tally.stopped
+    assert seen.count <= 4  # one request per worker at most, not one per slot
 
 
 async def test_repeated_500_fails_with_the_reason() -> None:
@@ -1441,3 +1449,43 @@ async def test_should_stop_keeps_requests_in_flight_and_takes_no_new_slot() -> N
     assert seen.count == len(outcomes)
     assert all(o.ok for o in outcomes)
     assert (tally.done, tally.in_flight) == (len(outcomes), 0)
+
+
+async def test_a_server_that_trickles_bytes_times_out_as_a_whole() -> None:
+    class Trickle(httpx.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            for _ in range(200):
+                await asyncio.sleep(0.02)
+                yield b" "
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=Trickle())
+
+    client = ChatClient(BASE_URL, None, timeout_s=0.3, transport=httpx.MockTransport(handler))
+    started = time.monotonic()
+    try:
+        with pytest.raises(ChatError) as raised:
+            await client.complete("m", [{"role": "user", "content": "x"}], {})
+    finally:
+        await client.aclose()
+    assert raised.value.retry and "timed out after 0.3 s" in raised.value.reason
+    assert time.monotonic() - started < 1.5
+
+
+async def test_a_reply_body_over_the_limit_is_refused() -> None:
+    async def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=b" " * (MAX_BODY_BYTES + 10))
+
+    client = ChatClient(BASE_URL, None, transport=httpx.MockTransport(handler))
+    try:
+        with pytest.raises(ChatError) as raised:
+            await client.complete("m", [{"role": "user", "content": "x"}], {})
+    finally:
+        await client.aclose()
+    assert not raised.value.retry and "over 1 MiB" in raised.value.reason
+
+
+def test_bearer_tokens_are_masked_in_any_form() -> None:
+    client = ChatClient(BASE_URL, "sk-abc")
+    text = client.redact("Illegal header value b'Bearer sk-abc\\r' and Bearer other-token")
+    assert "sk-abc" not in text and "other-token" not in text

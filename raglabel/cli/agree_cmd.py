@@ -105,6 +105,11 @@ def as_text(report: AgreementReport) -> str:
             f"{p.a[:28]:<28} {p.b[:16]:<16} {p.n:>6} {_num(p.kappa):>8} {_num(p.alpha):>7}"
             f" {_num(p.bias, 2):>8} {_share(p.exact):>6} {_share(p.within_one):>8}"
         )
+    if report.accepted_left_out:
+        out.append(
+            f"({report.accepted_left_out} pairs whose human grade accepted a suggestion are"
+            " left out of the judge's figures)"
+        )
     if not report.shared_pairs and report.models:
         out.append(
             "(no pair has both a human grade and a suggestion: run raglabel judge with"

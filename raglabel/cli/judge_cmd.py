@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     from raglabel.judge.backoff import RetryPolicy
     from raglabel.judge.client import endpoint_url, public_endpoint
     from raglabel.judge.prompt import Template
-    from raglabel.judge.runner import RunLimits
+    from raglabel.judge.slots import RunLimits
     from raglabel.session.judging import JudgeSetup, execute
     from raglabel.storage.judgments import Selection, Setting, plan, select_pairs
     from raglabel.storage.project import Project
@@ -146,11 +146,11 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         bar = ProgressLine()
-        limits = RunLimits(args.concurrency, args.rpm, RetryPolicy(attempts=args.max_attempts))
+        limits = RunLimits(
+            args.concurrency, args.rpm, RetryPolicy(attempts=args.max_attempts), args.timeout
+        )
         try:
-            finished = execute(
-                project, work, setup, limits, on_progress=bar.update, timeout_s=args.timeout
-            )
+            finished = execute(project, work, setup, limits, on_progress=bar.update)
         finally:
             bar.close()
     print(summary(finished.tally, finished.status))

@@ -8,7 +8,9 @@ the whole run (a refused key, a wrong URL). No message carries the API key.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +22,9 @@ import httpx
 from raglabel.errors import UsageError
 from raglabel.judge.backoff import retry_after
 
+#: No chat completion holding one grade and a sentence is longer than this.
+MAX_BODY_BYTES = 1 << 20
+_BEARER = re.compile(r"Bearer\s+[^\s'\"]+")
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 FATAL_STATUS = frozenset({401, 403, 404, 405})
 
@@ -109,7 +114,12 @@ class ChatClient:
         body = {**params, "model": model, "messages": messages}
         started = time.perf_counter()
         try:
-            response = await self._http.post(self.url, json=body)
+            # The whole exchange within the timeout: httpx's own timeout is per read, so
+            # a server trickling a byte at a time would otherwise hold a worker forever.
+            async with asyncio.timeout(self.timeout_s):
+                response = await self._exchange(body)
+        except TimeoutError:
+            raise ChatError(f"timed out after {self.timeout_s:g} s", retry=True) from None
         except httpx.ConnectTimeout:
             reason = f"cannot connect to {self.endpoint}: no answer to the connection attempt"
             raise ChatError(reason, retry=True, connect=True) from None
@@ -118,6 +128,10 @@ class ChatClient:
         except httpx.ConnectError as exc:
             reason = self._clean(f"cannot connect to {self.endpoint}: {exc}")
             raise ChatError(reason, retry=True, connect=True) from None
+        except httpx.LocalProtocolError as exc:
+            # Nothing left this machine: retrying the same request cannot help.
+            reason = self._clean(f"the request could not be sent ({exc})")
+            raise ChatError(reason, retry=False, fatal=True) from None
         except httpx.TransportError as exc:
             kind = type(exc).__name__
             reason = self._clean(f"connection dropped ({kind}: {exc})")
@@ -126,6 +140,24 @@ class ChatClient:
         if response.status_code != 200:
             raise self._status_error(response)
         return self._completion(response, latency)
+
+    async def _exchange(self, body: dict[str, Any]) -> httpx.Response:
+        """The response, its body read whole but never past ``MAX_BODY_BYTES``."""
+        async with self._http.stream("POST", self.url, json=body) as streamed:
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in streamed.aiter_bytes():
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    raise ChatError(
+                        f"the reply is over {MAX_BODY_BYTES >> 20} MiB; no judge answer is"
+                        " that long",
+                        retry=False,
+                    )
+                chunks.append(chunk)
+            return httpx.Response(
+                streamed.status_code, headers=streamed.headers, content=b"".join(chunks)
+            )
 
     def _status_error(self, response: httpx.Response) -> ChatError:
         status = response.status_code
@@ -171,8 +203,13 @@ class ChatClient:
         )
 
     def _clean(self, text: str) -> str:
-        """Belt and braces: should a server echo the key back, it goes no further."""
-        return text.replace(self._secret, "***") if self._secret else text
+        """Belt and braces: should a server or library echo the key back, in any form,
+        it goes no further."""
+        if self._secret:
+            text = text.replace(self._secret, "***")
+        return _BEARER.sub("Bearer ***", text)
+
+    redact = _clean
 
 
 def _error_detail(response: httpx.Response, clean: Callable[[str], str]) -> str:

@@ -78,6 +78,10 @@ class Template:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise InputError(path, "no such prompt file") from None
+        except IsADirectoryError:
+            raise InputError(path, "is a folder, not a prompt file") from None
+        except OSError as exc:
+            raise InputError(path, f"cannot read the prompt file: {exc.strerror or exc}") from None
         except UnicodeDecodeError as exc:
             raise InputError(path, f"not UTF-8 text (byte {exc.start})") from None
         return cls.from_text(text, str(path))

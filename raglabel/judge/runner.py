@@ -13,21 +13,12 @@ import asyncio
 import random
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from raglabel.judge.backoff import RetryPolicy
 from raglabel.judge.client import ChatClient, ChatError, Completion
 from raglabel.judge.prompt import Template, repair_request
 from raglabel.judge.reply import JudgeReply, parse_reply
-from raglabel.judge.slots import Outcome, Slot, Tally
-
-
-@dataclass(frozen=True)
-class RunLimits:
-    concurrency: int = 8
-    requests_per_minute: float | None = None
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
+from raglabel.judge.slots import Outcome, RunLimits, Slot, Tally
 
 
 class JudgeStoppedError(Exception):
@@ -100,7 +91,7 @@ class JudgeRun:
             except Exception as exc:
                 # Whatever a strange reply or server does to this slot, the run goes on
                 # and the slot is recorded as failed, to be tried again next run.
-                reason = f"unexpected error: {type(exc).__name__}: {exc}"
+                reason = self.client.redact(f"unexpected error: {type(exc).__name__}: {exc}")
                 outcome = self._failed(slot, reason[:500], [], 0)
             finally:
                 self.tally.in_flight -= 1
@@ -127,7 +118,7 @@ class JudgeRun:
             latency += completion.latency_ms
             prompt_tokens += completion.prompt_tokens or 0
             completion_tokens += completion.completion_tokens or 0
-            replies.append(completion.content)
+            replies.append(self.client.redact(completion.content))
             parsed = parse_reply(completion.content)
             if isinstance(parsed, JudgeReply):
                 return Outcome(
@@ -175,11 +166,15 @@ class JudgeRun:
                     tries = f" (attempt {attempt} of {policy.attempts})" if exc.retry else ""
                     raise _SlotFailedError(exc.reason + tries, attempt) from None
                 if exc.wait is not None and exc.wait > policy.longest_wait_s:
-                    raise _SlotFailedError(
-                        f"{exc.reason}; the server asked to wait {exc.wait:.0f} s, longer than"
-                        f" the {policy.longest_wait_s:.0f} s limit",
-                        attempt,
+                    # The whole endpoint is closed for that long: failing slot after slot
+                    # would only hammer it. Stop; the next run picks up from here.
+                    raise JudgeStoppedError(
+                        f"{exc.reason}; the server asks to wait {exc.wait:.0f} s (Retry-After),"
+                        f" more than {policy.longest_wait_s:.0f} s: run again later"
                     ) from None
+                if self.should_stop():
+                    stopped = f"{exc.reason} (stopped before retrying)"
+                    raise _SlotFailedError(stopped, attempt) from None
                 self.tally.retries += 1
                 self._progress()
                 delay = policy.delay(attempt, exc.wait, self.rng)
@@ -198,7 +193,11 @@ class JudgeRun:
         out under a requests-per-minute limit."""
         loop = asyncio.get_running_loop()
         async with self._gate:
-            start = max(loop.time(), self._paused_until, self._next_send)
+            now = loop.time()
+            start = max(now, self._next_send)
+            if self._paused_until > now:
+                # Spread out the workers a pause held, so they do not all knock at once.
+                start = max(start, self._paused_until + self.rng.uniform(0, 0.5))
             rpm = self.limits.requests_per_minute
             if rpm:
                 self._next_send = start + 60.0 / rpm

@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from raglabel.judge.backoff import RetryPolicy
+
 
 @dataclass(frozen=True)
 class Pair:
@@ -31,6 +33,7 @@ class Slot:
     model: str
     repeat: int
     cache_key: str
+    text_key: str  # the texts the answer is about (see storage.judgments)
 
 
 @dataclass(frozen=True)
@@ -86,3 +89,11 @@ class Tally:
             f"{self.done}/{self.planned} answers, {rate:.1f}/s, {self.ok} graded,"
             f" {self.failed} failed, {self.retries} retries{eta}"
         )
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    concurrency: int = 8
+    requests_per_minute: float | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    timeout_s: float = 60.0  # per request, the whole exchange

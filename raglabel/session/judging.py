@@ -5,6 +5,7 @@ whatever happens (done, stopped by the endpoint, or interrupted)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sqlite3
@@ -13,9 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from raglabel.errors import UsageError
+from raglabel.judge.backoff import RetryPolicy
 from raglabel.judge.prompt import Template
-from raglabel.judge.slots import Tally
+from raglabel.judge.slots import RunLimits, Tally
 from raglabel.storage.judgments import (
+    FLUSH_AFTER_S,
     JudgmentLog,
     Plan,
     Selection,
@@ -38,17 +42,55 @@ class JudgeSetup:
     url: str | None = None  # where requests go, when it holds more than the stored endpoint
 
     def api_key(self) -> str | None:
-        return os.environ.get(self.api_key_env) or None if self.api_key_env else None
+        """The key from the environment, surrounding white space dropped (a key pasted
+        from a file often ends in a line break); a key that still holds a control or
+        non-ASCII character is refused before any request, naming only the variable."""
+        if not self.api_key_env:
+            return None
+        key = (os.environ.get(self.api_key_env) or "").strip()
+        if not key:
+            return None
+        if not key.isascii() or not key.isprintable():
+            raise UsageError(
+                f"${self.api_key_env} holds a character no HTTP header may carry (a control"
+                " or non-ASCII character); set it to the key alone"
+            )
+        return key
 
 
-def latest_setup(conn: sqlite3.Connection) -> JudgeSetup | None:
-    """The setup of the last judge run in this file, so the app asks as the CLI did."""
+def latest_setup(conn: sqlite3.Connection) -> tuple[JudgeSetup, RunLimits] | None:
+    """The setup and limits of the last judge run in this file, so the app asks as the
+    CLI did (at the stored endpoint, which has lost any query string and user info)."""
     row = latest_run(conn)
     if row is None:
         return None
     template = Template(row["prompt_text"], row["prompt_version"])
     setting = Setting(row["endpoint"], template, json.loads(row["params"]))
-    return JudgeSetup(setting, tuple(json.loads(row["models"])), row["repeats"], row["api_key_env"])
+    setup = JudgeSetup(
+        setting, tuple(json.loads(row["models"])), row["repeats"], row["api_key_env"]
+    )
+    return setup, limits_from_json(row["limits"])
+
+
+def limits_to_json(limits: RunLimits) -> str:
+    return json.dumps(
+        {
+            "concurrency": limits.concurrency,
+            "requests_per_minute": limits.requests_per_minute,
+            "attempts": limits.retry.attempts,
+            "timeout_s": limits.timeout_s,
+        }
+    )
+
+
+def limits_from_json(text: str | None) -> RunLimits:
+    stored = json.loads(text) if text else {}
+    return RunLimits(
+        concurrency=int(stored.get("concurrency", 8)),
+        requests_per_minute=stored.get("requests_per_minute"),
+        retry=RetryPolicy(attempts=int(stored.get("attempts", RetryPolicy().attempts))),
+        timeout_s=float(stored.get("timeout_s", 60.0)),
+    )
 
 
 @dataclass(frozen=True)
@@ -61,79 +103,88 @@ def execute(
     project: Project,
     work: Plan,
     setup: JudgeSetup,
-    limits: Any,
+    limits: RunLimits,
     *,
     on_progress: Callable[[Tally], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
-    timeout_s: float = 60.0,
     transport: Any = None,
 ) -> Finished:
-    """Ask for every slot of ``work``; each answer is on disk within half a second of
-    arriving, and the run record says how it ended even on Ctrl-C."""
+    """Ask for every slot of ``work``; each answer is on disk within about half a second
+    of arriving, and the run record says how it ended even on Ctrl-C."""
     from raglabel.judge.client import ChatClient
     from raglabel.judge.runner import JudgeRun
 
-    log = JudgmentLog.start(project, setup.setting, setup.models, setup.repeats, setup.api_key_env)
-    client = ChatClient(
-        setup.url or setup.setting.endpoint,
-        setup.api_key(),
-        timeout_s=timeout_s,
-        connections=limits.concurrency,
-        transport=transport,
+    api_key = setup.api_key()  # refused here, before the run is recorded as started
+    log = JudgmentLog.start(
+        project,
+        setup.setting,
+        setup.models,
+        setup.repeats,
+        api_key_env=setup.api_key_env,
+        limits=limits_to_json(limits),
     )
-    runner = JudgeRun(
-        client,
-        setup.setting.template,
-        params=setup.setting.params,
-        limits=limits,
-        on_outcome=log.add,
-        on_progress=on_progress,
-        should_stop=should_stop,
-    )
-
-    async def drive() -> None:
-        try:
-            await runner.run(work.slots, cached=work.cached)
-        finally:
-            await client.aclose()
-
+    tally = Tally(len(work.slots), cached=work.cached)
     status = "interrupted"
     try:
-        asyncio.run(drive())
-        if runner.tally.stopped:
+        client = ChatClient(
+            setup.url or setup.setting.endpoint,
+            api_key,
+            timeout_s=limits.timeout_s,
+            connections=limits.concurrency,
+            transport=transport,
+        )
+        runner = JudgeRun(
+            client,
+            setup.setting.template,
+            params=setup.setting.params,
+            limits=limits,
+            on_outcome=log.add,
+            on_progress=on_progress,
+            should_stop=should_stop,
+        )
+
+        async def flusher() -> None:
+            while True:
+                await asyncio.sleep(FLUSH_AFTER_S / 2)
+                log.flush_if_due()
+
+        async def drive() -> None:
+            timer = asyncio.create_task(flusher())
+            try:
+                await runner.run(work.slots, cached=work.cached)
+            finally:
+                timer.cancel()
+                await client.aclose()
+
+        # On Ctrl-C asyncio.run has cancelled the workers; what they finished is logged.
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(drive())
+        tally = runner.tally
+        if tally.stopped:
             status = "stopped"
-        elif runner.tally.done == runner.tally.planned:
+        elif tally.done == tally.planned and not (should_stop and should_stop()):
             status = "done"
-    except KeyboardInterrupt:
-        # asyncio.run has cancelled the workers; what they finished is in the log.
-        pass
     finally:
-        log.finish(runner.tally, status)
-    return Finished(runner.tally, status)
+        log.finish(tally, status)
+    return Finished(tally, status)
 
 
 def judge_query(
     path: Path,
     qid: str,
     setup: JudgeSetup,
+    limits: RunLimits,
     *,
     on_progress: Callable[[Tally], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> Finished:
     """Suggestions for one query's ungraded candidates, on a connection of its own (the
     app calls this from a worker thread while grading goes on)."""
-    from raglabel.judge.runner import RunLimits
-
     with Project.open(path) as project:
         pairs = select_pairs(project.conn, Selection(queries=(qid,)))
         work = plan(project.conn, pairs, setup.setting, setup.models, setup.repeats)
         if not work.slots:
             return Finished(Tally(0, cached=work.cached), "done")
         return execute(
-            project,
-            work,
-            setup,
-            RunLimits(concurrency=8),
-            on_progress=on_progress,
-            should_stop=should_stop,
+            project, work, setup, limits, on_progress=on_progress, should_stop=should_stop
         )

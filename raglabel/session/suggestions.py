@@ -19,7 +19,7 @@ class Suggestion:
     models: tuple[str, ...]
     low: int  # the lowest and highest of the models' grades
     high: int
-    reason: str | None  # the latest reason given, if any
+    reason: str | None  # a reason given with the grade shown, if any
     flagged: str | None = None  # why a person should look before trusting any judge
 
 
@@ -40,16 +40,18 @@ def query_suggestions(conn: sqlite3.Connection, query_row: int) -> dict[str, Sug
     out: dict[str, Suggestion] = {}
     for pid, by_model in latest.items():
         grades = [grade for grade, _ in by_model.values()]
-        reasons = [reason for _, reason in by_model.values() if reason]
         # The spread covers every answer behind the suggestion: repeats within a model
         # as well as the models against each other.
         ranges = spreads[pid].values()
+        grade = resolve(grades)
+        # The reason shown is one given for the grade shown, never another model's.
+        agreeing = [reason for g, reason in by_model.values() if g == grade and reason]
         out[pid] = Suggestion(
-            grade=resolve(grades),
+            grade=grade,
             models=tuple(sorted(by_model)),
             low=min(low for low, _ in ranges),
             high=max(high for _, high in ranges),
-            reason=reasons[-1] if reasons else None,
+            reason=agreeing[-1] if agreeing else None,
             flagged=flags.get(pid),
         )
     return out

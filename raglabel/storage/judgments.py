@@ -144,13 +144,15 @@ def plan(
     for model in models:
         prefix = setting.key(model)
         for pair in pairs:
-            texts = _digest(f"{pair.query}\x1f{pair.title}\x1f{pair.passage}")
+            texts = text_key(pair)
             for repeat in range(repeats):
-                key = _digest(f"{prefix}\x1f{texts}\x1f{repeat}")
+                # The pair's ids are in the key: two pairs with the same texts are two
+                # questions, each answered (and suggested) in its own right.
+                key = _digest(f"{prefix}\x1f{pair.qid}\x1f{pair.pid}\x1f{texts}\x1f{repeat}")
                 if key in done:
                     cached += 1
                     continue
-                slots.append(Slot(pair, model, repeat, key))
+                slots.append(Slot(pair, model, repeat, key, texts))
     return Plan(slots, cached, len(pairs))
 
 
@@ -163,7 +165,7 @@ class JudgmentLog:
         self.setting = setting
         self.run_id = run_id
         self._buffer: list[Outcome] = []
-        self._last_flush = time.monotonic()
+        self._first_waiting = 0.0  # when the oldest buffered answer arrived
 
     @classmethod
     def start(
@@ -172,7 +174,9 @@ class JudgmentLog:
         setting: Setting,
         models: Sequence[str],
         repeats: int,
+        *,
         api_key_env: str | None,
+        limits: str | None = None,
     ) -> JudgmentLog:
         # Answers can always be asked for again, so this connection (which writes only
         # judgments) skips the fsync per commit: a power cut may cost the last few
@@ -186,7 +190,8 @@ class JudgmentLog:
             )
             cursor = project.conn.execute(
                 "INSERT INTO judge_run (endpoint, models, prompt_version, params, api_key_env,"
-                " repeats, started_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, 'running')",
+                " repeats, limits, started_at, status)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running')",
                 (
                     setting.endpoint,
                     json.dumps(list(models)),
@@ -194,18 +199,28 @@ class JudgmentLog:
                     setting.params_json,
                     api_key_env,
                     repeats,
+                    limits,
                     now(),
                 ),
             )
         return cls(project, setting, int(cursor.lastrowid or 0))
 
     def add(self, outcome: Outcome) -> None:
+        if not self._buffer:
+            self._first_waiting = time.monotonic()
         self._buffer.append(outcome)
-        if len(self._buffer) >= FLUSH_EVERY or time.monotonic() - self._last_flush >= FLUSH_AFTER_S:
+        if len(self._buffer) >= FLUSH_EVERY:
+            self.flush()
+        else:
+            self.flush_if_due()
+
+    def flush_if_due(self) -> None:
+        """Write what has waited ``FLUSH_AFTER_S``; the run calls this on a timer too, so
+        an answer never waits for the next one to reach the disk."""
+        if self._buffer and time.monotonic() - self._first_waiting >= FLUSH_AFTER_S:
             self.flush()
 
     def flush(self) -> None:
-        self._last_flush = time.monotonic()
         if not self._buffer:
             return
         batch, self._buffer = self._buffer, []
@@ -214,33 +229,35 @@ class JudgmentLog:
             conn = self.project.conn
             conn.executemany(
                 "INSERT INTO judgment (run_id, query_id, passage_id, model, repeat, cache_key,"
-                " status, grade, reason, raw, error, attempts, repaired, latency_ms,"
+                " text_key, status, grade, reason, raw, error, attempts, repaired, latency_ms,"
                 " prompt_tokens, completion_tokens, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [_judgment_row(self.run_id, o, stamp) for o in batch],
             )
-            groups = {(o.slot.pair, o.slot.model) for o in batch if o.ok}
-            for pair, model in groups:
+            groups = {(o.slot.pair, o.slot.model, o.slot.text_key) for o in batch if o.ok}
+            for pair, model, texts in groups:
                 flagged = flag_passage(pair.query, pair.passage)
-                self._suggest(conn, pair.query_row, pair.passage_row, model, flagged)
+                self._suggest(conn, pair, model, texts, flagged)
 
     def _suggest(
         self,
         conn: sqlite3.Connection,
-        query_row: int,
-        passage_row: int,
+        pair: Pair,
         model: str,
+        texts: str,
         flagged: str | None,
     ) -> None:
-        """Rewrite the pair's suggestion for this model and setting from its answers:
-        the latest good answer of each repeat, then their lower median."""
+        """Rewrite the pair's suggestion for this model and setting from its answers
+        about the texts as they read now: the latest good answer of each repeat, then
+        their lower median."""
         s = self.setting
+        query_row, passage_row = pair.query_row, pair.passage_row
         rows = conn.execute(
             "SELECT j.repeat, j.grade, j.reason FROM judgment j JOIN judge_run r"
             " ON r.id = j.run_id WHERE j.query_id = ? AND j.passage_id = ? AND j.model = ?"
-            " AND j.status = 'ok' AND r.endpoint = ? AND r.prompt_version = ? AND r.params = ?"
-            " ORDER BY j.id",
-            (query_row, passage_row, model, s.endpoint, s.template.version, s.params_json),
+            " AND j.status = 'ok' AND j.text_key = ? AND r.endpoint = ?"
+            " AND r.prompt_version = ? AND r.params = ? ORDER BY j.id",
+            (query_row, passage_row, model, texts, s.endpoint, s.template.version, s.params_json),
         )
         latest: dict[int, tuple[int, str | None]] = {}
         for repeat, grade, reason in rows:
@@ -304,6 +321,7 @@ def _judgment_row(run_id: int, o: Outcome, stamp: str) -> tuple[object, ...]:
         s.model,
         s.repeat,
         s.cache_key,
+        s.text_key,
         "ok" if o.ok else "failed",
         o.grade,
         o.reason,
@@ -364,6 +382,11 @@ def latest_run(conn: sqlite3.Connection) -> sqlite3.Row | None:
     finally:
         conn.row_factory = None
     return found
+
+
+def text_key(pair: Pair) -> str:
+    """Names the query's and passage's texts: an answer counts only while they stand."""
+    return _digest(f"{pair.query}\x1f{pair.title}\x1f{pair.passage}")
 
 
 def _digest(text: str) -> str:

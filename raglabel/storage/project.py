@@ -8,6 +8,7 @@ wait for it instead of failing with "database is locked".
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -185,17 +186,30 @@ class Project:
     def backup_to(self, target: Path) -> int:
         """A consistent copy of the whole project at ``target`` (which must not exist),
         taken while other processes may be writing; returns the events it holds."""
+        if not target.parent.is_dir():
+            raise InputError(target, f"folder {str(target.parent)!r} does not exist")
         partial = target.with_name(target.name + ".partial")
-        partial.unlink(missing_ok=True)
-        copy = sqlite3.connect(str(partial))
         try:
-            self.conn.backup(copy)
-            copy.execute("PRAGMA journal_mode = WAL")
-            events = int(copy.execute("SELECT count(*) FROM event").fetchone()[0])
+            partial.unlink(missing_ok=True)
+            copy = sqlite3.connect(str(partial))
+            try:
+                self.conn.backup(copy)
+                copy.execute("PRAGMA journal_mode = WAL")
+                copy.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                events = int(copy.execute("SELECT count(*) FROM event").fetchone()[0])
+            finally:
+                copy.close()
+            # Only a finished copy takes the name, and a hard link never replaces a file
+            # that appeared meanwhile (rename would).
+            os.link(partial, target)
+        except FileExistsError:
+            exists = "already exists; raglabel backup never overwrites a file"
+            raise InputError(target, exists) from None
+        except (sqlite3.Error, OSError) as exc:
+            raise StorageError(f"nothing was saved: the copy to {target} failed ({exc})") from exc
         finally:
-            copy.close()
-        # Only a finished copy takes the name, so a failed backup never looks like one.
-        partial.rename(target)
+            for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
+                leftover.unlink(missing_ok=True)
         return events
 
     # -- schema ----------------------------------------------------------------------

@@ -19,6 +19,9 @@ class Ratings:
     resolved: dict[PairKey, int]  # one human grade per pair, as metrics use them
     accepted: int  # human grades that took a suggestion as it was
     with_suggestion: int  # human-graded pairs that had a suggestion to take
+    # Pairs where someone's grade is an accepted suggestion: comparing the judge with
+    # those would compare it with itself.
+    accepted_pairs: frozenset[PairKey]
 
 
 def load_ratings(conn: sqlite3.Connection) -> Ratings:
@@ -41,10 +44,18 @@ def load_ratings(conn: sqlite3.Connection) -> Ratings:
         " JOIN event e ON e.id = c.event_id WHERE EXISTS (SELECT 1 FROM suggestion s"
         " WHERE s.query_id = c.query_id AND s.passage_id = c.passage_id)"
     ).fetchone()
+    took = frozenset(
+        conn.execute(
+            "SELECT DISTINCT q.ext_id, p.ext_id FROM current_grade c"
+            " JOIN event e ON e.id = c.event_id JOIN query q ON q.id = c.query_id"
+            " JOIN passage p ON p.id = c.passage_id WHERE e.accepted_suggestion = 1"
+        ).fetchall()
+    )
     return Ratings(
         dict(annotators),
         dict(sorted(models.items())),
         _human_labels(conn, LabelChoice()),
         int(accepted),
         int(offered),
+        took,
     )

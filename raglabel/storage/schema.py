@@ -138,6 +138,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             params TEXT NOT NULL,
             api_key_env TEXT,
             repeats INTEGER NOT NULL CHECK (repeats >= 1),
+            limits TEXT,
             started_at TEXT NOT NULL,
             finished_at TEXT,
             status TEXT NOT NULL CHECK (status IN ('running', 'done', 'interrupted', 'stopped')),
@@ -158,6 +159,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             model TEXT NOT NULL,
             repeat INTEGER NOT NULL CHECK (repeat >= 0),
             cache_key TEXT NOT NULL,
+            -- Which texts the answer was about: a suggestion is made only from answers
+            -- about the query and passage as they read now.
+            text_key TEXT NOT NULL,
             status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
             grade INTEGER CHECK (grade BETWEEN 1 AND 5),
             reason TEXT,
@@ -181,6 +185,19 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE suggestion ADD COLUMN low INTEGER;
         ALTER TABLE suggestion ADD COLUMN high INTEGER;
         ALTER TABLE suggestion ADD COLUMN flagged TEXT;
+        -- A suggestion is about the texts the judge read: when an import changes them,
+        -- it no longer applies (the answers stay, as history, and the next run asks
+        -- again because their cache keys name the old texts).
+        CREATE TRIGGER passage_text_changed AFTER UPDATE OF title, text ON passage
+        WHEN old.text IS NOT new.text OR old.title IS NOT new.title
+        BEGIN
+            DELETE FROM suggestion WHERE passage_id = new.id;
+        END;
+        CREATE TRIGGER query_text_changed AFTER UPDATE OF text ON query
+        WHEN old.text IS NOT new.text
+        BEGIN
+            DELETE FROM suggestion WHERE query_id = new.id;
+        END;
         """,
     ),
 )

@@ -27,7 +27,7 @@ from raglabel.tui.screens.queries import QueriesScreen
 from raglabel.tui.screens.runs import RunsScreen
 
 if TYPE_CHECKING:
-    from raglabel.judge.slots import Tally
+    from raglabel.judge.slots import RunLimits, Tally
     from raglabel.session.judging import Finished, JudgeSetup
 
 #: How often the WAL is folded into the database file, off the keystroke path.
@@ -233,8 +233,8 @@ class GradingApp(App[int]):
         if self.judging is not None:
             self.notify(f"The judge is still working on {self.judging}.", severity="warning")
             return
-        setup = latest_setup(self.desk.project.conn)
-        if setup is None:
+        found = latest_setup(self.desk.project.conn)
+        if found is None:
             self.notify(
                 "No judge set up for this file: run `raglabel judge DB --base-url URL "
                 "--model NAME` once, and the app will ask the same way.",
@@ -242,12 +242,13 @@ class GradingApp(App[int]):
                 timeout=8,
             )
             return
+        setup, limits = found
         self.judging = qid
         self._judge_progress(query, f"judge: asking {', '.join(setup.models)} about {qid}…")
-        self._judge(query, qid, setup)
+        self._judge(query, qid, setup, limits)
 
     @work(thread=True, exclusive=True, group="judge")
-    def _judge(self, query: int, qid: str, setup: JudgeSetup) -> None:
+    def _judge(self, query: int, qid: str, setup: JudgeSetup, limits: RunLimits) -> None:
         from raglabel.session.judging import judge_query
 
         assert self.desk.project.path is not None
@@ -267,6 +268,7 @@ class GradingApp(App[int]):
                 self.desk.project.path,
                 qid,
                 setup,
+                limits,
                 on_progress=progress,
                 should_stop=lambda: worker.is_cancelled,
             )
