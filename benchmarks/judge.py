@@ -109,6 +109,31 @@ async def bare_peer(url: str, prompts: list[str], concurrency: int) -> float:
         return time.perf_counter() - started
 
 
+PEER = "bare httpx peer (no parsing, no database)"
+
+
+def judge_command(
+    db: Path, master: Path, server: ChatServer, args: argparse.Namespace
+) -> list[str]:
+    """A fresh copy of the project, and the command that judges it."""
+    shutil.copy(master, db)
+    return [
+        "judge",
+        str(db),
+        "--base-url",
+        server.base_url,
+        "--model",
+        "m",
+        "--concurrency",
+        str(args.concurrency),
+    ]
+
+
+def record(rows: list[dict[str, Any]], case: str, attempt: int, command: list[str]) -> None:
+    wall, said = raglabel(command)
+    rows.append({"case": case, "wall_s": wall, "try": attempt, "said": said})
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=2000)
@@ -131,70 +156,18 @@ def main() -> int:
         with ChatServer(latency=args.latency) as server:
             for attempt in range(args.repeat):
                 peer = asyncio.run(bare_peer(server.url, prompts, args.concurrency))
-                rows.append(
-                    {
-                        "case": "bare httpx peer (no parsing, no database)",
-                        "wall_s": peer,
-                        "try": attempt,
-                    }
-                )
-                db = folder / f"run{attempt}.db"
-                shutil.copy(master, db)
-                command = [
-                    "judge",
-                    str(db),
-                    "--base-url",
-                    server.base_url,
-                    "--model",
-                    "m",
-                    "--concurrency",
-                    str(args.concurrency),
-                ]
-                wall, said = raglabel(command)
-                rows.append(
-                    {
-                        "case": "raglabel judge, first run",
-                        "wall_s": wall,
-                        "try": attempt,
-                        "said": said,
-                    }
-                )
-                wall, said = raglabel(command)
-                rows.append(
-                    {
-                        "case": "raglabel judge, repeated run (all cached)",
-                        "wall_s": wall,
-                        "try": attempt,
-                        "said": said,
-                    }
-                )
+                rows.append({"case": PEER, "wall_s": peer, "try": attempt})
+                command = judge_command(folder / f"run{attempt}.db", master, server, args)
+                record(rows, "raglabel judge, first run", attempt, command)
+                record(rows, "raglabel judge, repeated run (all cached)", attempt, command)
         with ChatServer(latency=args.latency, fault_rate=0.05, seed=7, retry_after=0.2) as server:
             for attempt in range(args.repeat):
-                db = folder / f"faults{attempt}.db"
-                shutil.copy(master, db)
-                command = [
-                    "judge",
-                    str(db),
-                    "--base-url",
-                    server.base_url,
-                    "--model",
-                    "m",
-                    "--concurrency",
-                    str(args.concurrency),
-                ]
-                wall, said = raglabel(command)
-                rows.append(
-                    {
-                        "case": "raglabel judge, 5% faulty calls",
-                        "wall_s": wall,
-                        "try": attempt,
-                        "said": said,
-                    }
-                )
+                command = judge_command(folder / f"faults{attempt}.db", master, server, args)
+                record(rows, "raglabel judge, 5% faulty calls", attempt, command)
     cases: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         cases.setdefault(row["case"], []).append(row)
-    peer = min(r["wall_s"] for r in cases["bare httpx peer (no parsing, no database)"])
+    peer = min(r["wall_s"] for r in cases[PEER])
     print(
         f"\n{args.pairs} pairs, {args.latency * 1000:.0f} ms per call,"
         f" concurrency {args.concurrency}; ideal {ideal:.1f} s\n"

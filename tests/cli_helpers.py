@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,3 +19,9 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str
         code = int(exc.code or 0)
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def judge_argv(db: Path, base_url: str, *extra: str) -> list[str]:
+    """``raglabel judge`` as a child process, with model ``m``, for fault tests."""
+    args = [sys.executable, "-m", "raglabel", "judge", str(db), "--base-url", base_url]
+    return [*args, "--model", "m", *extra]

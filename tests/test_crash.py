@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from chat_server import ChatServer
+from cli_helpers import judge_argv
 from integrity import assert_sound
 
 HERE = Path(__file__).resolve().parent
@@ -40,8 +41,7 @@ def start_grader(db: Path, first: int) -> subprocess.Popen[str]:
 
 
 def start_judge(db: Path, url: str) -> subprocess.Popen[str]:
-    args = [sys.executable, "-m", "raglabel", "judge", str(db), "--base-url", url]
-    args += ["--model", "m", "--concurrency", "4", "--include-graded"]
+    args = judge_argv(db, url, "--concurrency", "4", "--include-graded")
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
@@ -161,18 +161,7 @@ def test_sigkill_while_a_judge_writes_suggestions(demo_db: Path) -> None:
         assert actions >= GRADES and kills >= 20 and judge_kills >= 1
         # The judge ends what the kills interrupted: every answer slot is answered once.
         done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "raglabel",
-                "judge",
-                str(demo_db),
-                "--base-url",
-                server.base_url,
-                "--model",
-                "m",
-                "--include-graded",
-            ],
+            judge_argv(demo_db, server.base_url, "--include-graded"),
             capture_output=True,
             text=True,
             check=False,

@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 from chat_server import ChatServer
+from cli_helpers import judge_argv
 from integrity import assert_sound
 
 HERE = Path(__file__).resolve().parent
@@ -64,20 +65,7 @@ def test_four_graders_a_judge_and_readers_at_once(demo_db: Path) -> None:
             for n in range(GRADERS)
         ]
         judge = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "raglabel",
-                "judge",
-                str(demo_db),
-                "--base-url",
-                server.base_url,
-                "--model",
-                "m",
-                "--concurrency",
-                "8",
-                "--include-graded",
-            ],
+            judge_argv(demo_db, server.base_url, "--concurrency", "8", "--include-graded"),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
