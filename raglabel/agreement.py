@@ -28,7 +28,7 @@ from raglabel.metrics.config import MetricConfig
 from raglabel.metrics.evaluate import evaluate_runs
 from raglabel.metrics.names import MetricKey
 from raglabel.metrics.stats import nan_mean
-from raglabel.storage.labels import resolve
+from raglabel.storage.labels import judge_consensus
 from raglabel.storage.ratings import PairKey, Ratings, load_ratings
 
 HUMANS = "humans"  # the resolved human grade, as metrics use it
@@ -140,12 +140,8 @@ def _judge(ratings: Ratings) -> tuple[str | None, dict[PairKey, int]]:
     if len(ratings.models) == 1:
         name, grades = next(iter(ratings.models.items()))
         return name, dict(grades)
-    per_pair: dict[PairKey, list[int]] = defaultdict(list)
-    for grades in ratings.models.values():
-        for pair, grade in grades.items():
-            per_pair[pair].append(grade)
     name = "judge (median of " + ", ".join(ratings.models) + ")"
-    return name, {pair: resolve(found) for pair, found in per_pair.items()}
+    return name, {pair: grade for pair, (grade, _) in judge_consensus(ratings.models).items()}
 
 
 def _without(judge: dict[PairKey, int], ratings: Ratings) -> dict[PairKey, int]:

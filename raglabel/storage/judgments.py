@@ -14,8 +14,8 @@ import hashlib
 import json
 import sqlite3
 import time
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -334,42 +334,6 @@ def _judgment_row(run_id: int, o: Outcome, stamp: str) -> tuple[object, ...]:
         o.completion_tokens,
         stamp,
     )
-
-
-@dataclass(frozen=True)
-class Failure:
-    qid: str
-    pid: str
-    model: str
-    error: str
-    attempts: int
-
-
-def open_failures(conn: sqlite3.Connection) -> list[Failure]:
-    """Slots whose latest judgment failed and that no later run answered."""
-    rows = conn.execute(
-        "SELECT q.ext_id, p.ext_id, j.model, j.error, j.attempts, j.cache_key FROM judgment j"
-        " JOIN query q ON q.id = j.query_id JOIN passage p ON p.id = j.passage_id"
-        " WHERE j.status = 'failed' AND NOT EXISTS (SELECT 1 FROM judgment k"
-        " WHERE k.cache_key = j.cache_key AND k.status = 'ok') ORDER BY j.id"
-    )
-    latest: dict[str, Failure] = {}
-    for qid, pid, model, error, attempts, key in rows:
-        latest[key] = Failure(qid, pid, model, error, attempts)
-    return list(latest.values())
-
-
-def failure_reasons(failures: Iterable[Failure]) -> list[tuple[str, int]]:
-    """The most common failure reasons, numbers and ids stripped so alike ones group."""
-    counts: dict[str, int] = defaultdict(int)
-    for failure in failures:
-        counts[_shape(failure.error)] += 1
-    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-
-
-def _shape(error: str) -> str:
-    head = error.split(" (attempt", 1)[0]
-    return head[:120]
 
 
 def latest_run(conn: sqlite3.Connection) -> sqlite3.Row | None:

@@ -127,15 +127,29 @@ def settle(
 
 
 def _judge_grades(conn: sqlite3.Connection) -> dict[tuple[str, str], tuple[int, set[str]]]:
-    """Each pair's judge grade: the latest suggestion per model, then the lower median."""
-    latest: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
+    return judge_consensus(suggestions_by_model(conn))
+
+
+def suggestions_by_model(conn: sqlite3.Connection) -> dict[str, dict[tuple[str, str], int]]:
+    """Each model's latest suggestion per (query, passage), models by name."""
+    models: dict[str, dict[tuple[str, str], int]] = defaultdict(dict)
     rows = conn.execute(
         "SELECT q.ext_id, p.ext_id, s.model, s.grade FROM suggestion s"
         " JOIN query q ON q.id = s.query_id JOIN passage p ON p.id = s.passage_id"
         " ORDER BY s.id"
     )
     for qid, pid, model, grade in rows:
-        latest[(qid, pid)][model] = grade
-    return {
-        pair: (resolve(list(by_model.values())), set(by_model)) for pair, by_model in latest.items()
-    }
+        models[model][qid, pid] = grade  # later rows are newer: the latest stands
+    return dict(sorted(models.items()))
+
+
+def judge_consensus(
+    by_model: dict[str, dict[Pair, int]],
+) -> dict[Pair, tuple[int, set[str]]]:
+    """Each pair's judge grade, the lower median over the models that graded it, and
+    which models those were."""
+    per_pair: dict[Pair, dict[str, int]] = defaultdict(dict)
+    for model, grades in by_model.items():
+        for pair, grade in grades.items():
+            per_pair[pair][model] = grade
+    return {pair: (resolve(list(m.values())), set(m)) for pair, m in per_pair.items()}

@@ -7,7 +7,7 @@ import sqlite3
 from collections import defaultdict
 from dataclasses import dataclass
 
-from raglabel.storage.labels import LabelChoice, _human_labels
+from raglabel.storage.labels import LabelChoice, _human_labels, suggestions_by_model
 
 PairKey = tuple[str, str]  # (query ext id, passage ext id)
 
@@ -32,13 +32,6 @@ def load_ratings(conn: sqlite3.Connection) -> Ratings:
         " JOIN passage p ON p.id = c.passage_id ORDER BY a.name"
     ):
         annotators[name][qid, pid] = grade
-    models: dict[str, dict[PairKey, int]] = defaultdict(dict)
-    for model, qid, pid, grade in conn.execute(
-        "SELECT s.model, q.ext_id, p.ext_id, s.grade FROM suggestion s"
-        " JOIN query q ON q.id = s.query_id JOIN passage p ON p.id = s.passage_id"
-        " ORDER BY s.id"
-    ):
-        models[model][qid, pid] = grade  # later rows are newer: the latest stands
     accepted, offered = conn.execute(
         "SELECT coalesce(sum(e.accepted_suggestion = 1), 0), count(*) FROM current_grade c"
         " JOIN event e ON e.id = c.event_id WHERE EXISTS (SELECT 1 FROM suggestion s"
@@ -53,7 +46,7 @@ def load_ratings(conn: sqlite3.Connection) -> Ratings:
     )
     return Ratings(
         dict(annotators),
-        dict(sorted(models.items())),
+        suggestions_by_model(conn),
         _human_labels(conn, LabelChoice()),
         int(accepted),
         int(offered),
