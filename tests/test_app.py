@@ -73,6 +73,16 @@ def events(db: Path) -> list[tuple[Any, ...]]:
         ).fetchall()
 
 
+def add_suggestion(app: GradingApp, q: int, pid: int, **columns: object) -> None:
+    """A judge suggestion for one pair, written straight into the app's project."""
+    row = {"model": "judge-1", "created_at": "2026-11-23", **columns}
+    app.desk.project.conn.execute(
+        f"INSERT INTO suggestion (query_id, passage_id, {', '.join(row)})"
+        f" VALUES (?, (SELECT id FROM passage WHERE ext_id = ?), {', '.join('?' * len(row))})",
+        (app.desk.catalog.queries[q].row_id, app.desk.catalog.passage_ext[pid], *row.values()),
+    )
+
+
 def status_text(screen: Any) -> str:
     return str(screen.query_one(SaveMark).render())
 
@@ -183,15 +193,8 @@ async def test_cycle_k_changes_panel_and_queries(db: Path) -> None:
 
 async def test_accept_records_an_accepted_suggestion(db: Path) -> None:
     async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
-        conn = app.desk.project.conn
-        q = app.desk.catalog.queries[UNGRADED]
         pid = app.desk.board.holes(UNGRADED, 5)[0].pid
-        conn.execute(
-            "INSERT INTO suggestion (query_id, passage_id, model, grade, reason, created_at)"
-            " VALUES (?, (SELECT id FROM passage WHERE ext_id = ?), 'judge-1', 3, 'partly',"
-            " '2026-11-23')",
-            (q.row_id, app.desk.catalog.passage_ext[pid]),
-        )
+        add_suggestion(app, UNGRADED, pid, grade=3, reason="partly")
         app.open_query(UNGRADED, pid)
         await pilot.pause()
         await pilot.press("a")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from chat_server import ChatServer
-from test_app import ME, UNGRADED, drive, events, open_query, status_text
+from test_app import ME, UNGRADED, add_suggestion, drive, events, open_query, status_text
 from textual.pilot import Pilot
 from textual.widgets import Static
 
@@ -85,14 +85,17 @@ async def test_accept_all_grades_only_what_the_annotator_left_open(
 
 async def test_suggestion_shows_its_reason_and_flag(demo_db: Path) -> None:
     async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
-        conn = app.desk.project.conn
-        q = app.desk.catalog.queries[UNGRADED]
         pid = app.desk.board.holes(UNGRADED, 5)[0].pid
-        conn.execute(
-            "INSERT INTO suggestion (query_id, passage_id, model, grade, reason, created_at,"
-            " low, high, answers, flagged) VALUES (?, (SELECT id FROM passage WHERE ext_id = ?),"
-            " 'judge-1', 4, 'names the cause', '2026-11-23', 3, 5, 3, 'addresses the grader')",
-            (q.row_id, app.desk.catalog.passage_ext[pid]),
+        add_suggestion(
+            app,
+            UNGRADED,
+            pid,
+            grade=4,
+            reason="names the cause",
+            low=3,
+            high=5,
+            answers=3,
+            flagged="addresses the grader",
         )
         app.open_query(UNGRADED, pid)
         await pilot.pause()

@@ -12,20 +12,17 @@ from cli_helpers import cli
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
 
 
+def eval_with(
+    capsys: pytest.CaptureFixture[str], config: Path, *extra: str
+) -> tuple[int, str, str]:
+    """``raglabel eval`` of the demo's bm25 run with ``--config config``."""
+    run = f"bm25={FIXTURES / 'runs' / 'bm25.run'}"
+    args = ["eval", "--qrels", FIXTURES / "qrels.txt", "--run", run, "--config", config]
+    return cli(capsys, *args, *extra)
+
+
 def eval_config(capsys: pytest.CaptureFixture[str], config: Path, *extra: str) -> dict[str, object]:
-    code, out, err = cli(
-        capsys,
-        "eval",
-        "--qrels",
-        FIXTURES / "qrels.txt",
-        "--run",
-        f"bm25={FIXTURES / 'runs' / 'bm25.run'}",
-        "--format",
-        "json",
-        "--config",
-        config,
-        *extra,
-    )
+    code, out, err = eval_with(capsys, config, "--format", "json", *extra)
     assert code == 0, err
     report: dict[str, object] = json.loads(out)["config"]
     return report
@@ -70,29 +67,11 @@ def test_bad_files_name_file_and_line(
 ) -> None:
     config = tmp_path / "bad.toml"
     config.write_bytes(body)
-    code, _, err = cli(
-        capsys,
-        "eval",
-        "--qrels",
-        FIXTURES / "qrels.txt",
-        "--run",
-        FIXTURES / "runs" / "bm25.run",
-        "--config",
-        config,
-    )
+    code, _, err = eval_with(capsys, config)
     assert code == 2
     assert f"{config}{where} " in err and words in err, err
 
 
 def test_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = cli(
-        capsys,
-        "eval",
-        "--qrels",
-        FIXTURES / "qrels.txt",
-        "--run",
-        FIXTURES / "runs" / "bm25.run",
-        "--config",
-        tmp_path / "nope.toml",
-    )
+    code, _, err = eval_with(capsys, tmp_path / "nope.toml")
     assert code == 2 and "nope.toml: no such config file" in err
