@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from raglabel.errors import UsageError
 
 if TYPE_CHECKING:
+    from raglabel.judge.prompt import Template
     from raglabel.judge.slots import Tally
     from raglabel.storage.judgments import Plan
 
@@ -159,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if finished.tally.stopped or finished.tally.failed else 0
 
 
-def describe_plan(work: Plan, template: Any, models: list[str], repeats: int) -> str:
+def describe_plan(work: Plan, template: Template, models: list[str], repeats: int) -> str:
     sizes = [
         len(template.render(p.query, p.passage, p.title)) for p in (s.pair for s in work.slots)
     ]
