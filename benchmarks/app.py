@@ -8,8 +8,8 @@ once, its qrels under the annotator "bench", and reused while its stamp matches.
 1. Keystrokes, in this process: per session a fresh copy of the project, the app built by
    ``create_app`` and driven headless by Textual's Pilot (``run_test``), the first query's
    Grade screen opened, and ``--grades`` grade keys pressed among moves, query changes and
-   undos. ``MetricsPanel.show``, ``Desk.grade`` and ``Desk.undo`` are wrapped (in this
-   process only) to read ``time.perf_counter`` when they are entered and return; a
+   undos. ``MetricsPanel.show``, ``GradingSession.grade`` and ``GradingSession.undo`` are
+   wrapped (in this process only) to read ``time.perf_counter`` when they are entered and return; a
    keystroke's latency is the first panel update after the moment just before
    ``pilot.press``. Afterwards the project must hold exactly one event of origin 'app' per
    grade and undo key pressed.
@@ -313,7 +313,7 @@ class Probe:
     panel: list[float] = field(default_factory=list)  # MetricsPanel.show returned
     painted: list[float] = field(default_factory=list)  # MetricsPanel lines rendered
     passage: list[float] = field(default_factory=list)  # PassageView.show returned
-    calls: list[tuple[str, float, float]] = field(default_factory=list)  # Desk.grade/undo
+    calls: list[tuple[str, float, float]] = field(default_factory=list)  # GradingSession.grade/undo
 
     def reset(self) -> None:
         self.panel.clear()
@@ -346,7 +346,7 @@ def _around(
 
 @contextmanager
 def probed() -> Iterator[Probe]:
-    from raglabel.session.desk import Desk
+    from raglabel.session.grading import GradingSession
     from raglabel.tui.widgets.metrics_panel import MetricsPanel
     from raglabel.tui.widgets.passage_view import PassageView
 
@@ -355,8 +355,8 @@ def probed() -> Iterator[Probe]:
         (MetricsPanel, "show", _after(MetricsPanel.show, probe.panel)),
         (MetricsPanel, "render_lines", _after(MetricsPanel.render_lines, probe.painted)),
         (PassageView, "show", _after(PassageView.show, probe.passage)),
-        (Desk, "grade", _around(Desk.grade, "grade", probe.calls)),
-        (Desk, "undo", _around(Desk.undo, "undo", probe.calls)),
+        (GradingSession, "grade", _around(GradingSession.grade, "grade", probe.calls)),
+        (GradingSession, "undo", _around(GradingSession.undo, "undo", probe.calls)),
     ]
     # Inherited methods (render_lines) are not in the class's own __dict__: delete the
     # wrapper then, rather than pinning the base class's method onto the subclass.
@@ -378,9 +378,9 @@ class KeySample:
     key: str
     kind: str
     panel_ms: float | None  # t0 to the first MetricsPanel.show return
-    desk_ms: float | None  # inside Desk.grade / Desk.undo
-    before_desk_ms: float | None  # t0 to entering Desk.grade / Desk.undo
-    after_desk_ms: float | None  # Desk.grade / undo return to the panel updated
+    session_ms: float | None  # inside GradingSession.grade / GradingSession.undo
+    before_session_ms: float | None  # t0 to entering GradingSession.grade / GradingSession.undo
+    after_session_ms: float | None  # GradingSession.grade / undo return to the panel updated
     painted_ms: float | None  # t0 to the panel's lines rendered (the next frame)
     passage_ms: float | None  # t0 to the last PassageView.show (the next passage shown)
     press_ms: float  # the whole pilot.press, Pilot's waits for idle included
@@ -439,9 +439,9 @@ async def grade_session(
                     key=key,
                     kind=key_kind(key),
                     panel_ms=_ms(panel, t0),
-                    desk_ms=None if call is None else _ms(call[2], call[1]),
-                    before_desk_ms=None if call is None else _ms(call[1], t0),
-                    after_desk_ms=None if call is None else _ms(panel, call[2]),
+                    session_ms=None if call is None else _ms(call[2], call[1]),
+                    before_session_ms=None if call is None else _ms(call[1], t0),
+                    after_session_ms=None if call is None else _ms(panel, call[2]),
                     painted_ms=_ms(_first_after(probe.painted, panel or t0), t0),
                     passage_ms=_ms(probe.passage[-1] if probe.passage else None, t0),
                     press_ms=(back - t0) * 1000,
@@ -548,9 +548,9 @@ def keystroke_lines(sessions: Sequence[Session], grades: int) -> tuple[list[Line
         )
     )
     parts = (
-        ("before_desk_ms", "  key to Desk.grade entered"),
-        ("desk_ms", "  inside Desk.grade (commit included)"),
-        ("after_desk_ms", "  Desk.grade returned to panel updated"),
+        ("before_session_ms", "  key to GradingSession.grade entered"),
+        ("session_ms", "  inside GradingSession.grade (commit included)"),
+        ("after_session_ms", "  GradingSession.grade returned to panel updated"),
         ("painted_ms", "  key to the panel's lines rendered (next frame)"),
         ("passage_ms", "  key to the next passage shown"),
     )
@@ -563,8 +563,8 @@ def keystroke_lines(sessions: Sequence[Session], grades: int) -> tuple[list[Line
     for kind, label in (("undo", "undo key to panel updated"), ("next query", "n to panel")):
         values = _values(samples, "panel_ms", kind)
         if values:
-            desk = _values(samples, "desk_ms", kind)
-            extra = {"desk": percentiles(desk)} if desk else {}
+            session = _values(samples, "session_ms", kind)
+            extra = {"session": percentiles(session)} if session else {}
             lines.append(
                 Line(
                     GRADING,

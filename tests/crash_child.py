@@ -1,4 +1,4 @@
-"""A grader to be killed: grades through the grading app's own session code (Desk) and
+"""A grader to be killed: grades through the grading app's own session code (GradingSession) and
 acknowledges each action on stdout only after the call has returned, as the app shows
 "saved" only then. The crash tests SIGKILL it and check every acknowledged action.
 
@@ -15,7 +15,7 @@ import random
 import sys
 from pathlib import Path
 
-from raglabel.session.desk import Desk
+from raglabel.session.grading import GradingSession
 from raglabel.session.options import AppOptions
 
 
@@ -23,8 +23,8 @@ def main() -> None:
     db, annotator, first, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     count = int(sys.argv[5]) if len(sys.argv) > 5 else None
     grades_only = len(sys.argv) > 6 and sys.argv[6] == "grades"
-    desk = Desk.open(AppOptions(project=Path(db), annotator=annotator))
-    pairs = [(q, pid) for q, pids in enumerate(desk.catalog.candidates) for pid in pids]
+    session = GradingSession.open(AppOptions(project=Path(db), annotator=annotator))
+    pairs = [(q, pid) for q, pids in enumerate(session.catalog.candidates) for pid in pids]
     print("READY", flush=True)
     i = first
     while count is None or i < first + count:
@@ -32,16 +32,16 @@ def main() -> None:
         q, pid = rng.choice(pairs)
         roll = 1.0 if grades_only else rng.random()
         if roll < 0.1:
-            change = desk.undo()
+            change = session.undo()
             if change is None:
                 i += 1
                 continue
         elif roll < 0.15:
-            change = desk.clear(q, pid)
+            change = session.clear(q, pid)
         else:
-            change = desk.grade(q, pid, rng.randint(1, 5))
-        query = desk.catalog.queries[change.query].ext_id
-        passage = desk.catalog.passage_ext[change.pid]
+            change = session.grade(q, pid, rng.randint(1, 5))
+        query = session.catalog.queries[change.query].ext_id
+        passage = session.catalog.passage_ext[change.pid]
         print(f"ACK {i} {change.kind} {change.event_id} {query} {passage}", flush=True)
         i += 1
 

@@ -156,7 +156,7 @@ def test_without_judge_or_with_bad_options(
 def test_json_report_matches_its_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from pydantic import TypeAdapter
 
-    from raglabel.agreement import AgreementReport
+    from raglabel.analysis.agreement import AgreementReport
 
     data = report(capsys, build(tmp_path, capsys, {"m": JUDGE}))
     TypeAdapter(AgreementReport).validate_python(data)

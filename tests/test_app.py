@@ -47,7 +47,7 @@ async def drive(
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         # The runs are read in the background; scenarios start once they are shown.
-        while not app.desk.runs_scored:
+        while not app.session.runs_scored:
             await pilot.pause(0.02)
         await pilot.pause()
         await scenario(app, pilot)
@@ -76,10 +76,14 @@ def events(db: Path) -> list[tuple[Any, ...]]:
 def add_suggestion(app: GradingApp, q: int, pid: int, **columns: object) -> None:
     """A judge suggestion for one pair, written straight into the app's project."""
     row = {"model": "judge-1", "created_at": "2026-11-23", **columns}
-    app.desk.project.conn.execute(
+    app.session.project.conn.execute(
         f"INSERT INTO suggestion (query_id, passage_id, {', '.join(row)})"
         f" VALUES (?, (SELECT id FROM passage WHERE ext_id = ?), {', '.join('?' * len(row))})",
-        (app.desk.catalog.queries[q].row_id, app.desk.catalog.passage_ext[pid], *row.values()),
+        (
+            app.session.catalog.queries[q].row_id,
+            app.session.catalog.passage_ext[pid],
+            *row.values(),
+        ),
     )
 
 
@@ -95,7 +99,7 @@ async def test_grade_key_saves_then_advances_to_next_ungraded(db: Path) -> None:
         first = screen.current
         assert first is not None and screen.rows[first].grade is None
         await pilot.press("4")
-        seen["first"] = app.desk.catalog.passage_ext[first]
+        seen["first"] = app.session.catalog.passage_ext[first]
         seen["rows"] = events(db)  # committed before the screen moved on
         seen["moved_to"] = screen.current
         seen["grade_of_next"] = screen.rows[screen.current].grade if screen.current else None
@@ -104,11 +108,11 @@ async def test_grade_key_saves_then_advances_to_next_ungraded(db: Path) -> None:
 
     app = await drive(db, scenario)
     (row,) = seen["rows"]
-    assert row[:4] == (app.desk.catalog.queries[UNGRADED].ext_id, seen["first"], "grade", 4)
+    assert row[:4] == (app.session.catalog.queries[UNGRADED].ext_id, seen["first"], "grade", 4)
     assert row[6] == 1 and row[7] is not None and row[7] >= 0  # shown_at and active time
     assert (
         seen["moved_to"] is not None
-        and app.desk.catalog.passage_ext[seen["moved_to"]] != seen["first"]
+        and app.session.catalog.passage_ext[seen["moved_to"]] != seen["first"]
     )
     assert seen["grade_of_next"] is None
     assert "saved" in seen["status"] and "= 4" in seen["status"]
@@ -159,7 +163,7 @@ async def test_moving_keys(db: Path) -> None:
         await pilot.press("n")
         assert screen.qi == 1
         await pilot.press("p", "p")
-        assert screen.qi == len(app.desk.catalog.queries) - 1
+        assert screen.qi == len(app.session.catalog.queries) - 1
         await pilot.press("q")
         assert isinstance(app.screen, QueriesScreen)
 
@@ -170,7 +174,7 @@ async def test_moving_keys(db: Path) -> None:
 async def test_queue_key_goes_to_the_most_retrieved_hole(db: Path) -> None:
     async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
         screen = await open_query(app, pilot, 0)  # fully graded at K
-        expected = app.desk.next_hole(0)
+        expected = app.session.next_hole(0)
         assert expected is not None and expected.query != 0
         await pilot.press("g")
         assert (screen.qi, screen.current) == (expected.query, expected.pid)
@@ -182,7 +186,7 @@ async def test_cycle_k_changes_panel_and_queries(db: Path) -> None:
     async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
         screen = await open_query(app, pilot, 0)
         await pilot.press("K")
-        assert app.desk.k == 10
+        assert app.session.k == 10
         assert screen.query_one("#metrics").render() is not None
         assert "K=10" in str(screen.query_one("#query-head").render())
         await pilot.press("q")
@@ -193,7 +197,7 @@ async def test_cycle_k_changes_panel_and_queries(db: Path) -> None:
 
 async def test_accept_records_an_accepted_suggestion(db: Path) -> None:
     async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
-        pid = app.desk.board.holes(UNGRADED, 5)[0].pid
+        pid = app.session.board.holes(UNGRADED, 5)[0].pid
         add_suggestion(app, UNGRADED, pid, grade=3, reason="partly")
         app.open_query(UNGRADED, pid)
         await pilot.pause()
@@ -257,7 +261,7 @@ async def test_filter_typing_never_grades(db: Path) -> None:
         await pilot.press("enter")
         assert table.row_count == 1 and table.has_focus
         await pilot.press("escape")
-        assert table.row_count == len(app.desk.catalog.queries)
+        assert table.row_count == len(app.session.catalog.queries)
         assert not app.screen.query_one("#filter", Input).display
 
     await drive(db, scenario)
@@ -284,7 +288,7 @@ async def test_enter_opens_a_query_and_grades_update_the_queries_screen(db: Path
         await pilot.press("5", "q")
         assert isinstance(app.screen, QueriesScreen)
         progress = str(table.get_row_at(UNGRADED)[1])
-        row = app.desk.query_row(UNGRADED)
+        row = app.session.query_row(UNGRADED)
         assert progress == f"{row.graded}/{row.candidates}" and row.graded == 1
 
     await drive(db, scenario)
@@ -299,7 +303,7 @@ async def test_help_runs_and_palette(db: Path) -> None:
         await app.workers.wait_for_complete()
         await pilot.pause()
         runs = app.screen.query_one("#standings", DataTable)
-        assert runs.row_count == len(app.desk.catalog.runs)
+        assert runs.row_count == len(app.session.catalog.runs)
         await pilot.press("space", "down", "space", "c")
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -329,11 +333,11 @@ async def test_a_failed_write_is_shown_and_nothing_moves(db: Path) -> None:
     async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
         screen = await open_query(app, pilot, UNGRADED)
         before = screen.current
-        app.desk.project.conn.execute("PRAGMA query_only = ON")
+        app.session.project.conn.execute("PRAGMA query_only = ON")
         await pilot.press("3")
         seen["status"] = status_text(screen)
         seen["same"] = screen.current == before and screen.rows[before].grade is None
-        app.desk.project.conn.execute("PRAGMA query_only = OFF")
+        app.session.project.conn.execute("PRAGMA query_only = OFF")
 
     await drive(db, scenario)
     assert "NOT saved" in seen["status"] and seen["same"]
@@ -504,14 +508,14 @@ async def test_screens_below_show_grades_made_above_and_q_goes_home(db: Path) ->
 
 async def test_runs_load_in_the_background_and_fill_the_queries(db: Path) -> None:
     app = create_app(AppOptions(project=db, annotator=ME))
-    assert not app.desk.runs_scored, "create_app reads the runs in the background"
+    assert not app.session.runs_scored, "create_app reads the runs in the background"
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        while not app.desk.runs_scored:
+        while not app.session.runs_scored:
             await pilot.pause(0.02)
         await pilot.pause()
         table = app.screen.query_one("#queries", DataTable)
-        row = app.desk.query_row(0)
+        row = app.session.query_row(0)
         assert row.scored
         assert str(table.get_row_at(0)[3]).strip() == f"{row.ra_nwg[0]:.3f}"
 
@@ -519,7 +523,7 @@ async def test_runs_load_in_the_background_and_fill_the_queries(db: Path) -> Non
 async def test_query_table_fills_in_chunks_and_keeps_the_cursor() -> None:
     from textual.app import App, ComposeResult
 
-    from raglabel.session.desk import QueryRow
+    from raglabel.session.grading import QueryRow
     from raglabel.tui.widgets.query_table import FIRST_PAGE, QueryTable
 
     rows = [QueryRow(i, f"q{i:04d}", f"text {i}", 1, 10, 2, (0.5, 0.25)) for i in range(1000)]

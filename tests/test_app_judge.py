@@ -44,7 +44,7 @@ async def test_accept_all_asks_first_and_no_writes_nothing(
     before = human_rows(demo_db)
 
     async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
-        await suggest_all(demo_db, server, app.desk.catalog.queries[UNGRADED].ext_id)
+        await suggest_all(demo_db, server, app.session.catalog.queries[UNGRADED].ext_id)
         await open_query(app, pilot, UNGRADED)
         await pilot.press("A")
         assert isinstance(app.screen, ConfirmScreen)
@@ -61,7 +61,7 @@ async def test_accept_all_grades_only_what_the_annotator_left_open(
     demo_db: Path, server: ChatServer
 ) -> None:
     async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
-        qid = app.desk.catalog.queries[UNGRADED].ext_id
+        qid = app.session.catalog.queries[UNGRADED].ext_id
         await suggest_all(demo_db, server, qid)
         screen = await open_query(app, pilot, UNGRADED)
         first = screen.current
@@ -70,7 +70,7 @@ async def test_accept_all_grades_only_what_the_annotator_left_open(
         await pilot.press("y")
         assert isinstance(app.screen, GradeScreen)
         assert "accepted" in status_text(screen)
-        rows = {r.pid: r for r in app.desk.passages(UNGRADED)}
+        rows = {r.pid: r for r in app.session.passages(UNGRADED)}
         assert first is not None and rows[first].own == 5
         assert all(
             r.own == r.suggestion.grade for r in rows.values() if r.pid != first and r.suggestion
@@ -85,7 +85,7 @@ async def test_accept_all_grades_only_what_the_annotator_left_open(
 
 async def test_suggestion_shows_its_reason_and_flag(demo_db: Path) -> None:
     async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
-        pid = app.desk.board.holes(UNGRADED, 5)[0].pid
+        pid = app.session.board.holes(UNGRADED, 5)[0].pid
         add_suggestion(
             app,
             UNGRADED,
@@ -112,10 +112,10 @@ async def test_judge_key_runs_the_judge_in_the_background(
     async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
         # The CLI's first run sets up how the app asks (one other query, so this one
         # still has everything to ask).
-        await suggest_all(demo_db, server, app.desk.catalog.queries[UNGRADED + 1].ext_id)
+        await suggest_all(demo_db, server, app.session.catalog.queries[UNGRADED + 1].ext_id)
         server.latency = 0.05
         screen = await open_query(app, pilot, UNGRADED)
-        assert all(r.suggestion is None for r in app.desk.passages(UNGRADED))
+        assert all(r.suggestion is None for r in app.session.passages(UNGRADED))
         await pilot.press("J")
         await pilot.press("3")  # grading goes on while the judge works
         for _ in range(300):
@@ -126,7 +126,7 @@ async def test_judge_key_runs_the_judge_in_the_background(
         await pilot.pause()
         progress = str(screen.query_one("#judge-progress", Static).render())
         assert "new suggestions" in progress and "0 failed" in progress
-        rows = app.desk.passages(UNGRADED)
+        rows = app.session.passages(UNGRADED)
         assert all(r.suggestion is not None for r in rows)
         # The grade typed while the judge worked stands, whatever the judge said.
         assert [r.own for r in rows if r.own is not None] == [3]

@@ -15,7 +15,7 @@ from integrity import assert_sound, checksum
 from textual.pilot import Pilot
 
 from raglabel.errors import StorageError
-from raglabel.session.desk import Desk
+from raglabel.session.grading import GradingSession
 from raglabel.session.options import AppOptions
 from raglabel.storage import project as project_module
 from raglabel.storage.grades import GradeEvent, record
@@ -122,7 +122,7 @@ async def test_app_on_a_full_disk_says_not_saved_and_stays_usable(demo_db: Path)
     project = Project.open(demo_db)
     fill_to_the_brim(project)
     before = events(demo_db)
-    app = create_app(options, Desk.open(options, project))
+    app = create_app(options, GradingSession.open(options, project))
 
     async def scenario(pilot: Pilot[Any]) -> None:
         app.open_query(UNGRADED)
@@ -141,7 +141,7 @@ async def test_app_on_a_full_disk_says_not_saved_and_stays_usable(demo_db: Path)
 
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
-        while not app.desk.runs_scored:
+        while not app.session.runs_scored:
             await pilot.pause(0.02)
         await scenario(pilot)
     assert events(demo_db) == before

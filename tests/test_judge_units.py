@@ -35,7 +35,7 @@ from raglabel.judge.flags import flag_passage
 from raglabel.judge.prompt import Template, new_fence, repair_request
 from raglabel.judge.reply import MAX_REASON, JudgeReply, Problem, parse_reply
 from raglabel.judge.runner import JudgeRun
-from raglabel.judge.slots import Outcome, Pair, RunLimits, Slot, Tally
+from raglabel.judge.work import Outcome, Pair, RunLimits, Slot, Tally
 
 Handler = Callable[[httpx.Request], Coroutine[None, None, httpx.Response]]
 FENCE_RE = re.compile(r"DATA-[0-9A-F]{16}")

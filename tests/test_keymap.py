@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from raglabel.config.bindings import BINDING_IDS
+from raglabel.config.keymap import default_path, load_keymap
 from raglabel.errors import InputError
-from raglabel.keymap import BINDING_IDS, default_path, load_keymap
 
 
 @pytest.fixture(autouse=True)
@@ -75,7 +76,7 @@ def test_defaults_have_no_clashes(tmp_path: Path) -> None:
 
 
 def test_keymap_module_does_not_load_textual() -> None:
-    code = "import sys, raglabel.keymap; print('textual' in sys.modules)"
+    code = "import sys, raglabel.config.keymap; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -20,7 +20,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from raglabel.evaluation import Options, evaluate
+from raglabel.analysis.evaluation import Options, evaluate
 from raglabel.formats.report import LabelsInfo
 from raglabel.metrics import (
     LabelSet,

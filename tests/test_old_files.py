@@ -20,7 +20,7 @@ from chat_server import ChatServer
 from cli_helpers import cli
 from integrity import assert_sound
 
-from raglabel.session.desk import Desk
+from raglabel.session.grading import GradingSession
 from raglabel.session.options import AppOptions
 from raglabel.storage.project import Project
 from raglabel.storage.schema import MIGRATIONS, SCHEMA_VERSION
@@ -92,13 +92,13 @@ def test_todays_features_work_on_an_upgraded_file(
     code, out, err = cli(capsys, "eval", path, "--format", "json")
     assert code == 0, err
     assert json.loads(out)["labels"]["queries"] == 2
-    desk = Desk.open(AppOptions(project=path, annotator="alice"))
+    session = GradingSession.open(AppOptions(project=path, annotator="alice"))
     try:
-        change = desk.grade(0, desk.catalog.candidates[0][0], 5)
+        change = session.grade(0, session.catalog.candidates[0][0], 5)
         assert change.grade == 5
-        shown = {row.ext_id: row.suggestion for row in desk.passages(0)}
+        shown = {row.ext_id: row.suggestion for row in session.passages(0)}
     finally:
-        desk.close()
+        session.close()
     if version >= 2:
         old_suggestion = shown["d1"]
         assert old_suggestion is not None and old_suggestion.grade == 4

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from raglabel.cli.main import main
-from raglabel.session.desk import Desk, Timing
+from raglabel.session.grading import GradingSession, Timing
+from raglabel.session.live_metrics import PANEL_METRICS
 from raglabel.session.options import AppOptions
-from raglabel.session.scoreboard import PANEL_METRICS
 from raglabel.session.standings import STANDING_METRICS, duel, snapshot, standings
 from raglabel.storage.grades import GradeEvent, record
 
@@ -28,8 +28,8 @@ def db(demo_db: Path) -> Path:
 
 
 @pytest.fixture
-def desk(db: Path) -> Iterator[Desk]:
-    opened = Desk.open(AppOptions(project=db, annotator=ME))
+def session(db: Path) -> Iterator[GradingSession]:
+    opened = GradingSession.open(AppOptions(project=db, annotator=ME))
     yield opened
     opened.close()
 
@@ -66,15 +66,15 @@ def same(a: float | None, b: float) -> bool:
 
 @pytest.mark.parametrize("k", [5, 10])
 def test_panel_and_query_rows_equal_eval_db(
-    db: Path, desk: Desk, capsys: pytest.CaptureFixture[str], k: int
+    db: Path, session: GradingSession, capsys: pytest.CaptureFixture[str], k: int
 ) -> None:
-    desk.set_k(k)
+    session.set_k(k)
     expected = eval_per_query(db, capsys, k, "--annotator", ME)
-    names = desk.catalog.run_names
+    names = session.catalog.run_names
     checked = 0
-    for q, query in enumerate(desk.catalog.queries):
-        panel = desk.panel(q)
-        row = desk.query_row(q)
+    for q, query in enumerate(session.catalog.queries):
+        panel = session.panel(q)
+        row = session.query_row(q)
         for i, run in enumerate(names):
             values = expected[run].get(query.ext_id)
             if values is None:  # eval leaves out queries nobody graded; RA-nWG is NA here
@@ -93,111 +93,117 @@ def test_panel_and_query_rows_equal_eval_db(
 
 
 def test_grades_keep_every_view_in_step(
-    desk: Desk, db: Path, capsys: pytest.CaptureFixture[str]
+    session: GradingSession, db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Grade through the queue until one query (an ungraded one) has several grades.
     graded = []
     for grade in (5, 4, 1, 3, 2, 5):
-        hole = desk.next_hole(25)
+        hole = session.next_hole(25)
         assert hole is not None
-        change = desk.grade(hole.query, hole.pid, grade, Timing("2026-11-23T00:00:00+00:00", 1200))
+        change = session.grade(
+            hole.query, hole.pid, grade, Timing("2026-11-23T00:00:00+00:00", 1200)
+        )
         assert change.grade == grade
         graded.append((hole.query, hole.pid, grade))
-    incremental = np.array([desk.query_row(q).ra_nwg for q in range(len(desk.catalog.queries))]).T
-    holes = [desk.query_row(q).holes for q in range(len(desk.catalog.queries))]
-    desk.reload()  # from the file alone
-    fresh = np.array([desk.query_row(q).ra_nwg for q in range(len(desk.catalog.queries))]).T
+    incremental = np.array(
+        [session.query_row(q).ra_nwg for q in range(len(session.catalog.queries))]
+    ).T
+    holes = [session.query_row(q).holes for q in range(len(session.catalog.queries))]
+    session.reload()  # from the file alone
+    fresh = np.array([session.query_row(q).ra_nwg for q in range(len(session.catalog.queries))]).T
     np.testing.assert_allclose(incremental, fresh, equal_nan=True)
-    assert holes == [desk.query_row(q).holes for q in range(len(desk.catalog.queries))]
-    expected = eval_per_query(db, capsys, desk.k, "--annotator", ME)
+    assert holes == [session.query_row(q).holes for q in range(len(session.catalog.queries))]
+    expected = eval_per_query(db, capsys, session.k, "--annotator", ME)
     q = graded[0][0]
-    qid = desk.catalog.queries[q].ext_id
-    for i, run in enumerate(desk.catalog.run_names):
-        assert same(expected[run][qid][f"ra_nwg@{desk.k}"], fresh[i, q])
-    rows = desk.project.conn.execute(
+    qid = session.catalog.queries[q].ext_id
+    for i, run in enumerate(session.catalog.run_names):
+        assert same(expected[run][qid][f"ra_nwg@{session.k}"], fresh[i, q])
+    rows = session.project.conn.execute(
         "SELECT grade, shown_at, active_ms, origin FROM event WHERE origin = 'app' ORDER BY id"
     ).fetchall()
     assert [r[0] for r in rows] == [g for _, _, g in graded]
     assert all(r[1:] == ("2026-11-23T00:00:00+00:00", 1200, "app") for r in rows)
 
 
-def test_queue_prefers_passages_most_runs_retrieve(desk: Desk) -> None:
+def test_queue_prefers_passages_most_runs_retrieve(session: GradingSession) -> None:
     q = 25
-    holes = desk.board.holes(q, desk.k)
+    holes = session.board.holes(q, session.k)
     assert holes, "the demo's ungraded queries have holes"
     ranked = [(-h.runs, h.best_rank) for h in holes]
     assert ranked == sorted(ranked)
-    first = desk.next_hole(q)
+    first = session.next_hole(q)
     assert first == holes[0]
-    text = desk.catalog.passage_ext[first.pid]
-    in_top = sum(text in run.ranked(q)[: desk.k] for run in desk.catalog.runs)
+    text = session.catalog.passage_ext[first.pid]
+    in_top = sum(text in run.ranked(q)[: session.k] for run in session.catalog.runs)
     assert in_top == first.runs == max(h.runs for h in holes)
 
 
-def test_queue_moves_to_the_query_with_most_holes(desk: Desk) -> None:
+def test_queue_moves_to_the_query_with_most_holes(session: GradingSession) -> None:
     graded_query = 0
-    assert desk.board.holes(graded_query, desk.k) == []
-    hole = desk.next_hole(graded_query)
+    assert session.board.holes(graded_query, session.k) == []
+    hole = session.next_hole(graded_query)
     assert hole is not None
-    counts = [desk.query_row(q).holes for q in range(len(desk.catalog.queries))]
+    counts = [session.query_row(q).holes for q in range(len(session.catalog.queries))]
     assert counts[hole.query] == max(counts)
 
 
-def test_undo_walks_back_across_queries(desk: Desk) -> None:
-    a = desk.board.holes(25, desk.k)[0]
-    b = desk.board.holes(27, desk.k)[0]
-    desk.grade(25, a.pid, 4)
-    desk.grade(27, b.pid, 2)
-    first = desk.undo()
+def test_undo_walks_back_across_queries(session: GradingSession) -> None:
+    a = session.board.holes(25, session.k)[0]
+    b = session.board.holes(27, session.k)[0]
+    session.grade(25, a.pid, 4)
+    session.grade(27, b.pid, 2)
+    first = session.undo()
     assert first is not None and (first.query, first.pid, first.grade) == (27, b.pid, None)
-    second = desk.undo()
+    second = session.undo()
     assert second is not None and (second.query, second.pid, second.grade) == (25, a.pid, None)
-    assert desk.book.grade_of(25, a.pid) is None
-    kinds = [k for (k,) in desk.project.conn.execute("SELECT kind FROM event WHERE origin='app'")]
+    assert session.book.grade_of(25, a.pid) is None
+    kinds = [
+        k for (k,) in session.project.conn.execute("SELECT kind FROM event WHERE origin='app'")
+    ]
     assert kinds == ["grade", "grade", "undo", "undo"]
 
 
-def test_undo_restores_a_regraded_pair(desk: Desk) -> None:
-    pid = desk.catalog.candidates[0][0]
-    before = desk.book.grade_of(0, pid)
+def test_undo_restores_a_regraded_pair(session: GradingSession) -> None:
+    pid = session.catalog.candidates[0][0]
+    before = session.book.grade_of(0, pid)
     assert before is not None
-    desk.grade(0, pid, 1 if before != 1 else 2)
-    change = desk.undo()
+    session.grade(0, pid, 1 if before != 1 else 2)
+    change = session.undo()
     assert change is not None and change.grade == before
-    assert desk.book.counts[0].sum() == len(desk.book.grades[0])
+    assert session.book.counts[0].sum() == len(session.book.grades[0])
 
 
 def test_undo_with_nothing_to_undo(db: Path) -> None:
-    with_nothing = Desk.open(AppOptions(project=db, annotator="newcomer"))
+    with_nothing = GradingSession.open(AppOptions(project=db, annotator="newcomer"))
     assert with_nothing.undo() is None
     with_nothing.close()
 
 
-def test_skip_and_flag_are_marked_and_undone(desk: Desk) -> None:
-    pid = desk.board.holes(25, desk.k)[0].pid
-    desk.skip(25, pid, "not in English")
-    desk.flag(25, pid, "maybe a duplicate")
-    row = next(r for r in desk.passages(25) if r.pid == pid)
+def test_skip_and_flag_are_marked_and_undone(session: GradingSession) -> None:
+    pid = session.board.holes(25, session.k)[0].pid
+    session.skip(25, pid, "not in English")
+    session.flag(25, pid, "maybe a duplicate")
+    row = next(r for r in session.passages(25) if r.pid == pid)
     assert row.skipped and row.flagged and row.grade is None
-    desk.undo()
-    row = next(r for r in desk.passages(25) if r.pid == pid)
+    session.undo()
+    row = next(r for r in session.passages(25) if r.pid == pid)
     assert row.skipped and not row.flagged
-    notes = desk.project.conn.execute(
+    notes = session.project.conn.execute(
         "SELECT kind, note FROM event WHERE origin = 'app' AND kind IN ('skip', 'flag')"
     ).fetchall()
     assert notes == [("skip", "not in English"), ("flag", "maybe a duplicate")]
 
 
 def test_blind_by_default_and_resolved_when_asked(db: Path) -> None:
-    bob = Desk.open(AppOptions(project=db, annotator="bob"))
+    bob = GradingSession.open(AppOptions(project=db, annotator="bob"))
     assert bob.book.counts.sum() == 0, "bob sees nobody's grades but his own"
     pid = bob.catalog.candidates[0][0]
-    theirs = Desk.open(AppOptions(project=db, annotator=ME)).book.grade_of(0, pid)
+    theirs = GradingSession.open(AppOptions(project=db, annotator=ME)).book.grade_of(0, pid)
     assert theirs is not None
     bob.grade(0, pid, 1)
     assert bob.book.grade_of(0, pid) == 1
     bob.close()
-    everyone = Desk.open(AppOptions(project=db, annotator="bob", blind=False))
+    everyone = GradingSession.open(AppOptions(project=db, annotator="bob", blind=False))
     assert everyone.book.grade_of(0, pid) == min(theirs, 1), "lower median of two"
     assert everyone.own_grade(0, pid) == 1
     change = everyone.grade(0, pid, 5)
@@ -206,7 +212,9 @@ def test_blind_by_default_and_resolved_when_asked(db: Path) -> None:
 
 
 def test_adjudication_settles_a_disagreement(db: Path) -> None:
-    lead = Desk.open(AppOptions(project=db, annotator="lead", blind=False, adjudicate=True))
+    lead = GradingSession.open(
+        AppOptions(project=db, annotator="lead", blind=False, adjudicate=True)
+    )
     pid = lead.catalog.candidates[0][0]
     mine = lead.book.grade_of(0, pid)
     assert mine is not None
@@ -230,45 +238,45 @@ def test_adjudication_settles_a_disagreement(db: Path) -> None:
     lead.close()
 
 
-def test_suggestions_are_shown_apart_and_accepting_records_it(desk: Desk) -> None:
+def test_suggestions_are_shown_apart_and_accepting_records_it(session: GradingSession) -> None:
     q = 25
-    pid = desk.board.holes(q, desk.k)[0].pid
-    conn = desk.project.conn
-    query_row = desk.catalog.queries[q].row_id
+    pid = session.board.holes(q, session.k)[0].pid
+    conn = session.project.conn
+    query_row = session.catalog.queries[q].row_id
     for model, grade in (("m1", 4), ("m2", 2), ("m1", 5)):
         conn.execute(
             "INSERT INTO suggestion (query_id, passage_id, model, grade, reason, created_at)"
             " VALUES (?, (SELECT id FROM passage WHERE ext_id = ?), ?, ?, 'because', '2026-11-23')",
-            (query_row, desk.catalog.passage_ext[pid], model, grade),
+            (query_row, session.catalog.passage_ext[pid], model, grade),
         )
-    row = next(r for r in desk.passages(q) if r.pid == pid)
+    row = next(r for r in session.passages(q) if r.pid == pid)
     assert row.grade is None, "a suggestion is never a grade"
     assert row.suggestion is not None
     assert (row.suggestion.grade, row.suggestion.low, row.suggestion.high) == (2, 2, 5)
-    desk.grade(q, pid, row.suggestion.grade, accepted=True)
+    session.grade(q, pid, row.suggestion.grade, accepted=True)
     accepted = conn.execute("SELECT accepted_suggestion FROM event WHERE origin='app'").fetchone()
     assert accepted == (1,)
 
 
-def test_cutoff_cycles_and_rescores(desk: Desk) -> None:
-    assert desk.k == 5
-    at5 = desk.query_row(25).holes
-    assert desk.cycle_k() == 10
-    assert desk.query_row(25).holes >= at5
-    assert desk.cycle_k() == 20
-    assert desk.cycle_k() == 5
+def test_cutoff_cycles_and_rescores(session: GradingSession) -> None:
+    assert session.k == 5
+    at5 = session.query_row(25).holes
+    assert session.cycle_k() == 10
+    assert session.query_row(25).holes >= at5
+    assert session.cycle_k() == 20
+    assert session.cycle_k() == 5
 
 
-def test_switching_annotator_shows_their_grades(desk: Desk) -> None:
-    assert desk.book.counts.sum() > 0
-    desk.switch_annotator("carol")
-    assert desk.book.counts.sum() == 0
+def test_switching_annotator_shows_their_grades(session: GradingSession) -> None:
+    assert session.book.counts.sum() > 0
+    session.switch_annotator("carol")
+    assert session.book.counts.sum() == 0
     with pytest.raises(ValueError, match="name"):
-        desk.switch_annotator("  ")
+        session.switch_annotator("  ")
 
 
 def test_standings_and_duel_equal_eval_db(
-    db: Path, desk: Desk, capsys: pytest.CaptureFixture[str]
+    db: Path, session: GradingSession, capsys: pytest.CaptureFixture[str]
 ) -> None:
     capsys.readouterr()
     assert (
@@ -290,7 +298,7 @@ def test_standings_and_duel_equal_eval_db(
         == 0
     )
     report = json.loads(capsys.readouterr().out)
-    shot = snapshot(desk)
+    shot = snapshot(session)
     for s in standings(shot):
         for metric in STANDING_METRICS:
             expected = report["runs"][s.run]["mean"][f"{metric}@5"]
@@ -299,7 +307,7 @@ def test_standings_and_duel_equal_eval_db(
             ci = report["runs"][s.run]["ci"][f"{metric}@5"]
             if ci is not None and s.ci[metric] is not None:
                 assert ci == pytest.approx(list(s.ci[metric]))
-    names = desk.catalog.run_names
+    names = session.catalog.run_names
     result = duel(shot, names[0], names[1])
     assert result.test.queries == 20
     gaps = [abs(d.difference) for d in result.divergent]
@@ -309,18 +317,18 @@ def test_standings_and_duel_equal_eval_db(
 def test_the_session_checkpoints_itself(db: Path) -> None:
     import sqlite3
 
-    desk = Desk.open(AppOptions(project=db, annotator=ME))
-    assert desk.project.conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
-    holes = desk.board.holes(25, 20)
+    session = GradingSession.open(AppOptions(project=db, annotator=ME))
+    assert session.project.conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
+    holes = session.board.holes(25, 20)
     for hole in holes:
-        desk.grade(25, hole.pid, 3)
+        session.grade(25, hole.pid, 3)
     wal = db.with_name(db.name + "-wal")
     assert wal.stat().st_size > 0
-    desk.checkpoint()
+    session.checkpoint()
     with sqlite3.connect(db) as other:  # a checkpoint left nothing to copy
         busy, pages, copied = other.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
     assert busy == 0 and pages == copied
-    desk.close()
+    session.close()
     with sqlite3.connect(db) as other:
         grades = other.execute("SELECT count(*) FROM event WHERE origin = 'app'").fetchone()[0]
     assert grades == len(holes) > 0
@@ -328,9 +336,9 @@ def test_the_session_checkpoints_itself(db: Path) -> None:
 
 @pytest.mark.parametrize("reload_meanwhile", [False, True])
 def test_runs_read_in_the_background_score_as_if_read_at_once(
-    db: Path, desk: Desk, reload_meanwhile: bool
+    db: Path, session: GradingSession, reload_meanwhile: bool
 ) -> None:
-    later = Desk.open(AppOptions(project=db, annotator=ME), background=True)
+    later = GradingSession.open(AppOptions(project=db, annotator=ME), background=True)
     assert not later.runs_scored and later.catalog.runs == []
     assert not later.query_row(0).scored
     later.start_runs()
@@ -338,11 +346,11 @@ def test_runs_read_in_the_background_score_as_if_read_at_once(
         later.reload()  # a new grade book: the thread's entry grades are for the old one
     later.ensure_runs()
     assert later.runs_scored and later.query_row(0).scored
-    for q in range(len(desk.catalog.queries)):
-        mine, theirs = later.query_row(q), desk.query_row(q)
+    for q in range(len(session.catalog.queries)):
+        mine, theirs = later.query_row(q), session.query_row(q)
         np.testing.assert_array_equal(mine.ra_nwg, theirs.ra_nwg)  # NaN (NA) equals NaN
         assert dataclasses.replace(mine, ra_nwg=()) == dataclasses.replace(theirs, ra_nwg=())
-    for mine, theirs in zip(later.book.run_grades, desk.book.run_grades, strict=True):
+    for mine, theirs in zip(later.book.run_grades, session.book.run_grades, strict=True):
         np.testing.assert_array_equal(mine, theirs)
     hole = later.next_hole(25)
     assert hole is not None

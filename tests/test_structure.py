@@ -29,10 +29,13 @@ def _imported_by(module: str) -> set[str]:
     [
         ("raglabel.metrics", {"textual", "polars", "rich", "sqlite_utils", "httpx", "sqlite3"}),
         ("raglabel.formats.trec", {"textual", "rich", "sqlite_utils", "httpx"}),
-        ("raglabel.evaluation", {"textual", "rich", "sqlite_utils", "httpx"}),
+        ("raglabel.analysis.evaluation", {"textual", "rich", "sqlite_utils", "httpx"}),
         ("raglabel.cli.main", {"textual", "polars", "numpy", "pydantic", "rich"}),
         ("raglabel.cli.label_cmd", {"textual", "polars", "numpy", "pydantic", "rich"}),
-        ("raglabel.keymap", {"textual", "polars", "numpy", "rich", "sqlite3", "httpx", "pydantic"}),
+        (
+            "raglabel.config.keymap",
+            {"textual", "polars", "numpy", "rich", "sqlite3", "httpx", "pydantic"},
+        ),
         # The app's start pays for what it imports; these it needs only later, or never.
         ("raglabel.tui.app", {"pydantic", "sqlite_utils", "polars", "httpx"}),
         ("raglabel.storage.adjudication", {"textual", "rich", "polars", "httpx"}),
@@ -43,7 +46,7 @@ def _imported_by(module: str) -> set[str]:
         # The judge's HTTP client stays out of storage and out of the app's start.
         ("raglabel.judge.runner", {"textual", "polars", "sqlite3", "sqlite_utils"}),
         ("raglabel.storage.judgments", {"textual", "rich", "polars", "httpx"}),
-        ("raglabel.agreement", {"textual", "rich", "httpx", "sqlite_utils"}),
+        ("raglabel.analysis.agreement", {"textual", "rich", "httpx", "sqlite_utils"}),
     ],
 )
 def test_layers_import_only_what_they_need(module: str, forbidden: set[str]) -> None:
@@ -54,7 +57,8 @@ def test_layers_import_only_what_they_need(module: str, forbidden: set[str]) -> 
 
 def test_eval_path_never_loads_textual() -> None:
     code = (
-        "import sys; from raglabel.cli import eval_inputs, render; import raglabel.evaluation; "
+        "import sys; from raglabel.cli import eval_inputs, render;"
+        " import raglabel.analysis.evaluation; "
         "print('textual' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -12,7 +12,7 @@ from raglabel.cli.options import add_convention_options, cutoffs_option, metric_
 from raglabel.errors import UsageError
 
 if TYPE_CHECKING:
-    from raglabel.agreement import AgreementReport
+    from raglabel.analysis.agreement import AgreementReport
 
 DEFAULT_METRICS = "ra_nwg,ndcg,precision_4plus"
 
@@ -47,7 +47,7 @@ def register(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from raglabel.agreement import agreement
+    from raglabel.analysis.agreement import agreement
     from raglabel.metrics.names import MetricNameError, parse_metric_list
     from raglabel.storage.project import Project
 

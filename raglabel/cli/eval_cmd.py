@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     loaded = load_inputs(args)
     loaded_at = time.perf_counter()
-    from raglabel.evaluation import evaluate
+    from raglabel.analysis.evaluation import evaluate
 
     report = evaluate(
         loaded.stats,

@@ -12,7 +12,7 @@ from raglabel.errors import UsageError
 
 if TYPE_CHECKING:
     from raglabel.judge.prompt import Template
-    from raglabel.judge.slots import Tally
+    from raglabel.judge.work import Tally
     from raglabel.storage.judgments import Plan
 
 EXIT_INTERRUPTED = 130
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     from raglabel.judge.backoff import RetryPolicy
     from raglabel.judge.client import endpoint_url, public_endpoint
     from raglabel.judge.prompt import Template
-    from raglabel.judge.slots import RunLimits
+    from raglabel.judge.work import RunLimits
     from raglabel.session.judging import JudgeSetup, execute
     from raglabel.storage.judgments import Selection, Setting, plan, select_pairs
     from raglabel.storage.project import Project

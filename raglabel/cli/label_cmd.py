@@ -136,7 +136,7 @@ def _app_options(
     config: MetricConfig | None = None,
 ) -> AppOptions:
     """The options both commands share, checked."""
-    from raglabel.keymap import load_keymap
+    from raglabel.config.keymap import load_keymap
     from raglabel.metrics.config import MetricConfig
     from raglabel.session.options import AppOptions
 

@@ -69,7 +69,7 @@ def metric_config(args: argparse.Namespace) -> MetricConfig:
 
     fields: dict[str, object] = {}
     if getattr(args, "config", None):
-        from raglabel.configfile import load_config_fields
+        from raglabel.config.metric_file import load_config_fields
 
         fields.update(load_config_fields(Path(args.config)))
     for option in ("alpha", "cap4", "cap3", "relevance_threshold", "harm_threshold"):

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from raglabel.agreement import AgreementReport
+from raglabel.analysis.agreement import AgreementReport
 from raglabel.formats.report import Report
 from raglabel.formats.samples import Sample
 from raglabel.formats.suggestion_line import SuggestionLine

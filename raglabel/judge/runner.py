@@ -18,7 +18,7 @@ from typing import Any
 from raglabel.judge.client import ChatClient, ChatError, Completion
 from raglabel.judge.prompt import Template, repair_request
 from raglabel.judge.reply import JudgeReply, parse_reply
-from raglabel.judge.slots import Outcome, RunLimits, Slot, Tally
+from raglabel.judge.work import Outcome, RunLimits, Slot, Tally
 
 
 class JudgeStoppedError(Exception):

@@ -1,6 +1,6 @@
 """The grading session: what the app shows and does, with no Textual in it.
 
-The Textual app (``raglabel.tui``) owns one :class:`~raglabel.session.desk.Desk` and
+The Textual app (``raglabel.tui``) owns one :class:`~raglabel.session.grading.GradingSession` and
 renders what it returns; everything here is plain Python, numpy and the storage layer,
 so it is tested without a terminal and reused by benchmarks.
 """

@@ -17,7 +17,7 @@ from typing import Any
 from raglabel.errors import UsageError
 from raglabel.judge.backoff import RetryPolicy
 from raglabel.judge.prompt import Template
-from raglabel.judge.slots import RunLimits, Tally
+from raglabel.judge.work import RunLimits, Tally
 from raglabel.storage.judgments import (
     FLUSH_AFTER_S,
     JudgmentLog,

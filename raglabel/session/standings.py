@@ -12,14 +12,14 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from raglabel.evaluation import Options, evaluate
+from raglabel.analysis.evaluation import Options, evaluate
 from raglabel.formats.report_data import LabelsInfo
 from raglabel.metrics.evaluate import QueryStats, evaluate_run
 from raglabel.metrics.labels import LabelSet
 from raglabel.metrics.names import SET_METRICS, MetricKey
 from raglabel.metrics.run import RankedRun
 from raglabel.metrics.stats import PairedComparison, paired_randomization
-from raglabel.session.desk import Desk
+from raglabel.session.grading import GradingSession
 
 #: What the Runs screen tabulates, in column order.
 STANDING_METRICS = (*SET_METRICS, "ndcg")
@@ -73,10 +73,10 @@ class Snapshot:
     k: int
 
 
-def snapshot(desk: Desk) -> Snapshot:
-    desk.ensure_runs()
-    queries = desk.catalog.queries
-    counts = desk.book.counts
+def snapshot(session: GradingSession) -> Snapshot:
+    session.ensure_runs()
+    queries = session.catalog.queries
+    counts = session.book.counts
     rows = sorted(
         (q.index for q in queries if counts[q.index].sum() > 0), key=lambda i: queries[i].ext_id
     )
@@ -84,7 +84,7 @@ def snapshot(desk: Desk) -> Snapshot:
     query_ids = tuple(queries[i].ext_id for i in rows)
     labels = LabelSet(query_ids, counts[pick].copy() if rows else np.zeros((0, 6), np.int64))
     runs = []
-    for run, grades in zip(desk.catalog.runs, desk.book.run_grades, strict=True):
+    for run, grades in zip(session.catalog.runs, session.book.run_grades, strict=True):
         pieces = [grades[run.offsets[i] : run.offsets[i + 1]] for i in rows]
         lengths = np.array([piece.size for piece in pieces], dtype=np.int64)
         runs.append(
@@ -95,7 +95,7 @@ def snapshot(desk: Desk) -> Snapshot:
             )
         )
     return Snapshot(
-        QueryStats.build(labels, desk.options.config), runs, query_ids, tuple(rows), desk.k
+        QueryStats.build(labels, session.options.config), runs, query_ids, tuple(rows), session.k
     )
 
 

@@ -47,3 +47,19 @@ def annotator_id(conn: sqlite3.Connection, name: str) -> int:
 def lookup(conn: sqlite3.Connection, table: str, ext_id: str) -> int | None:
     row = conn.execute(f"SELECT id FROM {table} WHERE ext_id = ?", (ext_id,)).fetchone()
     return None if row is None else int(row[0])
+
+
+def expected_answers(conn: sqlite3.Connection) -> dict[str, str]:
+    """Each query's expected answer, where the samples it came from had one."""
+    return dict(
+        conn.execute("SELECT ext_id, expected_answer FROM query WHERE expected_answer IS NOT NULL")
+    )
+
+
+def query_cutoffs(conn: sqlite3.Connection) -> dict[str, int]:
+    """Each query's own cutoff, where its sample set one."""
+    return dict(conn.execute("SELECT ext_id, k FROM query WHERE k IS NOT NULL"))
+
+
+def passage_texts(conn: sqlite3.Connection) -> dict[str, str]:
+    return dict(conn.execute("SELECT ext_id, text FROM passage WHERE text IS NOT NULL"))

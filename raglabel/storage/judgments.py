@@ -22,7 +22,7 @@ from typing import Any
 from raglabel.errors import UsageError
 from raglabel.judge.flags import flag_passage
 from raglabel.judge.prompt import Template
-from raglabel.judge.slots import Outcome, Pair, Slot, Tally
+from raglabel.judge.work import Outcome, Pair, Slot, Tally
 from raglabel.storage.labels import resolve
 from raglabel.storage.project import Project, now
 

@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,6 +20,9 @@ from numpy.typing import NDArray
 from raglabel.errors import InputError
 from raglabel.storage.items import ensure_passages, ensure_queries
 from raglabel.storage.project import now
+
+if TYPE_CHECKING:
+    import polars as pl
 
 SCORE_DTYPE = np.dtype("<f8")
 
@@ -103,7 +107,7 @@ def store(
             (
                 run_id,
                 query_ids[r.query],
-                "\n".join(r.passages).encode("utf-8"),
+                encode_ids(r.passages),
                 None if r.scores is None else r.scores.astype(SCORE_DTYPE).tobytes(),
             )
             for r in run.rankings
@@ -134,8 +138,66 @@ def rankings(conn: sqlite3.Connection, run: str) -> Iterator[Ranking]:
     )
     for qid, blob, score_blob in rows:
         scores = None if score_blob is None else np.frombuffer(score_blob, dtype=SCORE_DTYPE)
-        yield Ranking(qid, bytes(blob).decode("utf-8").split("\n"), scores)
+        yield Ranking(qid, decode_ids(blob), scores)
 
 
 def run_names(conn: sqlite3.Connection) -> list[str]:
     return [name for (name,) in conn.execute("SELECT name FROM run ORDER BY id")]
+
+
+def encode_ids(passages: list[str]) -> bytes:
+    """A ranking's passage ids as stored: joined by newlines (ids never hold one)."""
+    return "\n".join(passages).encode("utf-8")
+
+
+def decode_ids(blob: bytes) -> list[str]:
+    return bytes(blob).decode("utf-8").split("\n")
+
+
+def stored_entries(conn: sqlite3.Connection) -> int:
+    """Entries over every stored run: how big reading them back will be."""
+    return int(conn.execute("SELECT coalesce(sum(entries), 0) FROM run").fetchone()[0])
+
+
+def ranked_ids(conn: sqlite3.Connection, run: str) -> list[tuple[str, list[str]]]:
+    """A stored run's passage ids per query, best first, as ``(query id, ids)``."""
+    return [(qid, decode_ids(blob)) for qid, blob in _ranking_blobs(conn, run)]
+
+
+def ranked_frame(conn: sqlite3.Connection, run: str) -> pl.DataFrame:
+    """A stored run as a ``qid``/``docid`` frame in rank order, for the columnar aligner."""
+    import polars as pl
+
+    rows = _ranking_blobs(conn, run)
+    # One string split in polars instead of ten million Python strings.
+    lists = pl.Series("docid", [bytes(blob).decode("utf-8") for _, blob in rows]).str.split("\n")
+    lengths = lists.list.len().to_numpy()
+    qids = pl.Series([qid for qid, _ in rows]).gather(np.repeat(np.arange(len(rows)), lengths))
+    return pl.DataFrame({"qid": qids, "docid": lists.explode()})
+
+
+def _ranking_blobs(conn: sqlite3.Connection, run: str) -> list[tuple[str, bytes]]:
+    return conn.execute(
+        "SELECT q.ext_id, r.passage_ids FROM ranking r"
+        " JOIN query q ON q.id = r.query_id JOIN run ON run.id = r.run_id"
+        " WHERE run.name = ?",
+        (run,),
+    ).fetchall()
+
+
+def rankings_by_run(
+    conn: sqlite3.Connection, queries: set[str]
+) -> dict[str, tuple[list[str], list[str]]]:
+    """Every stored run restricted to ``queries``, as parallel ``(qids, docids)`` lists in
+    query id order, by run name in the order the runs were stored."""
+    out: dict[str, tuple[list[str], list[str]]] = {}
+    for name, qid, blob in conn.execute(
+        "SELECT run.name, q.ext_id, r.passage_ids FROM ranking r JOIN run ON run.id = r.run_id"
+        " JOIN query q ON q.id = r.query_id ORDER BY run.id, q.ext_id"
+    ):
+        if qid in queries:
+            qids, docids = out.setdefault(name, ([], []))
+            ids = decode_ids(blob)
+            qids += [qid] * len(ids)
+            docids += ids
+    return out

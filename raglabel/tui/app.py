@@ -15,7 +15,7 @@ from textual.app import App
 from textual.binding import BindingType
 from textual.worker import get_current_worker
 
-from raglabel.session.desk import Change, Desk
+from raglabel.session.grading import Change, GradingSession
 from raglabel.session.options import AppOptions
 from raglabel.session.standings import Snapshot, snapshot
 from raglabel.tui.commands import LabelCommands
@@ -27,7 +27,7 @@ from raglabel.tui.screens.queries import QueriesScreen
 from raglabel.tui.screens.runs import RunsScreen
 
 if TYPE_CHECKING:
-    from raglabel.judge.slots import RunLimits, Tally
+    from raglabel.judge.work import RunLimits, Tally
     from raglabel.session.judging import Finished, JudgeSetup
 
 #: How often the WAL is folded into the database file, off the keystroke path.
@@ -48,54 +48,54 @@ class GradingApp(App[int]):
         bind("palette", "command_palette", show=False),
     ]
 
-    def __init__(self, desk: Desk) -> None:
+    def __init__(self, session: GradingSession) -> None:
         super().__init__()
-        self.desk = desk
+        self.session = session
         self.dirty: set[int] = set()  # queries whose row on the Queries screen is stale
         self.all_dirty = False
         self.judging: str | None = None  # the query the judge is working on, if any
 
     def on_mount(self) -> None:
-        self.set_keymap(self.desk.options.keymap)
+        self.set_keymap(self.session.options.keymap)
         self.push_screen(QueriesScreen())
         self._hint_if_empty()
-        if not self.desk.runs_scored:
+        if not self.session.runs_scored:
             # After the first paint: reading them sooner would slow the paint down.
-            self.call_after_refresh(self.desk.start_runs)
+            self.call_after_refresh(self.session.start_runs)
             self._runs_timer = self.set_interval(0.05, self._runs_arrived)
-        if self.desk.options.adjudicate:
+        if self.session.options.adjudicate:
             self.action_adjudicate()
         self.set_interval(CHECKPOINT_EVERY_S, self._checkpoint)
 
     def _checkpoint(self) -> None:
-        self.run_worker(self.desk.checkpoint, thread=True, exclusive=True, group="checkpoint")
+        self.run_worker(self.session.checkpoint, thread=True, exclusive=True, group="checkpoint")
 
     def _runs_arrived(self) -> None:
         """Fill in the run columns once the runs read in the background are in."""
-        if not self.desk.runs_ready:
+        if not self.session.runs_ready:
             return
         self._runs_timer.stop()
-        self.desk.ensure_runs()
+        self.session.ensure_runs()
         self.all_dirty = True
         if isinstance(self.screen, QueriesScreen):
             self.screen.refresh_for_k()
-        if self.desk.options.adjudicate:
+        if self.session.options.adjudicate:
             self.action_adjudicate()
 
     def _hint_if_empty(self) -> None:
         """A typo in --annotator opens an empty view; say so instead of showing NA."""
-        desk = self.desk
-        if desk.blind and not desk.book.counts.any():
-            others = [name for name in desk.annotators() if name != desk.annotator]
+        session = self.session
+        if session.blind and not session.book.counts.any():
+            others = [name for name in session.annotators() if name != session.annotator]
             if others:
                 self.notify(
-                    f"No grades by {desk.annotator!r} yet. Annotators in this file: "
+                    f"No grades by {session.annotator!r} yet. Annotators in this file: "
                     f"{', '.join(others)} (switch with ctrl+p).",
                     timeout=8,
                 )
 
     def on_unmount(self) -> None:
-        self.desk.close()
+        self.session.close()
 
     # -- what screens call -------------------------------------------------------------
 
@@ -108,7 +108,7 @@ class GradingApp(App[int]):
         return taken
 
     def snapshot(self) -> Snapshot:
-        return snapshot(self.desk)
+        return snapshot(self.session)
 
     def open_query(self, query: int, pid: int | None = None) -> None:
         if isinstance(self.screen, GradeScreen):
@@ -117,8 +117,8 @@ class GradingApp(App[int]):
             self.push_screen(GradeScreen(query, pid))
 
     def set_k(self, k: int) -> None:
-        if k != self.desk.k:
-            self.desk.set_k(k)
+        if k != self.session.k:
+            self.session.set_k(k)
         self.all_dirty = True
         refresh = getattr(self.screen, "refresh_for_k", None)
         if refresh is not None:
@@ -129,7 +129,7 @@ class GradingApp(App[int]):
 
     def action_undo(self) -> None:
         try:
-            change = self.desk.undo()
+            change = self.session.undo()
         except Exception as exc:
             self.notify(f"Undo NOT saved: {exc}", severity="error")
             return
@@ -138,8 +138,8 @@ class GradingApp(App[int]):
             return
         self.changed(change)
         undone = (
-            f"{self.desk.catalog.queries[change.query].ext_id} / "
-            f"{self.desk.catalog.passage_ext[change.pid]} is now "
+            f"{self.session.catalog.queries[change.query].ext_id} / "
+            f"{self.session.catalog.passage_ext[change.pid]} is now "
             f"{'ungraded' if change.grade is None else change.grade}"
         )
         if isinstance(self.screen, GradeScreen):
@@ -163,7 +163,7 @@ class GradingApp(App[int]):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.desk.options.keymap))
+            self.push_screen(HelpScreen(self.session.options.keymap))
 
     def action_adjudicate(self) -> None:
         from raglabel.tui.screens.adjudicate import AdjudicationScreen
@@ -171,7 +171,7 @@ class GradingApp(App[int]):
         self.push_screen(AdjudicationScreen())
 
     def action_reload(self) -> None:
-        self.desk.reload()
+        self.session.reload()
         self._after_reload()
 
     def _after_reload(self) -> None:
@@ -185,14 +185,14 @@ class GradingApp(App[int]):
     def action_switch_annotator(self) -> None:
         def done(name: str | None) -> None:
             if name:
-                self.desk.switch_annotator(name)
+                self.session.switch_annotator(name)
                 self._after_reload()
                 self.notify(f"Grading as {name}.")
 
-        self.push_screen(PromptScreen("Grade as (annotator name):", self.desk.annotator), done)
+        self.push_screen(PromptScreen("Grade as (annotator name):", self.session.annotator), done)
 
     def action_export(self) -> None:
-        project = self.desk.project.path
+        project = self.session.project.path
         default = "" if project is None else str(project.with_suffix(".qrels.txt"))
 
         def done(path: str | None) -> None:
@@ -208,11 +208,13 @@ class GradingApp(App[int]):
         from raglabel.storage.labels import LabelChoice
         from raglabel.storage.project import Project
 
-        assert self.desk.project.path is not None
-        choice = LabelChoice(annotator=self.desk.annotator) if self.desk.blind else LabelChoice()
+        assert self.session.project.path is not None
+        choice = (
+            LabelChoice(annotator=self.session.annotator) if self.session.blind else LabelChoice()
+        )
         try:
             # Its own connection: this thread must not share the app's transactions.
-            with Project.open(self.desk.project.path) as project:
+            with Project.open(self.session.project.path) as project:
                 count = export_qrels(project.conn, target, GradeMap(), choice)
         except Exception as exc:
             self.call_from_thread(self.notify, f"Export failed: {exc}", severity="error")
@@ -226,14 +228,14 @@ class GradingApp(App[int]):
         judge`` run on this file asked; grading goes on meanwhile."""
         from raglabel.session.judging import latest_setup
 
-        qid = self.desk.catalog.queries[query].ext_id
-        if self.desk.project.path is None:
+        qid = self.session.catalog.queries[query].ext_id
+        if self.session.project.path is None:
             self.notify("The judge needs a project file.", severity="warning")
             return
         if self.judging is not None:
             self.notify(f"The judge is still working on {self.judging}.", severity="warning")
             return
-        found = latest_setup(self.desk.project.conn)
+        found = latest_setup(self.session.project.conn)
         if found is None:
             self.notify(
                 "No judge set up for this file: run `raglabel judge DB --base-url URL "
@@ -251,7 +253,7 @@ class GradingApp(App[int]):
     def _judge(self, query: int, qid: str, setup: JudgeSetup, limits: RunLimits) -> None:
         from raglabel.session.judging import judge_query
 
-        assert self.desk.project.path is not None
+        assert self.session.project.path is not None
         worker = get_current_worker()
         shown = [0.0]
 
@@ -265,7 +267,7 @@ class GradingApp(App[int]):
 
         try:
             finished = judge_query(
-                self.desk.project.path,
+                self.session.project.path,
                 qid,
                 setup,
                 limits,
@@ -300,8 +302,8 @@ class GradingApp(App[int]):
                 screen.load(query, screen.current)
 
 
-def create_app(options: AppOptions, desk: Desk | None = None) -> GradingApp:
-    return GradingApp(desk or Desk.open(options, background=True))
+def create_app(options: AppOptions, session: GradingSession | None = None) -> GradingApp:
+    return GradingApp(session or GradingSession.open(options, background=True))
 
 
 def run_app(options: AppOptions) -> int:

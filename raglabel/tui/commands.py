@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 class LabelCommands(Provider):
     def _commands(self) -> list[tuple[str, str, Callable[[], object]]]:
         app = cast("GradingApp", self.app)
-        desk = app.desk
+        session = app.session
         commands: list[tuple[str, str, Callable[[], object]]] = [
             (
                 "Export grades as TREC qrels",
@@ -26,7 +26,7 @@ class LabelCommands(Provider):
             ),
             (
                 "Switch annotator",
-                f"grade as someone else (now {desk.annotator})",
+                f"grade as someone else (now {session.annotator})",
                 app.action_switch_annotator,
             ),
             (
@@ -39,7 +39,7 @@ class LabelCommands(Provider):
         ]
         screen = app.screen
         if isinstance(screen, GradeScreen):
-            query = desk.catalog.queries[screen.qi].ext_id
+            query = session.catalog.queries[screen.qi].ext_id
             commands.append(
                 (
                     f"Judge query {query}",
@@ -54,11 +54,11 @@ class LabelCommands(Provider):
                     screen.action_accept_all,
                 )
             )
-        for k in desk.options.cutoffs:
+        for k in session.options.cutoffs:
             commands.append(
                 (f"Set K to {k}", "the cutoff of every metric and hole", partial(app.set_k, k))
             )
-        for name in desk.catalog.run_names:
+        for name in session.catalog.run_names:
             commands.append(
                 (
                     f"Open run {name}",
@@ -66,7 +66,7 @@ class LabelCommands(Provider):
                     partial(app.action_runs, name),
                 )
             )
-        if desk.options.adjudicate:
+        if session.options.adjudicate:
             commands.append(
                 (
                     "Adjudicate disagreements",

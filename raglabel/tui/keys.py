@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.binding import Binding
 
-from raglabel.keymap import BINDING_IDS
+from raglabel.config.bindings import BINDING_IDS
 
 # The footer has one line for every key; the help screen gives the long descriptions.
 _FOOTER = {

@@ -57,7 +57,7 @@ class AdjudicationScreen(Screen[None]):
         table.focus()
 
     def fill(self) -> None:
-        self.items = self.glapp.desk.disagreements()
+        self.items = self.glapp.session.disagreements()
         table = self.query_one(DataTable)
         table.clear()
         for i, d in enumerate(self.items):
@@ -67,7 +67,8 @@ class AdjudicationScreen(Screen[None]):
             ("Adjudication ", "bold"),
             f"{len(self.items)} pairs whose annotators differ by 2 or more · ",
             (
-                f"1-5 sets the final grade as {self.glapp.desk.annotator}; it wins over the median",
+                f"1-5 sets the final grade as {self.glapp.session.annotator};"
+                " it wins over the median",
                 "dim",
             ),
         )
@@ -85,11 +86,11 @@ class AdjudicationScreen(Screen[None]):
         d = self._current()
         if d is None:
             return
-        desk = self.glapp.desk
-        pid = desk.catalog.passage_row(d.passage)
-        q = desk.catalog.query_by_ext(d.query)
-        query_text = "" if q is None else desk.catalog.queries[q].text
-        self.query_one(PassageView).show(None if pid is None else desk.passage(pid), query_text)
+        session = self.glapp.session
+        pid = session.catalog.passage_row(d.passage)
+        q = session.catalog.query_by_ext(d.query)
+        query_text = "" if q is None else session.catalog.queries[q].text
+        self.query_one(PassageView).show(None if pid is None else session.passage(pid), query_text)
 
     def action_settle(self, grade: int) -> None:
         d = self._current()
@@ -97,7 +98,7 @@ class AdjudicationScreen(Screen[None]):
             return
         row = self.query_one(DataTable).cursor_row
         try:
-            change = self.glapp.desk.adjudicate(d.query, d.passage, grade)
+            change = self.glapp.session.adjudicate(d.query, d.passage, grade)
         except Exception as exc:
             self.query_one(SaveMark).failed(str(exc))
             return

@@ -14,7 +14,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from raglabel.session.desk import Change, PassageRow, Timing
+from raglabel.session.grading import Change, PassageRow, Timing
 from raglabel.tui.keys import bind
 from raglabel.tui.screens.confirm import ConfirmScreen
 from raglabel.tui.screens.prompt import PromptScreen
@@ -68,7 +68,7 @@ class GradeScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="query-head")
         with Horizontal(id="grade-body"):
-            yield PassageList(self.glapp.desk.catalog.run_names, id="passages")
+            yield PassageList(self.glapp.session.catalog.run_names, id="passages")
             with Vertical(id="grade-side"):
                 yield PassageView(id="passage")
                 yield MetricsPanel(id="metrics")
@@ -91,9 +91,9 @@ class GradeScreen(Screen[None]):
     # -- showing -----------------------------------------------------------------------
 
     def load(self, query: int, focus: int | None = None) -> None:
-        desk = self.glapp.desk
+        session = self.glapp.session
         self.qi = query
-        listed = desk.passages(query)
+        listed = session.passages(query)
         self.rows = {row.pid: row for row in listed}
         if focus is None:
             focus = next((r.pid for r in listed if r.grade is None), None)
@@ -106,19 +106,19 @@ class GradeScreen(Screen[None]):
         table.show(listed, focus)
         self._show_passage(focus)
         self._show_head()
-        self.query_one(MetricsPanel).show(desk.panel(query))
+        self.query_one(MetricsPanel).show(session.panel(query))
 
     def _show_head(self) -> None:
-        desk = self.glapp.desk
-        query = desk.catalog.queries[self.qi]
-        row = desk.query_row(self.qi)
+        session = self.glapp.session
+        query = session.catalog.queries[self.qi]
+        row = session.query_row(self.qi)
         head = Text.assemble(
             (f"{query.ext_id} ", "bold"),
-            (f"[{self.qi + 1}/{len(desk.catalog.queries)}] ", "dim"),
+            (f"[{self.qi + 1}/{len(session.catalog.queries)}] ", "dim"),
             query.text,
             "\n",
-            (f"K={desk.k} · graded {row.graded}/{row.candidates} · holes {row.holes} · ", "dim"),
-            (f"annotator {desk.annotator}{'' if desk.blind else ' (all annotators)'}", "dim"),
+            (f"K={session.k} · graded {row.graded}/{row.candidates} · holes {row.holes} · ", "dim"),
+            (f"annotator {session.annotator}{'' if session.blind else ' (all annotators)'}", "dim"),
         )
         self.query_one("#query-head", Static).update(head)
 
@@ -127,11 +127,11 @@ class GradeScreen(Screen[None]):
         self.current = pid
         self._shown_at = datetime.now(UTC).isoformat(timespec="milliseconds")
         self._active_ms = 0
-        desk = self.glapp.desk
-        passage = None if pid is None else desk.passage(pid)
+        session = self.glapp.session
+        passage = None if pid is None else session.passage(pid)
         row = None if pid is None else self.rows.get(pid)
         suggestion = None if row is None else row.suggestion
-        self.query_one(PassageView).show(passage, desk.catalog.queries[self.qi].text, suggestion)
+        self.query_one(PassageView).show(passage, session.catalog.queries[self.qi].text, suggestion)
 
     def select(self, pid: int) -> None:
         self.query_one(PassageList).select(pid)
@@ -158,22 +158,21 @@ class GradeScreen(Screen[None]):
             return
         row = self.rows.get(change.pid)
         if row is not None:
-            desk = self.glapp.desk
-            own = change.grade if desk.blind else desk.own_grade(change.query, change.pid)
+            session = self.glapp.session
+            own = change.grade if session.blind else session.own_grade(change.query, change.pid)
             row = replace(row, grade=change.grade, own=own)
             if change.kind in {"skip", "flag", "undo"}:  # a grade or clear leaves marks alone
-                flags = desk.marks(change.query).get(change.pid, set())
+                flags = session.marks(change.query).get(change.pid, set())
                 row = replace(row, skipped="skip" in flags, flagged="flag" in flags)
             self.rows[change.pid] = row
             self.query_one(PassageList).update(row)
-        self.query_one(MetricsPanel).show(self.glapp.desk.panel(self.qi))
+        self.query_one(MetricsPanel).show(self.glapp.session.panel(self.qi))
         self._show_head()
 
     def _saved(self, change: Change) -> None:
-        desk = self.glapp.desk
-        what = (
-            f"{desk.catalog.queries[change.query].ext_id} / {desk.catalog.passage_ext[change.pid]}"
-        )
+        session = self.glapp.session
+        catalog = session.catalog
+        what = f"{catalog.queries[change.query].ext_id} / {catalog.passage_ext[change.pid]}"
         if change.kind == "grade" and change.grade is not None:
             what += f" = {change.grade} ({GRADE_NAMES[change.grade]})"
         else:
@@ -185,9 +184,9 @@ class GradeScreen(Screen[None]):
         if pid is None:
             self.query_one(SaveMark).note("No passage selected.")
             return
-        desk = self.glapp.desk
+        session = self.glapp.session
         try:
-            change = getattr(desk, act)(self.qi, pid, *args, self._timing())
+            change = getattr(session, act)(self.qi, pid, *args, self._timing())
         except Exception as exc:
             self.query_one(SaveMark).failed(str(exc))
             self.app.bell()
@@ -228,9 +227,11 @@ class GradeScreen(Screen[None]):
         if row is None or row.suggestion is None:
             self.query_one(SaveMark).note("No judge suggestion for this passage.")
             return
-        pid, desk = row.pid, self.glapp.desk
+        pid, session = row.pid, self.glapp.session
         try:
-            change = desk.grade(self.qi, pid, row.suggestion.grade, self._timing(), accepted=True)
+            change = session.grade(
+                self.qi, pid, row.suggestion.grade, self._timing(), accepted=True
+            )
         except Exception as exc:
             self.query_one(SaveMark).failed(str(exc))
             return
@@ -242,9 +243,11 @@ class GradeScreen(Screen[None]):
     def action_accept_all(self) -> None:
         """Every suggestion for this query's passages the annotator has not graded,
         after a yes: one key must not write dozens of grades by accident."""
-        desk = self.glapp.desk
+        session = self.glapp.session
         todo = [
-            row for row in desk.passages(self.qi) if row.suggestion is not None and row.own is None
+            row
+            for row in session.passages(self.qi)
+            if row.suggestion is not None and row.own is None
         ]
         if not todo:
             self.query_one(SaveMark).note("No suggestion left to accept for this query.")
@@ -264,12 +267,12 @@ class GradeScreen(Screen[None]):
         self.app.push_screen(ConfirmScreen(question), done)
 
     def _accept_rows(self, rows: list[PassageRow]) -> None:
-        desk = self.glapp.desk
+        session = self.glapp.session
         saved = 0
         for row in rows:
             assert row.suggestion is not None
             try:
-                change = desk.grade(
+                change = session.grade(
                     self.qi, row.pid, row.suggestion.grade, self._timing(), accepted=True
                 )
             except Exception as exc:
@@ -321,13 +324,13 @@ class GradeScreen(Screen[None]):
         self.query_one(PassageList).action_cursor_up()
 
     def action_next_query(self) -> None:
-        self.load((self.qi + 1) % len(self.glapp.desk.catalog.queries))
+        self.load((self.qi + 1) % len(self.glapp.session.catalog.queries))
 
     def action_prev_query(self) -> None:
-        self.load((self.qi - 1) % len(self.glapp.desk.catalog.queries))
+        self.load((self.qi - 1) % len(self.glapp.session.catalog.queries))
 
     def action_queue(self) -> None:
-        hole = self.glapp.desk.next_hole(self.qi)
+        hole = self.glapp.session.next_hole(self.qi)
         if hole is None:
             self.query_one(SaveMark).note(
                 "The queue is empty: every passage in any run's top K has a grade."
@@ -339,10 +342,10 @@ class GradeScreen(Screen[None]):
             self.query_one(PassageList).select(hole.pid)
 
     def action_cycle_k(self) -> None:
-        self.glapp.set_k(self.glapp.desk.cycle_k())
+        self.glapp.set_k(self.glapp.session.cycle_k())
 
     def refresh_for_k(self) -> None:
-        self.query_one(MetricsPanel).show(self.glapp.desk.panel(self.qi))
+        self.query_one(MetricsPanel).show(self.glapp.session.panel(self.qi))
         self._show_head()
 
     def action_back(self) -> None:

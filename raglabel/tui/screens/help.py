@@ -12,7 +12,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from raglabel.keymap import BINDING_IDS
+from raglabel.config.bindings import BINDING_IDS
 
 RUBRIC = (
     (

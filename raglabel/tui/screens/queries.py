@@ -12,7 +12,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
-from raglabel.session.desk import QueryRow
+from raglabel.session.grading import QueryRow
 from raglabel.tui.keys import bind
 from raglabel.tui.widgets.query_table import QueryTable
 
@@ -52,7 +52,7 @@ class QueriesScreen(Screen[None]):
         return cast("GradingApp", self.app)
 
     def sort_names(self) -> list[str]:
-        runs = self.glapp.desk.catalog.run_names
+        runs = self.glapp.session.catalog.run_names
         return ["file order", "progress", "holes", *(f"RA-nWG of {name}" for name in runs)]
 
     def compose(self) -> ComposeResult:
@@ -60,7 +60,7 @@ class QueriesScreen(Screen[None]):
         yield Input(
             placeholder="filter by id or words (Enter to apply, Escape to clear)", id="filter"
         )
-        catalog = self.glapp.desk.catalog
+        catalog = self.glapp.session.catalog
         id_width = min(max((len(q.ext_id) for q in catalog.queries), default=5), 24)
         yield QueryTable(catalog.run_names, max(id_width, 5), id="queries")
         yield Footer()
@@ -76,15 +76,15 @@ class QueriesScreen(Screen[None]):
             self.refill(table.current)
         else:
             for q in self.glapp.take_dirty():
-                table.update(self.glapp.desk.query_row(q))
+                table.update(self.glapp.session.query_row(q))
         self._show_head()
 
     def rows(self, every: list[QueryRow] | None = None) -> list[QueryRow]:
         """The queries passing the filter, in the chosen order (from ``every`` row, if
         the caller has them already)."""
         if self.sort >= 2:  # holes and scores need the runs
-            self.glapp.desk.ensure_runs()
-        rows = list(self.glapp.desk.query_rows() if every is None else every)
+            self.glapp.session.ensure_runs()
+        rows = list(self.glapp.session.query_rows() if every is None else every)
         needle = self.text_filter.casefold()
         if needle:
             rows = [r for r in rows if needle in r.ext_id.casefold() or needle in r.text.casefold()]
@@ -100,7 +100,7 @@ class QueriesScreen(Screen[None]):
     def refill(self, current: int | None = None) -> None:
         self.glapp.take_dirty()
         self.glapp.all_dirty = False
-        every = self.glapp.desk.query_rows()
+        every = self.glapp.session.query_rows()
         rows = self.rows(every)
         self.matching = len(rows)
         # A table of tens of thousands of rows is slow to fill, sort and scroll; the
@@ -110,17 +110,17 @@ class QueriesScreen(Screen[None]):
         self._show_head(every)
 
     def _show_head(self, every: list[QueryRow] | None = None) -> None:
-        desk = self.glapp.desk
-        rows = desk.query_rows() if every is None else every
+        session = self.glapp.session
+        rows = session.query_rows() if every is None else every
         graded = sum(r.graded for r in rows)
         total = sum(r.candidates for r in rows)
         holes = sum(r.holes for r in rows)
         head = Text.assemble(
             ("raglabel ", "bold"),
-            (f"{desk.project.path.name if desk.project.path else 'memory'} · ", "dim"),
-            f"annotator {desk.annotator}{'' if desk.blind else ' (all annotators)'} · ",
-            f"K={desk.k} · graded {graded}/{total} · holes {holes} · ",
-            f"run columns: RA-nWG@{desk.k} · ",
+            (f"{session.project.path.name if session.project.path else 'memory'} · ", "dim"),
+            f"annotator {session.annotator}{'' if session.blind else ' (all annotators)'} · ",
+            f"K={session.k} · graded {graded}/{total} · holes {holes} · ",
+            f"run columns: RA-nWG@{session.k} · ",
             f"sorted by {self.sort_names()[self.sort]}",
             (
                 f" · showing the first {MAX_SHOWN:,} of {self.matching:,} (filter or sort)"
@@ -179,14 +179,14 @@ class QueriesScreen(Screen[None]):
         self.refill(self.query_one(QueryTable).current)
 
     def action_cycle_k(self) -> None:
-        self.glapp.set_k(self.glapp.desk.cycle_k())
+        self.glapp.set_k(self.glapp.session.cycle_k())
 
     def refresh_for_k(self) -> None:
         self.refill(self.query_one(QueryTable).current)
 
     def action_queue(self) -> None:
         table = self.query_one(QueryTable)
-        hole = self.glapp.desk.next_hole(table.current if table.current is not None else 0)
+        hole = self.glapp.session.next_hole(table.current if table.current is not None else 0)
         if hole is None:
             self.notify("The queue is empty: every passage in any run's top K has a grade.")
             return

@@ -84,16 +84,16 @@ class RunsScreen(Screen[None]):
         table.focus()
 
     def recompute(self) -> None:
-        desk = self.glapp.desk
-        desk.ensure_runs()
+        session = self.glapp.session
+        session.ensure_runs()
         self.query_one("#runs-head", Static).update(
             Text.assemble(
                 ("Runs ", "bold"),
-                f"at K={desk.k}, on the grades in view · ",
+                f"at K={session.k}, on the grades in view · ",
                 ("space marks two runs, c compares them", "dim"),
             )
         )
-        if not desk.catalog.runs:
+        if not session.catalog.runs:
             self.query_one("#chart", RunChart).update("No runs in this project: import some.")
             return
         self.query_one("#chart", RunChart).update(Text("computing intervals…", style="dim"))
@@ -106,7 +106,7 @@ class RunsScreen(Screen[None]):
 
     def _show_standings(self, result: list[Standing]) -> None:
         self.latest = result
-        self.query_one("#chart", RunChart).show(result, "ra_nwg", f"RA-nWG@{self.glapp.desk.k}")
+        self.query_one("#chart", RunChart).show(result, "ra_nwg", f"RA-nWG@{self.glapp.session.k}")
         table = self.query_one("#standings", DataTable)
         keep = table.cursor_row
         table.clear()
@@ -162,7 +162,7 @@ class RunsScreen(Screen[None]):
         table = self.query_one("#divergent", DataTable)
         table.clear(columns=True)
         table.add_columns("query", result.a, result.b, "difference", "text")
-        texts = self.glapp.desk.catalog.queries
+        texts = self.glapp.session.catalog.queries
         for d in result.divergent:
             diff = Text(f"{d.difference:+.3f}", style="green" if d.difference > 0 else "red")
             table.add_row(
@@ -189,7 +189,7 @@ class RunsScreen(Screen[None]):
             self.glapp.open_query(int(event.row_key.value))
 
     def action_cycle_k(self) -> None:
-        self.glapp.set_k(self.glapp.desk.cycle_k())
+        self.glapp.set_k(self.glapp.session.cycle_k())
 
     def refresh_for_k(self) -> None:
         self.recompute()

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from raglabel.session.scoreboard import QueryPanel
+from raglabel.session.live_metrics import QueryPanel
 from raglabel.tui.widgets.format import number
 
 _HEADERS = {

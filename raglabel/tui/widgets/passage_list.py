@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.message import Message
 from textual.widgets import DataTable
 
-from raglabel.session.desk import PassageRow
+from raglabel.session.grading import PassageRow
 from raglabel.tui.widgets.format import GRADE_STYLES, short_run
 
 

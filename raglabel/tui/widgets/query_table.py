@@ -7,7 +7,7 @@ from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable
 
-from raglabel.session.desk import QueryRow
+from raglabel.session.grading import QueryRow
 from raglabel.tui.widgets.format import number, short_run
 
 #: Rows added before the first paint, and rows added per step after it.

@@ -26,8 +26,8 @@ from raglabel.session.catalog import (
     load_runs,
 )
 from raglabel.session.gradebook import GradeBook, entry_grades, own_grades, resolved_grades
+from raglabel.session.live_metrics import Hole, LiveMetrics, QueryPanel
 from raglabel.session.options import AppOptions
-from raglabel.session.scoreboard import Hole, QueryPanel, Scoreboard
 from raglabel.session.suggestions import Suggestion, query_suggestions
 from raglabel.storage.project import Project
 
@@ -87,13 +87,13 @@ class Timing:
 
 
 @dataclass
-class Desk:
+class GradingSession:
     project: Project
     options: AppOptions
     annotator: str
     catalog: Catalog
     book: GradeBook
-    board: Scoreboard
+    board: LiveMetrics
     k: int
     _ra: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
     _holes: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -104,7 +104,7 @@ class Desk:
     @classmethod
     def open(
         cls, options: AppOptions, project: Project | None = None, *, background: bool = False
-    ) -> Desk:
+    ) -> GradingSession:
         """The session on ``options.project``. With ``background`` the runs are left for
         later: queries, candidates and grades are there at once; ``start_runs`` reads the
         runs in another thread, and whatever needs a run waits for them (``ensure_runs``)."""
@@ -112,13 +112,13 @@ class Desk:
         background = background and project.path is not None
         catalog = load_catalog(project.conn, runs=not background)
         book = GradeBook(catalog)
-        desk = cls(
+        session = cls(
             project=project,
             options=options,
             annotator=options.annotator,
             catalog=catalog,
             book=book,
-            board=Scoreboard(catalog, book, options.config),
+            board=LiveMetrics(catalog, book, options.config),
             k=options.cutoffs[0],
         )
         if project.path is not None:
@@ -126,9 +126,9 @@ class Desk:
             # threshold: a 100-200 ms stall on one grade. The app checkpoints from a
             # worker instead (``checkpoint``), and on close.
             project.conn.execute("PRAGMA wal_autocheckpoint = 0")
-        desk._waiting = background
-        desk.reload()
-        return desk
+        session._waiting = background
+        session.reload()
+        return session
 
     def start_runs(self) -> None:
         """Read (and score) the runs in another thread, if they are still to come."""

@@ -15,9 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from raglabel.config.toml_file import line_of, read_toml
 from raglabel.errors import InputError
 from raglabel.metrics.config import ConfigError, MetricConfig
-from raglabel.tomlfile import line_of, read_toml
 
 TABLE = "metrics"
 

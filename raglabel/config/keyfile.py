@@ -14,9 +14,9 @@ from pydantic import (
     model_validator,
 )
 
+from raglabel.config.bindings import BINDING_IDS, key_list
+from raglabel.config.toml_file import line_of
 from raglabel.errors import InputError
-from raglabel.keymap import BINDING_IDS, _keys
-from raglabel.tomlfile import line_of
 
 
 def _binding(name: str) -> str:
@@ -26,7 +26,7 @@ def _binding(name: str) -> str:
 
 
 BindingId = Annotated[str, AfterValidator(_binding)]
-Keys = Annotated[tuple[str, ...], BeforeValidator(_keys)]
+Keys = Annotated[tuple[str, ...], BeforeValidator(key_list)]
 
 
 class KeyFile(BaseModel):

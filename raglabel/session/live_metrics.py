@@ -46,7 +46,7 @@ class Hole:
     best_rank: int  # its best 1-based rank among them
 
 
-class Scoreboard:
+class LiveMetrics:
     def __init__(self, catalog: Catalog, book: GradeBook, config: MetricConfig) -> None:
         self.catalog = catalog
         self.book = book

@@ -1,25 +1,15 @@
-"""The grading app's key bindings, and the user's key file that remaps them.
+"""The grading app's binding ids, their default keys, and how a key is written.
 
-No Textual here: the CLI validates a key file before the app starts, so a typo is a
-plain error message and exit code 2, not a traceback from inside a running app.
-
-A key file is TOML with one table::
-
-    [keys]
-    undo = "u,ctrl+z"
-    filter = ["slash", "ctrl+f"]
+No Textual here: the CLI checks a key file before the app starts, so a typo is a plain
+error message and exit code 2, not a traceback from inside a running app. Key names
+follow Textual's (``ctrl+x``, ``f5``, ``question_mark``).
 """
 
 from __future__ import annotations
 
-import os
 import re
 import unicodedata
-from pathlib import Path
 from typing import Any
-
-from raglabel.errors import InputError
-from raglabel.tomlfile import read_toml
 
 #: Binding id -> (default keys, comma-separated; description). The order is the help
 #: screen's.
@@ -49,7 +39,6 @@ BINDING_IDS: dict[str, tuple[str, str]] = {
     "runs": ("r", "runs"),
 }
 
-ENV_KEYS = "RAGLABEL_KEYS"
 MODIFIERS = ("ctrl", "shift", "alt", "meta", "super", "hyper")
 _KEY_NAME = re.compile(r"[a-z][a-z0-9_]*")
 # Textual names a few punctuation keys differently from their Unicode names.
@@ -74,7 +63,7 @@ def _character_name(char: str) -> str:
     return _RENAMED.get(name, name)
 
 
-def _key(text: str) -> str:
+def key_name(text: str) -> str:
     """One key, checked and normalised: ``ctrl+x``, ``f5``, ``K``, ``?`` -> ``question_mark``."""
     key = text.strip()
     if not key:
@@ -99,7 +88,7 @@ def _key(text: str) -> str:
     return "+".join([*modifiers, name])
 
 
-def _keys(value: Any) -> tuple[str, ...]:
+def key_list(value: Any) -> tuple[str, ...]:
     """A key string (``"u,ctrl+z"``) or a list of them, as distinct normalised keys."""
     if isinstance(value, str):
         parts = value.split(",")
@@ -109,35 +98,4 @@ def _keys(value: Any) -> tuple[str, ...]:
         raise ValueError("expected a key string like 'u,ctrl+z' or a list of key strings")
     if not parts:
         raise ValueError("empty key list")
-    return tuple(dict.fromkeys(_key(part) for part in parts))
-
-
-def default_path() -> Path:
-    """``$XDG_CONFIG_HOME/raglabel/keys.toml``, which defaults to ``~/.config/...``."""
-    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    if not config.is_absolute():  # the XDG spec says to ignore a relative one
-        config = Path.home() / ".config"
-    return config / "raglabel" / "keys.toml"
-
-
-def load_keymap(path: Path | None = None) -> dict[str, str]:
-    """The binding ids the key file remaps, each to its keys joined by commas.
-
-    With no ``path``: the file ``$RAGLABEL_KEYS`` names, else the default key file if it
-    exists, else no remapping at all.
-    """
-    if path is None:
-        named = os.environ.get(ENV_KEYS)
-        if named:
-            path = Path(named)
-            if not path.is_file():
-                raise InputError(path, f"no such key file (named by ${ENV_KEYS})")
-        else:
-            path = default_path()
-            if not path.is_file():
-                return {}
-    table, text = read_toml(path, "key file")
-    # pydantic only when there is a file to check: the app's start should not pay for it.
-    from raglabel.keyfile import parse_keys
-
-    return parse_keys(path, table, text)
+    return tuple(dict.fromkeys(key_name(part) for part in parts))

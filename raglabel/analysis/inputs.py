@@ -1,0 +1,165 @@
+"""From a parsed evaluation request to what :func:`~raglabel.analysis.evaluation.evaluate`
+takes: the source opened, the runs aligned, the report's config written down.
+
+The command line fills an :class:`EvalRequest` from its options; nothing here knows
+about argparse, so the same request can come from Python code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from raglabel.analysis.evaluation import Options
+from raglabel.analysis.sources import SampleSource, Source, open_files
+from raglabel.errors import UsageError
+from raglabel.formats.grades import TREC_GRADES, GradeLookup
+from raglabel.formats.report_data import LabelsInfo
+from raglabel.metrics.config import MetricConfig
+from raglabel.metrics.evaluate import QueryStats
+from raglabel.metrics.names import MetricKey
+from raglabel.metrics.run import RankedRun
+
+if TYPE_CHECKING:
+    from raglabel.formats.maps import GradeMap
+    from raglabel.storage.labels import LabelChoice
+
+
+@dataclass
+class EvalRequest:
+    """Where the labels and runs are, and how to evaluate them. Exactly one of
+    ``project``, ``qrels`` and ``samples`` names the labels."""
+
+    metrics: list[MetricKey]
+    cutoffs: list[int]
+    config: MetricConfig
+    runs: list[tuple[str, Path]] = field(default_factory=list)
+    qrels: Path | None = None
+    samples: tuple[str, Path] | None = None
+    project: Path | None = None
+    choice: LabelChoice | None = None  # which grades of a project
+    grade_map: GradeMap | None = None
+    reader: str = "auto"
+    containment_named: bool = False  # asked for by name, not only through a group
+    pools: list[str] = field(default_factory=list)  # NAME=RUN or NAME=FILE
+    baseline: str | None = None
+    per_query: bool = False
+    ci: bool = False
+    compare: bool = False
+    resamples: int = 1000
+    permutations: int = 10_000
+    seed: int = 42
+    confidence: float = 0.95
+
+
+@dataclass
+class Loaded:
+    stats: QueryStats
+    runs: list[RankedRun]
+    options: Options
+    labels_info: LabelsInfo
+    config: dict[str, object]
+    warnings: list[str]
+
+
+def open_source(request: EvalRequest) -> tuple[Source, str]:
+    """The request's labels, and how the report names where they came from."""
+    if request.project is not None:
+        from raglabel.analysis.sources import ProjectSource
+        from raglabel.storage.labels import LabelChoice
+
+        choice = request.choice or LabelChoice("median", None, False)
+        return ProjectSource(request.project, choice), str(request.project)
+    if request.samples is not None:
+        name, path = request.samples
+        return SampleSource(name, path, request.grade_map), str(path)
+    if request.qrels is None:
+        raise UsageError("nothing to evaluate: give a project DB, --qrels with --run, or --samples")
+    paths = [path for _, path in request.runs]
+    return open_files(request.qrels, request.grade_map, paths, request.reader), str(request.qrels)
+
+
+def load(request: EvalRequest) -> Loaded:
+    names = [name for name, _ in request.runs]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise UsageError(f"two runs are named {dup!r}; name them with --run NAME=FILE")
+
+    source, labels_source = open_source(request)
+    runs: list[RankedRun] = list(source.own_runs())
+    if request.samples is not None and runs[0].name in names:
+        raise UsageError(f"the samples run and a --run are both named {runs[0].name!r}")
+    for name, path in request.runs:
+        runs.append(source.run_file(name, path))
+
+    metrics = request.metrics
+    answers = source.answers()
+    if any(key.base == "containment" for key in metrics) and answers is None:
+        if request.containment_named:
+            raise UsageError("containment needs passage texts and expected answers: use --samples")
+        metrics = [key for key in metrics if key.base != "containment"]
+
+    pools = _pools(request.pools, runs, source)
+    if request.baseline is not None and request.baseline not in {run.name for run in runs}:
+        raise UsageError(f"--baseline {request.baseline!r} is not one of the runs")
+
+    labels = source.labels
+    stats = QueryStats.build(labels, request.config)
+    info = LabelsInfo(
+        queries=labels.n_queries,
+        graded=labels.n_graded,
+        fingerprint=source.fingerprint(),
+        source=source.source,
+        grade_inversions=[
+            q for q, flag in zip(labels.query_ids, stats.inverted, strict=True) if flag
+        ],
+    )
+    grade_map: GradeLookup = TREC_GRADES if request.grade_map is None else request.grade_map
+    report_config: dict[str, object] = {
+        "k": request.cutoffs,
+        "metrics": [key.name for key in metrics],
+        **request.config.as_dict(),
+        "grade_map": "binary list -> 5; map values are grades"
+        if request.samples is not None and request.grade_map is None
+        else grade_map.describe(),
+        "pool": {name: pool.name for name, pool in pools.items()},
+        "reader": source.kind,
+        "labels": labels_source,
+        "resamples": request.resamples,
+        "permutations": request.permutations,
+        "seed": request.seed,
+        "confidence": request.confidence,
+    }
+    options = Options(
+        metrics=metrics,
+        per_query=request.per_query,
+        ci=request.ci,
+        compare=request.compare,
+        baseline=request.baseline,
+        resamples=request.resamples,
+        permutations=request.permutations,
+        seed=request.seed,
+        level=request.confidence,
+        answers=answers,
+        pools=pools,
+    )
+    return Loaded(stats, runs, options, info, report_config, source.warnings)
+
+
+def _pools(specs: list[str], runs: list[RankedRun], source: Source) -> dict[str, RankedRun]:
+    by_name = {run.name: run for run in runs}
+    pools: dict[str, RankedRun] = {}
+    for spec in specs:
+        target, sep, origin = spec.partition("=")
+        if not sep or not target or not origin:
+            raise UsageError(f"--pool {spec!r}: expected NAME=RUN (a run name or a run file)")
+        if target not in by_name:
+            raise UsageError(f"--pool {spec!r}: no run is named {target!r}")
+        if origin in by_name:
+            pools[target] = by_name[origin]
+        elif Path(origin).exists():
+            pools[target] = source.run_file(f"{Path(origin).stem} (pool)", Path(origin))
+        else:
+            raise UsageError(f"--pool {spec!r}: {origin!r} is neither a run name nor a file")
+    return pools

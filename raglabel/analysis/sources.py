@@ -1,0 +1,268 @@
+"""Where an evaluation's labels and runs come from: one class per path in.
+
+Every source aligns runs to its own label set and says how (``kind``, shown in the
+report's config as ``reader``). Files go through numpy arrays when they are small and
+polars when parsing speed matters; samples and stored rankings through row lists, or
+polars when a project's runs are large. All of them give the same numbers for the same
+input (tests check it), so which one runs is a question of speed only.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from raglabel.formats.arrays import align_qrels, read_run_arrays
+from raglabel.formats.grades import GradeLookup
+from raglabel.formats.text import normalize
+from raglabel.metrics.labels import LabelSet
+from raglabel.metrics.run import RankedRun
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    import polars as pl
+
+    # pydantic (behind maps and samples) is imported only when an option needs it, and
+    # the row reader only for samples and stored runs.
+    from raglabel.formats.maps import GradeMap
+    from raglabel.formats.rows import RowAlignment
+    from raglabel.storage.labels import LabelChoice
+
+#: Below this many input bytes, numpy arrays beat importing and starting polars.
+SMALL_INPUT_BYTES = 8 << 20
+
+#: Above this many stored entries, a project's runs go through the columnar aligner.
+LARGE_RUN_ENTRIES = 500_000
+
+
+class Source(Protocol):
+    """Labels, and the runs aligned to them."""
+
+    kind: str  # which reader aligned the runs
+    source: str  # which grades the labels are ("human", or with judge fill)
+    labels: LabelSet
+    warnings: list[str]  # what the readers noticed, for stderr and the report
+
+    def fingerprint(self) -> str: ...
+
+    def own_runs(self) -> list[RankedRun]:
+        """The runs that come with the labels (a samples file's, a project's)."""
+        ...
+
+    def answers(self) -> NDArray[np.bool_] | None:
+        """Per query, whether it has an expected answer (for containment), else None."""
+        ...
+
+    def run_file(self, name: str, path: Path) -> RankedRun: ...
+
+
+class SampleSource:
+    """A samples file: its gold passages are the labels and its rankings one run."""
+
+    kind = "python"
+    source = "human"
+
+    def __init__(self, name: str, path: Path, grade_map: GradeMap | None) -> None:
+        from raglabel.formats.rows import RowAlignment
+        from raglabel.formats.samples import read_samples
+
+        samples = read_samples(path, grade_map)
+        self._align = RowAlignment.from_qrels(samples.qrels)
+        self.labels = self._align.labels
+        self.warnings = self._align.warnings  # the aligner appends to this very list
+        self._run = self._align.run(name, samples.run, samples.k_override)
+        self._answered = samples.answered
+
+    def fingerprint(self) -> str:
+        return self._align.fingerprint
+
+    def own_runs(self) -> list[RankedRun]:
+        return [self._run]
+
+    def answers(self) -> NDArray[np.bool_] | None:
+        return np.array([q in self._answered for q in self.labels.query_ids], np.bool_)
+
+    def run_file(self, name: str, path: Path) -> RankedRun:
+        return _rows_run(self._align, name, path)
+
+
+class NumpyFiles:
+    """Qrels and run files of a few megabytes, aligned on numpy arrays."""
+
+    kind = "python"
+    source = "human"
+
+    def __init__(self, qrels: Path, grade_map: GradeLookup | None) -> None:
+        self._arrays = align_qrels(qrels, grade_map)
+        self.labels = self._arrays.labels
+        self.warnings = self._arrays.warnings
+
+    def fingerprint(self) -> str:
+        return self._arrays.fingerprint()
+
+    def own_runs(self) -> list[RankedRun]:
+        return []
+
+    def answers(self) -> NDArray[np.bool_] | None:
+        return None
+
+    def run_file(self, name: str, path: Path) -> RankedRun:
+        return self._arrays.run(name, *read_run_arrays(path))
+
+
+class PolarsFiles:
+    """Qrels and run files through the columnar reader, where parsing speed matters."""
+
+    kind = "polars"
+    source = "human"
+
+    def __init__(
+        self, qrels: Path, grade_map: GradeMap | None, first_run: Path | None = None
+    ) -> None:
+        from raglabel.formats.align import Alignment
+        from raglabel.formats.trec import read_qrels, read_run
+
+        # The first run is parsed while the labels are fingerprinted: polars' parse
+        # leaves part of the second core idle. Its errors come out when it is asked for.
+        self._ahead: dict[Path, Future[pl.DataFrame]] = {}
+        if first_run is not None:
+            pool = ThreadPoolExecutor(max_workers=1)
+            self._ahead[first_run] = pool.submit(read_run, first_run)
+            pool.shutdown(wait=False)
+        self._polars = Alignment.from_qrels(read_qrels(qrels, grade_map))
+        self.labels = self._polars.labels
+        self.warnings = self._polars.warnings
+        self._fingerprint = self._polars.fingerprint()
+
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    def own_runs(self) -> list[RankedRun]:
+        return []
+
+    def answers(self) -> NDArray[np.bool_] | None:
+        return None
+
+    def run_file(self, name: str, path: Path) -> RankedRun:
+        from raglabel.formats.trec import read_run
+
+        ahead = self._ahead.pop(path, None)
+        frame = read_run(path) if ahead is None else ahead.result()
+        return self._polars.run(name, frame)
+
+
+class ProjectSource:
+    """A project file: labels resolved from the grade log, runs already in rank order."""
+
+    kind = "database"
+
+    def __init__(self, db: Path, choice: LabelChoice) -> None:
+        from raglabel.storage import items, runs
+        from raglabel.storage.labels import resolved_labels
+        from raglabel.storage.project import Project
+
+        conn = Project.open(db).conn
+        resolved = resolved_labels(conn, choice)
+        self.source = resolved.source
+        self._columnar = runs.stored_entries(conn) > LARGE_RUN_ENTRIES
+        qrels = resolved.qrels
+        if self._columnar:
+            import polars as pl
+
+            from raglabel.formats.align import Alignment
+
+            self._polars = Alignment.from_qrels(
+                pl.DataFrame(
+                    {"qid": qrels.qids, "docid": qrels.docids, "grade": qrels.grades},
+                    schema={"qid": pl.String, "docid": pl.String, "grade": pl.Int8},
+                )
+            )
+            self.labels = self._polars.labels
+            self.warnings = self._polars.warnings
+        else:
+            from raglabel.formats.rows import RowAlignment
+
+            self._align = RowAlignment.from_qrels(qrels)
+            self.labels = self._align.labels
+            self.warnings = self._align.warnings
+        self._answers = items.expected_answers(conn)
+        k_override = items.query_cutoffs(conn) or None
+        texts = items.passage_texts(conn) if self._answers else {}
+        self._runs = [self._stored(conn, name, texts, k_override) for name in runs.run_names(conn)]
+
+    def fingerprint(self) -> str:
+        return self._polars.fingerprint() if self._columnar else self._align.fingerprint
+
+    def own_runs(self) -> list[RankedRun]:
+        return self._runs
+
+    def answers(self) -> NDArray[np.bool_] | None:
+        if not self._answers:
+            return None
+        return np.array([q in self._answers for q in self.labels.query_ids], np.bool_)
+
+    def run_file(self, name: str, path: Path) -> RankedRun:
+        if self._columnar:
+            from raglabel.formats.trec import read_run
+
+            return self._polars.run(name, read_run(path))
+        return _rows_run(self._align, name, path)
+
+    def _stored(
+        self,
+        conn: sqlite3.Connection,
+        name: str,
+        texts: dict[str, str],
+        k_override: dict[str, int] | None,
+    ) -> RankedRun:
+        from raglabel.storage import runs
+
+        if self._columnar:
+            import polars as pl
+
+            frame = runs.ranked_frame(conn, name)
+            if self._answers:
+                flags = self._contains(frame["qid"].to_list(), frame["docid"].to_list(), texts)
+                frame = frame.with_columns(pl.Series("contains", flags, dtype=pl.Boolean))
+            return self._polars.run(name, frame, in_list_order=True, k_override=k_override)
+        from raglabel.formats.rows import RunRows
+
+        qids: list[str] = []
+        docids: list[str] = []
+        for qid, ids in runs.ranked_ids(conn, name):
+            qids += [qid] * len(ids)
+            docids += ids
+        contains = self._contains(qids, docids, texts) if self._answers else None
+        return self._align.run(name, RunRows(qids, docids, None, contains), k_override)
+
+    def _contains(self, qids: list[str], docids: list[str], texts: dict[str, str]) -> list[bool]:
+        """Whether each entry's passage text holds its query's expected answer."""
+        answers = {qid: normalize(answer) for qid, answer in self._answers.items()}
+        flags: list[bool] = []
+        for qid, pid in zip(qids, docids, strict=True):
+            answer = answers.get(qid, "")
+            flags.append(bool(answer) and answer in normalize(texts.get(pid, "")))
+        return flags
+
+
+def _rows_run(align: RowAlignment, name: str, path: Path) -> RankedRun:
+    from raglabel.formats.rows import read_run_rows
+
+    return align.run(name, read_run_rows(path))
+
+
+def open_files(
+    qrels: Path, grade_map: GradeMap | None, run_paths: list[Path], reader: str = "auto"
+) -> Source:
+    """Qrels and run files through the reader asked for, or by their size (``auto``)."""
+    if reader == "auto":
+        size = sum(p.stat().st_size for p in (qrels, *run_paths) if p.is_file())
+        reader = "python" if size <= SMALL_INPUT_BYTES else "polars"
+    if reader == "polars":
+        return PolarsFiles(qrels, grade_map, run_paths[0] if run_paths else None)
+    return NumpyFiles(qrels, grade_map)
