@@ -18,7 +18,6 @@ from numpy.typing import NDArray
 
 from raglabel.formats.arrays import align_qrels, read_run_arrays
 from raglabel.formats.grades import GradeLookup
-from raglabel.formats.text import normalize
 from raglabel.metrics.labels import LabelSet
 from raglabel.metrics.run import RankedRun
 
@@ -242,6 +241,8 @@ class ProjectSource:
 
     def _contains(self, qids: list[str], docids: list[str], texts: dict[str, str]) -> list[bool]:
         """Whether each entry's passage text holds its query's expected answer."""
+        from raglabel.formats.text import normalize
+
         answers = {qid: normalize(answer) for qid, answer in self._answers.items()}
         flags: list[bool] = []
         for qid, pid in zip(qids, docids, strict=True):
