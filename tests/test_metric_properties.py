@@ -28,7 +28,12 @@ from raglabel.metrics import (
     evaluate_runs,
     parse_metric_list,
 )
-from raglabel.metrics.stats import bootstrap_means, paired_randomization, percentile_interval
+from raglabel.metrics.stats import (
+    Comparison,
+    bootstrap_means,
+    paired_randomization,
+    percentile_interval,
+)
 
 SETTINGS = settings(max_examples=200, deadline=None)
 SOME = settings(max_examples=100, deadline=None)
@@ -578,8 +583,10 @@ def test_bootstrap_is_deterministic_and_bounded(a: np.ndarray, seed: int) -> Non
 def test_paired_randomization(pair: tuple[list[float], list[float]], seed: int) -> None:
     a, b = (np.array(x, dtype=np.float64) for x in pair)
 
-    def test(x: np.ndarray, y: np.ndarray) -> object:
-        return paired_randomization(x, y, permutations=500, resamples=200, seed=seed)
+    def test(x: np.ndarray, y: np.ndarray) -> Comparison:
+        return paired_randomization(
+            x, y, baseline="a", run="b", metric="m", permutations=500, resamples=200, seed=seed
+        )
 
     first = test(a, b)
     assert first == test(a, b)  # deterministic for a seed

@@ -1,5 +1,5 @@
-"""The pydantic-free runtime twins (report dataclasses, MetricConfig, the default grade
-map) against the pydantic models they stand in for."""
+"""The pydantic-free runtime types (the report dataclasses, MetricConfig, the grade map)
+against what pydantic reads and writes for them."""
 
 from __future__ import annotations
 
@@ -9,29 +9,21 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
-from raglabel.formats import report, report_data
-from raglabel.formats.grades import TREC_GRADES
 from raglabel.formats.maps import GradeMap
+from raglabel.formats.report import (
+    Comparison,
+    CtxRankDetail,
+    LabelsInfo,
+    Report,
+    RunReport,
+    json_float,
+)
 from raglabel.metrics.config import ConfigError, MetricConfig
-
-TWINS = [
-    (report_data.LabelsInfo, report.LabelsInfo),
-    (report_data.CtxRankDetail, report.CtxRankDetail),
-    (report_data.RunReport, report.RunReport),
-    (report_data.Comparison, report.Comparison),
-    (report_data.Report, report.Report),
-]
-
-
-@pytest.mark.parametrize(("plain", "model"), TWINS)
-def test_report_dataclasses_mirror_the_schema_models(plain: type, model: type[BaseModel]) -> None:
-    assert [f.name for f in dataclasses.fields(plain)] == list(model.model_fields)
 
 
 class _Floats(BaseModel):
@@ -41,30 +33,54 @@ class _Floats(BaseModel):
 @given(st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=20))
 def test_json_floats_are_written_as_pydantic_writes_them(values: list[float]) -> None:
     expected = _Floats(values=values).model_dump_json()
-    assert '{"values":[' + ",".join(map(report_data.json_float, values)) + "]}" == expected
+    assert '{"values":[' + ",".join(map(json_float, values)) + "]}" == expected
 
 
-def test_report_json_is_what_the_model_writes() -> None:
-    detail = report_data.CtxRankDetail(k=2, actual_ranks=[0, 1], ideal_ranks=[1, 0],
-                                       grades=[None, 5], passed=False)  # fmt: skip
-    run = report_data.RunReport(
+def _run(*, ci: bool = False, per_query: bool = False, ctx_rank: bool = False) -> RunReport:
+    """A run's report with the optional parts asked for."""
+    detail = CtxRankDetail(k=2, actual_ranks=[0, 1], ideal_ranks=[1, 0],
+                           grades=[None, 5], passed=False)  # fmt: skip
+    return RunReport(
         mean={"ndcg@2": 1.5e-05, "mrr": None},
         valid={"ndcg@2": 3, "mrr": 0},
-        ci={"ndcg@2": (1e-7, 0.25), "mrr": None},
-        per_query={"q\u00e9": {"ndcg@2": 0.5, "mrr": None}},
-        ctx_rank={"ctx_rank_prec@2": {"q\u00e9": detail}},
+        ci={"ndcg@2": (1e-7, 0.25), "mrr": None} if ci else None,
+        per_query={"q\u00e9": {"ndcg@2": 0.5, "mrr": None}} if per_query else None,
+        ctx_rank={"ctx_rank_prec@2": {"q\u00e9": detail}} if ctx_rank else None,
     )
-    plain = report_data.Report(
-        labels=report_data.LabelsInfo(queries=1, graded=2, fingerprint="sha256:0"),
+
+
+def _report(runs: dict[str, RunReport], compare: list[Comparison] | None) -> Report:
+    return Report(
+        labels=LabelsInfo(queries=1, graded=2, fingerprint="sha256:0"),
         config={"k": [2], "gain_map": {1: 0.0, 5: 3.0}, "pool": {}},
-        runs={"a": run, "b": report_data.RunReport(mean={}, valid={}, per_query={})},
-        compare=[report_data.Comparison("a", "b", "mrr", None, None, None, 0, 0, 0, 0)],
+        runs=runs,
+        compare=compare,
         warnings=["w"],
     )
-    text = plain.to_json()
-    model = report.Report.model_validate_json(text)
-    assert text == model.model_dump_json(indent=2, exclude_unset=True) + "\n"
+
+
+def test_report_json_is_what_pydantic_writes() -> None:
+    # Every optional field asked for, so pydantic and the report write the same keys.
+    full = _run(ci=True, per_query=True, ctx_rank=True)
+    compare = [Comparison("a", "b", "mrr", 2.5e-5, (-1.0, 1e20), 0.5, 1, 0, 2, 3)]
+    report = _report({"a": full, "b": full}, compare)
+    text = report.to_json()
+    assert text == TypeAdapter(Report).dump_json(report, indent=2).decode() + "\n"
+
+
+def test_written_reports_validate_against_the_schema_types() -> None:
+    runs = {"a": _run(ci=True, per_query=True, ctx_rank=True), "b": _run(per_query=True)}
+    text = _report(runs, [Comparison("a", "b", "mrr", None, None, None, 0, 0, 0, 0)]).to_json()
+    model = TypeAdapter(Report).validate_json(text)
+    assert model.to_json() == text
     assert json.loads(text)["runs"]["b"]["ctx_rank"] is None
+    # What was not asked for is left out, and a report without it is still valid.
+    bare = _report({"c": _run()}, None).to_json()
+    assert set(json.loads(bare)) == {"labels", "config", "runs", "warnings"}
+    assert set(json.loads(bare)["runs"]["c"]) == {"mean", "valid"}
+    assert TypeAdapter(Report).validate_json(bare).to_json() == bare
+    with pytest.raises(ValueError, match="Unexpected keyword argument"):
+        TypeAdapter(Report).validate_json(text.replace('"warnings"', '"extra": 1, "warnings"'))
 
 
 @pytest.mark.parametrize(
@@ -102,15 +118,12 @@ def test_config_coerces_and_keeps_the_printed_order() -> None:
         config.alpha = 3.0  # type: ignore[misc]
 
 
-def test_default_grade_map_is_the_pydantic_default() -> None:
-    labels = np.arange(-4, 8, dtype=np.int64)
-    model = GradeMap()
-    assert TREC_GRADES.describe() == model.describe()
-    assert [TREC_GRADES.grade_of(int(x)) for x in labels] == [
-        model.grade_of(int(x)) for x in labels
-    ]
-    for mine, theirs in zip(TREC_GRADES.apply(labels), model.apply(labels), strict=True):
-        np.testing.assert_array_equal(mine, theirs)
+@pytest.mark.parametrize(
+    "fields", [{"mapping": {0: 6}}, {"mapping": {0: 0}}, {"negative": 0}, {"negative": 6}]
+)
+def test_grade_maps_only_map_onto_grades(fields: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match="outside"):
+        GradeMap(**fields)  # type: ignore[arg-type]
 
 
 def test_plain_eval_imports_neither_pydantic_nor_polars(tmp_path: Path) -> None:

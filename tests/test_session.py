@@ -16,7 +16,7 @@ from raglabel.cli.main import main
 from raglabel.session.grading import GradingSession, Timing
 from raglabel.session.live_metrics import PANEL_METRICS
 from raglabel.session.options import AppOptions
-from raglabel.session.standings import STANDING_METRICS, duel, snapshot, standings
+from raglabel.session.run_figures import FIGURE_METRICS, compare_runs, run_reports, view_inputs
 from raglabel.storage.grades import GradeEvent, record
 
 ME = "ann"  # the demo annotator (tests/conftest.py)
@@ -275,7 +275,7 @@ def test_switching_annotator_shows_their_grades(session: GradingSession) -> None
         session.switch_annotator("  ")
 
 
-def test_standings_and_duel_equal_eval_db(
+def test_run_figures_equal_eval_db(
     db: Path, session: GradingSession, capsys: pytest.CaptureFixture[str]
 ) -> None:
     capsys.readouterr()
@@ -287,7 +287,7 @@ def test_standings_and_duel_equal_eval_db(
                 "-k",
                 "5",
                 "--metrics",
-                ",".join(STANDING_METRICS),
+                ",".join(FIGURE_METRICS),
                 "--format",
                 "json",
                 "--annotator",
@@ -298,20 +298,21 @@ def test_standings_and_duel_equal_eval_db(
         == 0
     )
     report = json.loads(capsys.readouterr().out)
-    shot = snapshot(session)
-    for s in standings(shot):
-        for metric in STANDING_METRICS:
-            expected = report["runs"][s.run]["mean"][f"{metric}@5"]
-            got = s.mean[metric]
+    inputs = view_inputs(session)
+    for run, figures in run_reports(inputs).items():
+        assert figures.ci is not None
+        for metric in FIGURE_METRICS:
+            expected = report["runs"][run]["mean"][f"{metric}@5"]
+            got = figures.mean[metric]
             assert (expected is None and got is None) or abs(expected - got) < 1e-12
-            ci = report["runs"][s.run]["ci"][f"{metric}@5"]
-            if ci is not None and s.ci[metric] is not None:
-                assert ci == pytest.approx(list(s.ci[metric]))
+            ci = report["runs"][run]["ci"][f"{metric}@5"]
+            if ci is not None and figures.ci[metric] is not None:
+                assert ci == pytest.approx(list(figures.ci[metric]))
     names = session.catalog.run_names
-    result = duel(shot, names[0], names[1])
-    assert result.test.queries == 20
-    gaps = [abs(d.difference) for d in result.divergent]
-    assert gaps == sorted(gaps, reverse=True) and all(g > 0 for g in gaps)
+    result = compare_runs(inputs, names[0], names[1])
+    assert result.comparison.queries == 20
+    differences = [abs(d.difference) for d in result.queries]
+    assert differences == sorted(differences, reverse=True) and all(d > 0 for d in differences)
 
 
 def test_the_session_checkpoints_itself(db: Path) -> None:

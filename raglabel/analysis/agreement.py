@@ -3,7 +3,7 @@ agrees with them, and whether judge grades would rank the runs as human grades d
 
 Grades are ordinal, so the headline numbers are Krippendorff's alpha (ordinal) and
 quadratic-weighted kappa; the judge's bias is its mean grade minus the humans' on the
-same pairs. Run metrics are compared on the queries both label sets cover.
+same pairs. Run metrics are measured on the queries both label sets cover.
 """
 
 from __future__ import annotations
@@ -12,10 +12,15 @@ import itertools
 import sqlite3
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
+from raglabel.formats.agreement_report import (
+    AgreementReport,
+    PairAgreement,
+    QueryAgreement,
+    RunOrderAgreement,
+)
 from raglabel.formats.rows import QrelsRows, RowAlignment, RunRows
 from raglabel.metrics.agreement import (
     confusion,
@@ -30,60 +35,10 @@ from raglabel.metrics.names import MetricKey
 from raglabel.metrics.stats import nan_mean
 from raglabel.storage.labels import judge_consensus
 from raglabel.storage.ratings import PairKey, Ratings, load_ratings
+from raglabel.storage.runs import rankings_by_run
 
 HUMANS = "humans"  # the resolved human grade, as metrics use it
 GRADES = (1, 2, 3, 4, 5)
-
-
-@dataclass(frozen=True)
-class PairAgreement:
-    """Two raters over the pairs both graded; ``bias`` is mean(a - b)."""
-
-    a: str
-    b: str
-    n: int
-    kappa: float | None
-    alpha: float | None
-    bias: float | None
-    exact: float | None
-    within_one: float | None
-
-
-@dataclass(frozen=True)
-class QueryGap:
-    qid: str
-    pairs: int
-    mean_gap: float  # mean |judge - humans|
-    bias: float  # mean judge - humans
-
-
-@dataclass(frozen=True)
-class RunComparison:
-    metric: str
-    queries: int
-    human: dict[str, float | None]
-    judge: dict[str, float | None]
-    tau: float | None  # Kendall tau-b between the two orders of the runs
-
-
-@dataclass
-class AgreementReport:
-    annotators: list[str]
-    models: list[str]
-    judge: str | None  # the rater standing for the judge: the model, or the ensemble
-    human_pairs: int
-    judged_pairs: int
-    shared_pairs: int
-    alpha_annotators: float | None
-    alpha_with_judge: float | None
-    pairs: list[PairAgreement]
-    confusion: list[list[int]] | None  # rows: humans' grade 1..5, columns: the judge's
-    accepted: int  # human grades that took the suggestion as it was
-    offered: int  # human-graded pairs that had a suggestion
-    accepted_share: float | None
-    queries: list[QueryGap]
-    accepted_left_out: int  # judged pairs left out of judge-vs-human figures: accepted
-    runs: list[RunComparison] = field(default_factory=list)
 
 
 def agreement(
@@ -125,7 +80,7 @@ def agreement(
         accepted_share=ratings.accepted / ratings.with_suggestion
         if ratings.with_suggestion
         else None,
-        queries=_gaps(judge, human, shared)[:top_queries],
+        queries=_by_query(judge, human, shared)[:top_queries],
         accepted_left_out=len(set(judge) & ratings.accepted_pairs),
     )
     if judge and metrics:
@@ -181,17 +136,17 @@ def _alpha(raters: Sequence[Mapping[PairKey, int]]) -> float | None:
     return krippendorff_alpha(data, "ordinal", GRADES)
 
 
-def _gaps(
+def _by_query(
     judge: Mapping[PairKey, int], human: Mapping[PairKey, int], shared: Sequence[PairKey]
-) -> list[QueryGap]:
+) -> list[QueryAgreement]:
     per_query: dict[str, list[int]] = defaultdict(list)
     for pair in shared:
         per_query[pair[0]].append(judge[pair] - human[pair])
-    gaps = [
-        QueryGap(qid, len(d), float(np.mean(np.abs(d))), float(np.mean(d)))
+    found = [
+        QueryAgreement(qid, len(d), float(np.mean(np.abs(d))), float(np.mean(d)))
         for qid, d in per_query.items()
     ]
-    return sorted(gaps, key=lambda g: (-g.mean_gap, -g.pairs, g.qid))
+    return sorted(found, key=lambda g: (-g.mean_gap, -g.pairs, g.qid))
 
 
 def _runs(
@@ -200,22 +155,14 @@ def _runs(
     judge: Mapping[PairKey, int],
     metrics: Sequence[MetricKey],
     config: MetricConfig,
-) -> list[RunComparison]:
-    """Each run's means on human grades and on judge grades, over the queries that
-    both label sets cover, so neither side is scored on queries the other lacks."""
+) -> list[RunOrderAgreement]:
+    """Per metric, each run's means on human grades and on judge grades, over the
+    queries that both label sets cover, so neither side is scored on queries the other
+    lacks."""
     common = {q for q, _ in human} & {q for q, _ in judge}
     if not common:
         return []
-    rankings: dict[str, tuple[list[str], list[str]]] = {}
-    for name, qid, blob in conn.execute(
-        "SELECT run.name, q.ext_id, r.passage_ids FROM ranking r JOIN run ON run.id = r.run_id"
-        " JOIN query q ON q.id = r.query_id ORDER BY run.id, q.ext_id"
-    ):
-        if qid in common:
-            qids, docids = rankings.setdefault(name, ([], []))
-            ids = bytes(blob).decode("utf-8").split("\n")
-            qids += [qid] * len(ids)
-            docids += ids
+    rankings = rankings_by_run(conn, common)
     if not rankings:
         return []
     means = {
@@ -230,7 +177,7 @@ def _runs(
             (x, y) for run in rankings if (x := h[run]) is not None and (y := j[run]) is not None
         ]
         tau = kendall_tau_b([x for x, _ in both], [y for _, y in both]) if both else None
-        out.append(RunComparison(key.name, len(common), h, j, tau))
+        out.append(RunOrderAgreement(key.name, len(common), h, j, tau))
     return out
 
 

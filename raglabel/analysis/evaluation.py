@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from raglabel.formats.report_data import Comparison, CtxRankDetail, LabelsInfo, Report, RunReport
+from raglabel.formats.report import Comparison, CtxRankDetail, LabelsInfo, Report, RunReport
 from raglabel.metrics.ctxrank import ideal_ranks, passes
 from raglabel.metrics.evaluate import QueryStats, evaluate_run
 from raglabel.metrics.names import MetricKey
@@ -169,29 +169,18 @@ def _comparisons(
         pairs = [(options.baseline, name) for name in names if name != options.baseline]
     else:
         pairs = list(itertools.combinations(names, 2))
-    out: list[Comparison] = []
-    for base, other in pairs:
-        for key in options.metrics:
-            test = paired_randomization(
-                values[base][key],
-                values[other][key],
-                permutations=options.permutations,
-                resamples=options.resamples,
-                seed=options.seed,
-                level=options.level,
-            )
-            out.append(
-                Comparison(
-                    baseline=base,
-                    run=other,
-                    metric=key.name,
-                    mean_difference=test.mean_difference,
-                    ci=test.ci,
-                    p_value=test.p_value,
-                    wins=test.wins,
-                    ties=test.ties,
-                    losses=test.losses,
-                    queries=test.queries,
-                )
-            )
-    return out
+    return [
+        paired_randomization(
+            values[base][key],
+            values[other][key],
+            baseline=base,
+            run=other,
+            metric=key.name,
+            permutations=options.permutations,
+            resamples=options.resamples,
+            seed=options.seed,
+            level=options.level,
+        )
+        for base, other in pairs
+        for key in options.metrics
+    ]

@@ -14,15 +14,14 @@ from typing import TYPE_CHECKING
 from raglabel.analysis.evaluation import Options
 from raglabel.analysis.sources import SampleSource, Source, open_files
 from raglabel.errors import UsageError
-from raglabel.formats.grades import TREC_GRADES, GradeLookup
-from raglabel.formats.report_data import LabelsInfo
+from raglabel.formats.maps import GradeMap
+from raglabel.formats.report import LabelsInfo
 from raglabel.metrics.config import MetricConfig
 from raglabel.metrics.evaluate import QueryStats
 from raglabel.metrics.names import MetricKey
 from raglabel.metrics.run import RankedRun
 
 if TYPE_CHECKING:
-    from raglabel.formats.maps import GradeMap
     from raglabel.storage.labels import LabelChoice
 
 
@@ -115,7 +114,7 @@ def load(request: EvalRequest) -> Loaded:
             q for q, flag in zip(labels.query_ids, stats.inverted, strict=True) if flag
         ],
     )
-    grade_map: GradeLookup = TREC_GRADES if request.grade_map is None else request.grade_map
+    grade_map = GradeMap() if request.grade_map is None else request.grade_map
     report_config: dict[str, object] = {
         "k": request.cutoffs,
         "metrics": [key.name for key in metrics],

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from raglabel.formats.arrays import align_qrels, read_run_arrays
-from raglabel.formats.grades import GradeLookup
+from raglabel.formats.maps import GradeMap
 from raglabel.metrics.labels import LabelSet
 from raglabel.metrics.run import RankedRun
 
@@ -26,9 +26,7 @@ if TYPE_CHECKING:
 
     import polars as pl
 
-    # pydantic (behind maps and samples) is imported only when an option needs it, and
-    # the row reader only for samples and stored runs.
-    from raglabel.formats.maps import GradeMap
+    # The row reader is imported only for samples and stored runs.
     from raglabel.formats.rows import RowAlignment
     from raglabel.storage.labels import LabelChoice
 
@@ -96,7 +94,7 @@ class NumpyFiles:
     kind = "python"
     source = "human"
 
-    def __init__(self, qrels: Path, grade_map: GradeLookup | None) -> None:
+    def __init__(self, qrels: Path, grade_map: GradeMap | None) -> None:
         self._arrays = align_qrels(qrels, grade_map)
         self.labels = self._arrays.labels
         self.warnings = self._arrays.warnings

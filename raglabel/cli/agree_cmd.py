@@ -12,7 +12,7 @@ from raglabel.cli.options import add_convention_options, cutoffs_option, metric_
 from raglabel.errors import UsageError
 
 if TYPE_CHECKING:
-    from raglabel.analysis.agreement import AgreementReport
+    from raglabel.formats.agreement_report import AgreementReport
 
 DEFAULT_METRICS = "ra_nwg,ndcg,precision_4plus"
 
@@ -132,14 +132,14 @@ def as_text(report: AgreementReport) -> str:
         out.append(f"  {'query':<20} {'pairs':>5} {'mean |gap|':>10} {'bias':>6}")
         for q in report.queries:
             out.append(f"  {q.qid[:20]:<20} {q.pairs:>5} {q.mean_gap:>10.2f} {q.bias:>6.2f}")
-    for comparison in report.runs:
+    for agreement in report.runs:
         out.append("")
         out.append(
-            f"{comparison.metric} on human vs judge grades ({comparison.queries} queries);"
-            f" Kendall tau of the runs' order: {_num(comparison.tau)}"
+            f"{agreement.metric} on human vs judge grades ({agreement.queries} queries);"
+            f" Kendall tau of the runs' order: {_num(agreement.tau)}"
         )
-        order = sorted(comparison.human, key=lambda r: -(comparison.human[r] or -1.0))
+        order = sorted(agreement.human, key=lambda r: -(agreement.human[r] or -1.0))
         for name in order:
-            h, j = comparison.human[name], comparison.judge[name]
+            h, j = agreement.human[name], agreement.judge[name]
             out.append(f"  {name[:24]:<24} {_num(h):>7} {_num(j):>7}")
     return "\n".join(out) + "\n"

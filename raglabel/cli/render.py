@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from raglabel.formats.report_data import Report
+from raglabel.formats.report import Report
 
 
 def render(report: Report, fmt: str, *, per_query: bool = False) -> str:

@@ -18,8 +18,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from raglabel.formats.columns import split_fields
-from raglabel.formats.grades import TREC_GRADES, GradeLookup
 from raglabel.formats.lines import check_readable
+from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import keep_first, unknown_queries
 from raglabel.metrics.labels import LabelSet, counts_from_grades
 from raglabel.metrics.run import RankedRun
@@ -35,11 +35,11 @@ def _as_text(values: list[str]) -> Text:
     return np.array([v.encode("utf-8") for v in values], dtype=np.bytes_)
 
 
-def align_qrels(path: Path, grade_map: GradeLookup | None) -> ArrayAlignment:
+def align_qrels(path: Path, grade_map: GradeMap | None) -> ArrayAlignment:
     """Labels from a qrels file; a file that is not plain (or is wrong) goes to the exact
     reader, which raises the errors."""
     check_readable(path)
-    grade_map = TREC_GRADES if grade_map is None else grade_map
+    grade_map = GradeMap() if grade_map is None else grade_map
     fields = split_fields(path.read_bytes(), 4)
     labels = None if fields is None else fields.integers(3)
     if fields is not None and labels is not None:

@@ -1,18 +1,26 @@
-"""``from:to`` maps given on the command line: grade maps and gain maps."""
+"""``from:to`` maps given on the command line: grade maps and gain maps.
+
+Plain dataclasses, not pydantic models: every ``raglabel eval`` reads its qrels through
+a grade map (the default TREC one at least), and importing pydantic costs more than
+evaluating a small run.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict, Field
 
-from raglabel.formats.grades import describe_map, grade_of_label, grades_of_labels
 from raglabel.metrics.config import GRADES
 
 
-class GradeMap(BaseModel):
+def _trec_scale() -> dict[int, int]:
+    return {0: 2, 1: 3, 2: 4, 3: 5}
+
+
+@dataclass(frozen=True)
+class GradeMap:
     """Imported integer label -> grade 1..5.
 
     The default is the TREC 0..3 scale (0->2, 1->3, 2->4, 3->5) with every negative
@@ -20,25 +28,41 @@ class GradeMap(BaseModel):
     labels it names.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    mapping: dict[int, int] = field(default_factory=_trec_scale)
+    negative: int | None = 1
+    """Grade of any negative label not in the mapping (None: an error)."""
 
-    mapping: dict[int, Annotated[int, Field(ge=1, le=5)]] = Field(
-        default_factory=lambda: {0: 2, 1: 3, 2: 4, 3: 5}
-    )
-    negative: Annotated[int, Field(ge=1, le=5)] | None = Field(
-        1, description="Grade of any negative label not in the mapping (None: an error)."
-    )
+    def __post_init__(self) -> None:
+        for label, grade in self.mapping.items():
+            if grade not in GRADES:
+                raise ValueError(f"grade map: label {label} maps to {grade}, outside grades 1-5")
+        if self.negative is not None and self.negative not in GRADES:
+            raise ValueError(f"grade map: negative labels map to {self.negative}, outside 1-5")
 
     def describe(self) -> str:
-        return describe_map(self.mapping, self.negative)
+        text = ",".join(f"{k}:{v}" for k, v in sorted(self.mapping.items()))
+        return text if self.negative is None else text + f",<0:{self.negative}"
 
     def grade_of(self, label: int) -> int | None:
         """Grade of one label, or None when the map does not cover it."""
-        return grade_of_label(self.mapping, self.negative, label)
+        grade = self.mapping.get(label)
+        if grade is None and label < 0:
+            return self.negative
+        return grade
 
     def apply(self, labels: NDArray[np.int64]) -> tuple[NDArray[np.int8], NDArray[np.bool_]]:
         """Grades for ``labels`` and a mask of the labels the map does not cover."""
-        return grades_of_labels(self.mapping, self.negative, labels)
+        grades = np.zeros(labels.shape, dtype=np.int8)
+        covered = np.zeros(labels.shape, dtype=np.bool_)
+        for label, grade in self.mapping.items():
+            hit = labels == label
+            grades[hit] = grade
+            covered |= hit
+        if self.negative is not None:
+            rest = (labels < 0) & ~covered
+            grades[rest] = self.negative
+            covered |= rest
+        return grades, ~covered
 
 
 def _pairs(text: str, option: str) -> list[tuple[str, str]]:

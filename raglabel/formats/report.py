@@ -1,31 +1,55 @@
-"""The JSON report of ``raglabel eval``: its pydantic models are the schema's source."""
+"""The report of ``raglabel eval``: its dataclasses, and their JSON text.
+
+These dataclasses are the JSON format's one definition. The JSON Schema in ``schemas/``
+is generated from them through pydantic (:mod:`raglabel.formats.schemas`), tests
+validate written reports against them the same way, and an evaluation never imports
+pydantic, whose import costs more than evaluating a small run: the schema's settings are
+plain-dict ``__pydantic_config__`` attributes that only pydantic reads, and the field
+descriptions are the attribute docstrings. The JSON text is the one pydantic writes for
+these types (indented by two, float format included), with the fields a run or report
+was not asked for left out.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import json
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from raglabel.metrics.stats import Comparison
+
+__all__ = ["Comparison", "CtxRankDetail", "LabelsInfo", "Report", "RunReport", "json_float"]
+
+# Unknown keys are an error (additionalProperties: false), and attribute docstrings are
+# the schema's field descriptions.
+_SCHEMA_CONFIG: dict[str, object] = {"extra": "forbid", "use_attribute_docstrings": True}
 
 
-class LabelsInfo(BaseModel):
+@dataclass
+class LabelsInfo:
     """The label set a report was computed on."""
 
-    model_config = ConfigDict(extra="forbid")
+    __pydantic_config__: ClassVar[dict[str, object]] = _SCHEMA_CONFIG
 
-    queries: int = Field(description="Queries in the label set.")
-    graded: int = Field(description="Graded (query, passage) pairs.")
-    fingerprint: str = Field(
-        description="Identifies the exact label set; changes when any grade changes."
-    )
-    source: str = Field("human", description="Which grades the metrics used.")
-    grade_inversions: list[str] = Field(
-        default_factory=list,
-        description="Queries whose rarity weights rank a lower grade above a higher one.",
-    )
+    queries: int
+    """Queries in the label set."""
+    graded: int
+    """Graded (query, passage) pairs."""
+    fingerprint: str
+    """Identifies the exact label set; changes when any grade changes."""
+    source: str = "human"
+    """Which grades the metrics used."""
+    grade_inversions: list[str] = field(default_factory=list)
+    """Queries whose rarity weights rank a lower grade above a higher one."""
 
 
-class CtxRankDetail(BaseModel):
+@dataclass
+class CtxRankDetail:
     """How one query's returned passages were ordered, against their ideal order."""
 
-    model_config = ConfigDict(extra="forbid")
+    __pydantic_config__: ClassVar[dict[str, object]] = _SCHEMA_CONFIG
 
     k: int
     actual_ranks: list[int]
@@ -34,46 +58,118 @@ class CtxRankDetail(BaseModel):
     passed: bool | None
 
 
-class RunReport(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@dataclass
+class RunReport:
+    """One run's means; ``ci``, ``per_query`` and ``ctx_rank`` only when asked for."""
 
-    mean: dict[str, float | None] = Field(description="Macro-average over queries; null is NA.")
-    valid: dict[str, int] = Field(description="Queries that entered each mean.")
-    ci: dict[str, tuple[float, float] | None] | None = Field(
-        None, description="Percentile bootstrap interval of each mean (with --ci)."
-    )
-    per_query: dict[str, dict[str, float | None]] | None = Field(
-        None, description="Each query's values (with --per-query)."
-    )
-    ctx_rank: dict[str, dict[str, CtxRankDetail]] | None = Field(
-        None, description="Per cutoff and query: actual vs ideal ranks (with --per-query)."
-    )
+    __pydantic_config__: ClassVar[dict[str, object]] = _SCHEMA_CONFIG
 
+    mean: dict[str, float | None]
+    """Macro-average over queries; null is NA."""
+    valid: dict[str, int]
+    """Queries that entered each mean."""
+    ci: dict[str, tuple[float, float] | None] | None = None
+    """Percentile bootstrap interval of each mean (with --ci)."""
+    per_query: dict[str, dict[str, float | None]] | None = None
+    """Each query's values (with --per-query)."""
+    ctx_rank: dict[str, dict[str, CtxRankDetail]] | None = None
+    """Per cutoff and query: actual vs ideal ranks (with --per-query)."""
 
-class Comparison(BaseModel):
-    """Paired randomization test of ``run`` minus ``baseline`` on one metric."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    baseline: str
-    run: str
-    metric: str
-    mean_difference: float | None
-    ci: tuple[float, float] | None
-    p_value: float | None
-    wins: int
-    ties: int
-    losses: int
-    queries: int
+    def as_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"mean": self.mean, "valid": self.valid}
+        if self.ci is not None:
+            out["ci"] = self.ci
+        if self.per_query is not None:
+            out["per_query"] = self.per_query
+            # Asked for with --per-query: null when no ctx_rank_prec metric was.
+            out["ctx_rank"] = None if self.ctx_rank is None else _fields(self.ctx_rank)
+        return out
 
 
-class Report(BaseModel):
+@dataclass
+class Report:
     """Everything ``raglabel eval --format json`` prints."""
 
-    model_config = ConfigDict(extra="forbid")
+    __pydantic_config__: ClassVar[dict[str, object]] = _SCHEMA_CONFIG
 
     labels: LabelsInfo
-    config: dict[str, object] = Field(description="Every convention in force.")
+    config: dict[str, object]
+    """Every convention in force."""
     runs: dict[str, RunReport]
     compare: list[Comparison] | None = None
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "labels": vars(self.labels),
+            "config": self.config,
+            "runs": {name: run.as_json() for name, run in self.runs.items()},
+        }
+        if self.compare is not None:
+            out["compare"] = [vars(c) for c in self.compare]
+        out["warnings"] = self.warnings
+        return out
+
+    def to_json(self) -> str:
+        parts: list[str] = []
+        _write(self.as_json(), parts, "\n")
+        return "".join(parts) + "\n"
+
+
+def _fields(details: dict[str, dict[str, CtxRankDetail]]) -> dict[str, dict[str, object]]:
+    return {key: {q: vars(d) for q, d in by_query.items()} for key, by_query in details.items()}
+
+
+def json_float(value: float) -> str:
+    """A float as pydantic writes it: shortest round trip, NaN and infinities as null.
+
+    Python's repr and pydantic differ in two details only: the exponent has no
+    leading zeros (``1e-7``, not ``1e-07``), and numbers from 1e-5 to 1e-4 are
+    written out (``0.000015``, not ``1.5e-05``).
+    """
+    if not math.isfinite(value):
+        return "null"
+    text = float.__repr__(value)
+    mantissa, sep, exponent = text.partition("e")
+    if not sep:
+        return text
+    power = int(exponent)
+    if power == -5:
+        sign = "-" if mantissa.startswith("-") else ""
+        return f"{sign}0.0000{mantissa.lstrip('-').replace('.', '')}"
+    return f"{mantissa}e{'-' if power < 0 else '+'}{abs(power)}"
+
+
+def _write(value: object, parts: list[str], newline: str) -> None:
+    """Append ``value`` as indented JSON (two spaces, as json.dumps(indent=2))."""
+    if isinstance(value, dict):
+        if not value:
+            parts.append("{}")
+            return
+        inner = newline + "  "
+        parts.append("{")
+        for i, (key, item) in enumerate(value.items()):
+            parts.append(("," if i else "") + inner + json.dumps(str(key), ensure_ascii=False))
+            parts.append(": ")
+            _write(item, parts, inner)
+        parts.append(newline + "}")
+    elif isinstance(value, (list, tuple)):
+        if not value:
+            parts.append("[]")
+            return
+        inner = newline + "  "
+        parts.append("[")
+        for i, item in enumerate(value):
+            parts.append(("," if i else "") + inner)
+            _write(item, parts, inner)
+        parts.append(newline + "]")
+    elif isinstance(value, bool) or value is None:
+        parts.append(json.dumps(value))
+    elif isinstance(value, float):
+        parts.append(json_float(value))
+    elif isinstance(value, str):
+        parts.append(json.dumps(value, ensure_ascii=False))
+    elif isinstance(value, numbers.Integral):
+        parts.append(str(int(value)))
+    else:
+        raise TypeError(f"cannot write {type(value).__name__} as JSON")

@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 
 from raglabel.errors import InputError
-from raglabel.formats.grades import TREC_GRADES, GradeLookup
 from raglabel.formats.limits import check_ids, ids_fit
 from raglabel.formats.lines import (
     check_readable,
@@ -26,6 +25,7 @@ from raglabel.formats.lines import (
     parse_int,
     require_fields,
 )
+from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import repeated_passages, unknown_queries
 from raglabel.metrics.labels import LabelSet
 from raglabel.metrics.run import RankedRun
@@ -89,11 +89,11 @@ def read_run_exactly(path: Path) -> RunRows:
     return RunRows(qids, docids, scores)
 
 
-def read_qrels_rows(path: str | Path, grade_map: GradeLookup | None = None) -> QrelsRows:
+def read_qrels_rows(path: str | Path, grade_map: GradeMap | None = None) -> QrelsRows:
     """Qrels read in bulk; any doubt about a line re-reads the file exactly to name it."""
     path = Path(path)
     check_readable(path)
-    grade_map = TREC_GRADES if grade_map is None else grade_map
+    grade_map = GradeMap() if grade_map is None else grade_map
     rows = _split_lines(path)
     if rows and all(len(fields) >= 4 for fields in rows):
         try:
@@ -109,7 +109,7 @@ def read_qrels_rows(path: str | Path, grade_map: GradeLookup | None = None) -> Q
     return read_qrels_exactly(path, grade_map)
 
 
-def read_qrels_exactly(path: Path, grade_map: GradeLookup) -> QrelsRows:
+def read_qrels_exactly(path: Path, grade_map: GradeMap) -> QrelsRows:
     """Line by line, so that the first bad line is named; for files that need it."""
     rows = QrelsRows([], [], [])
     first_line: dict[tuple[str, str], int] = {}

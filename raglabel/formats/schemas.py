@@ -1,7 +1,7 @@
-"""JSON Schemas of raglabel's JSON formats, generated from their pydantic models.
+"""JSON Schemas of raglabel's JSON formats, generated from their types through pydantic.
 
 ``python -m raglabel.formats.schemas`` rewrites ``schemas/``; a test fails when the
-committed files drift from the models.
+committed files drift from the types.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from raglabel.analysis.agreement import AgreementReport
+from raglabel.formats.agreement_report import AgreementReport
 from raglabel.formats.report import Report
 from raglabel.formats.samples import Sample
 from raglabel.formats.suggestion_line import SuggestionLine

@@ -13,9 +13,9 @@ import numpy as np
 import polars as pl
 
 from raglabel.errors import InputError
-from raglabel.formats.grades import TREC_GRADES, GradeLookup
 from raglabel.formats.limits import MAX_ID_CHARS
 from raglabel.formats.lines import check_readable, is_canonical, line_of_row
+from raglabel.formats.maps import GradeMap
 from raglabel.formats.rows import read_qrels_exactly, read_run_exactly
 
 _QRELS_FIELDS = ("qid", "iteration", "docid", "relevance")
@@ -123,7 +123,7 @@ def read_run(path: str | Path) -> pl.DataFrame:
     )
 
 
-def read_qrels(path: str | Path, grade_map: GradeLookup | None = None) -> pl.DataFrame:
+def read_qrels(path: str | Path, grade_map: GradeMap | None = None) -> pl.DataFrame:
     """Qrels as a frame ``qid, docid, grade`` (grades 1..5 through ``grade_map``).
 
     A label the map does not cover, and a (qid, docid) judged twice, are errors that
@@ -131,7 +131,7 @@ def read_qrels(path: str | Path, grade_map: GradeLookup | None = None) -> pl.Dat
     """
     path = Path(path)
     check_readable(path)
-    grade_map = TREC_GRADES if grade_map is None else grade_map
+    grade_map = GradeMap() if grade_map is None else grade_map
     schema: dict[str, pl.DataType] = {
         name: pl.Int64() if name == "relevance" else pl.String() for name in _QRELS_FIELDS
     }

@@ -8,6 +8,7 @@ is a matrix product, and NA values simply carry zero weight.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -72,9 +73,16 @@ def percentile_interval(samples: FloatArray, level: float = 0.95) -> tuple[float
 
 
 @dataclass(frozen=True)
-class PairedComparison:
-    """Run B minus run A on one metric, over queries where both are defined."""
+class Comparison:
+    """Paired randomization test of ``run`` minus ``baseline`` on one metric."""
 
+    # The eval report's JSON Schema is generated from this class (formats/schemas.py):
+    # pydantic reads this plain dict, so nothing here imports it.
+    __pydantic_config__: ClassVar[dict[str, object]] = {"extra": "forbid"}
+
+    baseline: str
+    run: str
+    metric: str
     mean_difference: float | None
     ci: tuple[float, float] | None
     p_value: float | None
@@ -88,12 +96,17 @@ def paired_randomization(
     a: FloatArray,
     b: FloatArray,
     *,
+    baseline: str,
+    run: str,
+    metric: str,
     permutations: int,
     resamples: int,
     seed: int,
     level: float = 0.95,
-) -> PairedComparison:
-    """Two-sided paired randomization (sign-flip) test of mean(b - a).
+) -> Comparison:
+    """Two-sided paired randomization (sign-flip) test of mean(b - a), where ``a`` holds
+    run ``baseline``'s values of ``metric`` per query and ``b`` run ``run``'s, over the
+    queries where both are defined.
 
     The p-value counts the observed statistic itself among the permutations
     ((hits + 1) / (permutations + 1)), so it is never 0. The interval is a
@@ -105,7 +118,7 @@ def paired_randomization(
     wins = int((diff > 0).sum())
     losses = int((diff < 0).sum())
     if n == 0:
-        return PairedComparison(None, None, None, 0, 0, 0, 0)
+        return Comparison(baseline, run, metric, None, None, None, 0, 0, 0, 0)
     observed = float(diff.mean())
     rng = np.random.default_rng(seed)
     hits = 0
@@ -117,7 +130,10 @@ def paired_randomization(
         hits += int((np.abs(stats) >= abs(observed) - tolerance).sum())
     p_value = (hits + 1) / (permutations + 1)
     boot = bootstrap_means(diff[:, None], resamples, seed + 1)[:, 0]
-    return PairedComparison(
+    return Comparison(
+        baseline=baseline,
+        run=run,
+        metric=metric,
         mean_difference=observed,
         ci=percentile_interval(boot, level),
         p_value=p_value,

@@ -12,7 +12,15 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from raglabel.session.standings import STANDING_METRICS, Duel, Snapshot, Standing, duel, standings
+from raglabel.formats.report import RunReport
+from raglabel.session.run_figures import (
+    FIGURE_METRICS,
+    ComparisonDetail,
+    ViewInputs,
+    compare_runs,
+    run_reports,
+    view_inputs,
+)
 from raglabel.tui.keys import bind
 from raglabel.tui.widgets.format import number
 from raglabel.tui.widgets.run_chart import RunChart
@@ -33,9 +41,9 @@ _LABELS = {
 }
 
 
-def _cell(s: Standing, metric: str) -> Text:
-    ci = s.ci[metric]
-    text = Text(number(s.mean[metric]))
+def _cell(report: RunReport, metric: str) -> Text:
+    ci = report.ci[metric] if report.ci else None
+    text = Text(number(report.mean[metric]))
     if ci is not None:
         # Compact so nine metrics fit in 140 columns: ".57-.79" is the 95% interval.
         low, high = (number(v, 2).removeprefix("0") for v in ci)
@@ -58,7 +66,7 @@ class RunsScreen(Screen[None]):
         super().__init__()
         self.select = select
         self.marked: list[str] = []
-        self.latest: list[Standing] = []
+        self.latest: dict[str, RunReport] = {}
 
     @property
     def glapp(self) -> GradingApp:
@@ -76,7 +84,7 @@ class RunsScreen(Screen[None]):
     def on_mount(self) -> None:
         table = self.query_one("#standings", DataTable)
         table.add_column("run", key="run")
-        for metric in STANDING_METRICS:
+        for metric in FIGURE_METRICS:
             table.add_column(_LABELS[metric], key=metric)
         divergent = self.query_one("#divergent", DataTable)
         divergent.display = False
@@ -97,22 +105,22 @@ class RunsScreen(Screen[None]):
             self.query_one("#chart", RunChart).update("No runs in this project: import some.")
             return
         self.query_one("#chart", RunChart).update(Text("computing intervals…", style="dim"))
-        self._standings(self.glapp.snapshot())
+        self._reports(view_inputs(session))
 
-    @work(thread=True, exclusive=True, group="standings")
-    def _standings(self, shot: Snapshot) -> None:
-        result = standings(shot)
-        self.app.call_from_thread(self._show_standings, result)
+    @work(thread=True, exclusive=True, group="reports")
+    def _reports(self, inputs: ViewInputs) -> None:
+        result = run_reports(inputs)
+        self.app.call_from_thread(self._show_reports, result)
 
-    def _show_standings(self, result: list[Standing]) -> None:
+    def _show_reports(self, result: dict[str, RunReport]) -> None:
         self.latest = result
         self.query_one("#chart", RunChart).show(result, "ra_nwg", f"RA-nWG@{self.glapp.session.k}")
         table = self.query_one("#standings", DataTable)
         keep = table.cursor_row
         table.clear()
-        for s in result:
-            name = Text(("▶ " if s.run in self.marked else "  ") + s.run)
-            table.add_row(name, *(_cell(s, m) for m in STANDING_METRICS), key=s.run)
+        for run, report in result.items():
+            name = Text(("▶ " if run in self.marked else "  ") + run)
+            table.add_row(name, *(_cell(report, m) for m in FIGURE_METRICS), key=run)
         if self.select is not None:
             table.move_cursor(row=table.get_row_index(self.select))
             self.select = None
@@ -133,27 +141,27 @@ class RunsScreen(Screen[None]):
             self.marked.remove(run)
         else:
             self.marked = [*self.marked[-1:], run]
-        self._show_standings(self.latest)
+        self._show_reports(self.latest)
 
     def action_compare(self) -> None:
         if len(self.marked) != 2:
             self.notify("Mark two runs with space first.", severity="warning")
             return
         self.query_one("#duel", Static).update(Text("comparing…", style="dim"))
-        self._duel(self.glapp.snapshot(), *self.marked)
+        self._compare(view_inputs(self.glapp.session), *self.marked)
 
-    @work(thread=True, exclusive=True, group="duel")
-    def _duel(self, shot: Snapshot, a: str, b: str) -> None:
-        result = duel(shot, a, b)
-        self.app.call_from_thread(self._show_duel, result)
+    @work(thread=True, exclusive=True, group="comparison")
+    def _compare(self, inputs: ViewInputs, baseline: str, run: str) -> None:
+        result = compare_runs(inputs, baseline, run)
+        self.app.call_from_thread(self._show_comparison, result)
 
-    def _show_duel(self, result: Duel) -> None:
-        t = result.test
+    def _show_comparison(self, result: ComparisonDetail) -> None:
+        t = result.comparison
         ci = "NA" if t.ci is None else f"[{number(t.ci[0])}, {number(t.ci[1])}]"
         p = "NA" if t.p_value is None else f"{t.p_value:.4f}"
         self.query_one("#duel", Static).update(
             Text.assemble(
-                (f"{result.b} vs {result.a}", "bold"),
+                (f"{t.run} vs {t.baseline}", "bold"),
                 f" on RA-nWG@{result.k}: mean difference {number(t.mean_difference)} {ci}, ",
                 f"p = {p} (paired randomization), wins/ties/losses {t.wins}/{t.ties}/{t.losses} ",
                 f"over {t.queries} queries. Queries that differ most (Enter opens one):",
@@ -161,12 +169,17 @@ class RunsScreen(Screen[None]):
         )
         table = self.query_one("#divergent", DataTable)
         table.clear(columns=True)
-        table.add_columns("query", result.a, result.b, "difference", "text")
+        table.add_columns("query", t.baseline, t.run, "difference", "text")
         texts = self.glapp.session.catalog.queries
-        for d in result.divergent:
+        for d in result.queries:
             diff = Text(f"{d.difference:+.3f}", style="green" if d.difference > 0 else "red")
             table.add_row(
-                d.ext_id, number(d.a), number(d.b), diff, texts[d.query].text, key=str(d.query)
+                d.ext_id,
+                number(d.baseline_value),
+                number(d.run_value),
+                diff,
+                texts[d.query].text,
+                key=str(d.query),
             )
         table.display = True
         table.focus()

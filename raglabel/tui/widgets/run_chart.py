@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from raglabel.session.standings import Standing
+from raglabel.formats.report import RunReport
 from raglabel.tui.widgets.format import number
 
 
@@ -33,12 +33,12 @@ def bar(mean: float | None, ci: tuple[float, float] | None, width: int) -> Text:
 
 
 class RunChart(Static):
-    def show(self, standings: list[Standing], metric: str, label: str, width: int = 40) -> None:
-        name_width = max((len(s.run) for s in standings), default=4)
+    def show(self, reports: dict[str, RunReport], metric: str, label: str, width: int = 40) -> None:
+        name_width = max((len(run) for run in reports), default=4)
         out = Text(f"{label}: mean and 95% bootstrap interval\n", style="bold")
-        for s in standings:
-            mean, ci = s.mean[metric], s.ci[metric]
-            out.append(s.run.ljust(name_width) + " ")
+        for run, report in reports.items():
+            mean, ci = report.mean[metric], report.ci[metric] if report.ci else None
+            out.append(run.ljust(name_width) + " ")
             out.append_text(bar(mean, ci, width))
             span = "" if ci is None else f" [{number(ci[0])}, {number(ci[1])}]"
             out.append(f" {number(mean)}{span}\n")

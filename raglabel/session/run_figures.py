@@ -1,5 +1,5 @@
 """The Runs screen's figures: each run's means with bootstrap intervals at K, and the
-paired comparison of two runs with the queries where they differ most.
+comparison of two runs with the queries where they differ most.
 
 Computed with the engine and statistics ``raglabel eval --ci --compare`` uses, on the
 grades in view, so the app and the command line agree on the same labels.
@@ -13,53 +13,23 @@ import numpy as np
 from numpy.typing import NDArray
 
 from raglabel.analysis.evaluation import Options, evaluate
-from raglabel.formats.report_data import LabelsInfo
+from raglabel.formats.report import Comparison, LabelsInfo, RunReport
 from raglabel.metrics.evaluate import QueryStats, evaluate_run
 from raglabel.metrics.labels import LabelSet
 from raglabel.metrics.names import SET_METRICS, MetricKey
 from raglabel.metrics.run import RankedRun
-from raglabel.metrics.stats import PairedComparison, paired_randomization
+from raglabel.metrics.stats import paired_randomization
 from raglabel.session.grading import GradingSession
 
 #: What the Runs screen tabulates, in column order.
-STANDING_METRICS = (*SET_METRICS, "ndcg")
+FIGURE_METRICS = (*SET_METRICS, "ndcg")
 SEED = 42
 
 
 @dataclass(frozen=True)
-class Standing:
-    run: str
-    mean: dict[str, float | None]
-    ci: dict[str, tuple[float, float] | None]
-    valid: dict[str, int]
-
-
-@dataclass(frozen=True)
-class Divergence:
-    query: int
-    ext_id: str
-    a: float
-    b: float
-
-    @property
-    def difference(self) -> float:
-        return self.b - self.a
-
-
-@dataclass(frozen=True)
-class Duel:
-    a: str
-    b: str
-    metric: str
-    k: int
-    test: PairedComparison
-    divergent: list[Divergence]
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """The grades in view at one moment, copied so a worker thread can score them while
-    the annotator goes on grading.
+class ViewInputs:
+    """The grades in view at one moment and the runs they grade, copied so a worker
+    thread can evaluate them while the annotator goes on grading.
 
     Like ``raglabel eval DB`` it covers the queries that have grades, in id order, so
     the bootstrap draws the same resamples and the intervals agree with the CLI's.
@@ -73,7 +43,31 @@ class Snapshot:
     k: int
 
 
-def snapshot(session: GradingSession) -> Snapshot:
+@dataclass(frozen=True)
+class QueryDifference:
+    """One query's value of the compared metric for the baseline run and the other run."""
+
+    query: int  # the session's query index
+    ext_id: str
+    baseline_value: float
+    run_value: float
+
+    @property
+    def difference(self) -> float:
+        return self.run_value - self.baseline_value
+
+
+@dataclass(frozen=True)
+class ComparisonDetail:
+    """A comparison of two runs at K, and the queries where they differ most (largest
+    difference first)."""
+
+    comparison: Comparison
+    k: int
+    queries: list[QueryDifference]
+
+
+def view_inputs(session: GradingSession) -> ViewInputs:
     session.ensure_runs()
     queries = session.catalog.queries
     counts = session.book.counts
@@ -94,14 +88,17 @@ def snapshot(session: GradingSession) -> Snapshot:
                 grades=np.concatenate(pieces) if pieces else np.zeros(0, np.int8),
             )
         )
-    return Snapshot(
+    return ViewInputs(
         QueryStats.build(labels, session.options.config), runs, query_ids, tuple(rows), session.k
     )
 
 
-def standings(shot: Snapshot, resamples: int = 1000) -> list[Standing]:
-    stats, runs = shot.stats, shot.runs
-    metrics = [MetricKey(name, shot.k) for name in STANDING_METRICS]
+def run_reports(inputs: ViewInputs, resamples: int = 1000) -> dict[str, RunReport]:
+    """Each run's report (means, intervals, valid queries) at the inputs' K, in run
+    order. Its metrics are named without the cutoff (``ra_nwg``, not ``ra_nwg@10``), so
+    the screen reads them without knowing which K they were computed at."""
+    stats, runs = inputs.stats, inputs.runs
+    metrics = [MetricKey(name, inputs.k) for name in FIGURE_METRICS]
     report = evaluate(
         stats,
         runs,
@@ -112,34 +109,43 @@ def standings(shot: Snapshot, resamples: int = 1000) -> list[Standing]:
         config={},
         warnings=[],
     )
-    out = []
+    out = {}
     for run in runs:
         result = report.runs[run.name]
-        out.append(
-            Standing(
-                run=run.name,
-                mean={key.base: result.mean[key.name] for key in metrics},
-                ci={key.base: (result.ci or {}).get(key.name) for key in metrics},
-                valid={key.base: result.valid[key.name] for key in metrics},
-            )
+        out[run.name] = RunReport(
+            mean={key.base: result.mean[key.name] for key in metrics},
+            valid={key.base: result.valid[key.name] for key in metrics},
+            ci={key.base: (result.ci or {}).get(key.name) for key in metrics},
         )
     return out
 
 
-def duel(shot: Snapshot, a: str, b: str, metric: str = "ra_nwg", shown: int = 20) -> Duel:
-    """Run ``b`` against run ``a`` on ``metric`` at K, and the queries they differ on most."""
-    stats = shot.stats
-    by_name = {run.name: run for run in shot.runs}
-    key = MetricKey(metric, shot.k)
-    va: NDArray[np.float64] = evaluate_run(stats, by_name[a], [key])[key]
-    vb: NDArray[np.float64] = evaluate_run(stats, by_name[b], [key])[key]
-    test = paired_randomization(va, vb, permutations=10_000, resamples=1000, seed=SEED)
+def compare_runs(
+    inputs: ViewInputs, baseline: str, run: str, metric: str = "ra_nwg", shown: int = 20
+) -> ComparisonDetail:
+    """Run ``run`` against run ``baseline`` on ``metric`` at K, and the queries they
+    differ on most."""
+    stats = inputs.stats
+    by_name = {r.name: r for r in inputs.runs}
+    key = MetricKey(metric, inputs.k)
+    va: NDArray[np.float64] = evaluate_run(stats, by_name[baseline], [key])[key]
+    vb: NDArray[np.float64] = evaluate_run(stats, by_name[run], [key])[key]
+    comparison = paired_randomization(
+        va,
+        vb,
+        baseline=baseline,
+        run=run,
+        metric=key.name,
+        permutations=10_000,
+        resamples=1000,
+        seed=SEED,
+    )
     both = np.flatnonzero(~np.isnan(va) & ~np.isnan(vb))
     gap = np.abs(vb[both] - va[both])
     order = both[np.argsort(-gap, kind="stable")]
-    divergent = [
-        Divergence(shot.rows[q], shot.query_ids[q], float(va[q]), float(vb[q]))
+    queries = [
+        QueryDifference(inputs.rows[q], inputs.query_ids[q], float(va[q]), float(vb[q]))
         for q in order[:shown]
         if vb[q] != va[q]
     ]
-    return Duel(a, b, metric, shot.k, test, divergent)
+    return ComparisonDetail(comparison, inputs.k, queries)
