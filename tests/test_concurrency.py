@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from old_schema import build_at_version
 
 from raglabel.storage.grades import GradeEvent, rebuild_current, record, undo_last
 from raglabel.storage.items import ensure_passages, ensure_queries
 from raglabel.storage.labels import LabelChoice, resolved_labels
-from raglabel.storage.project import Project, build_at_version
+from raglabel.storage.project import Project
 from raglabel.storage.schema import SCHEMA_VERSION
 
 WORKERS = 4

@@ -18,7 +18,7 @@ from raglabel.formats.text import content_id, normalize_passage
 from raglabel.storage.importer import ImportRequest, run_import
 from raglabel.storage.matching import MIN_SPAN_CHARS, PassageIndex
 from raglabel.storage.project import Project
-from raglabel.storage.runs import rankings
+from raglabel.storage.runs import ranked_ids
 
 RESET = (
     "To reset your password, open Settings, choose Security and click Reset password. "
@@ -279,7 +279,7 @@ def test_import_matches_retrieved_text(inputs: tuple[Path, Path]) -> None:
         assert summary.counts["samples"] == 2
         assert summary.counts["passages added"] == len(CORPUS)
 
-        stored = {r.query: r.passages for r in rankings(project.conn, "rag")}
+        stored = dict(ranked_ids(project.conn, "rag"))
         assert stored == {
             "q1": ["d-reset", "d-bill", "d-export-a", new_id],
             "q2": ["d-export-b", new_id, "d-bill"],
@@ -302,11 +302,11 @@ def test_reimport_gives_the_same_ids(inputs: tuple[Path, Path]) -> None:
     passages, samples = inputs
     with Project.memory() as project:
         run_import(project, ImportRequest(passages=passages, samples=("rag", samples)))
-        first = {r.query: r.passages for r in rankings(project.conn, "rag")}
+        first = dict(ranked_ids(project.conn, "rag"))
         again = run_import(project, ImportRequest(samples=("rag", samples), replace=True))
         # The text-only passage is in the project now, so it matches exactly.
         assert dict(again.matched) == {"exact": 4, "span": 3, "id": 1}
-        assert {r.query: r.passages for r in rankings(project.conn, "rag")} == first
+        assert dict(ranked_ids(project.conn, "rag")) == first
         assert len(_passages(project)) == len(CORPUS) + 1
 
 
@@ -317,7 +317,7 @@ def test_import_without_a_corpus_keeps_every_chunk(inputs: tuple[Path, Path]) ->
         # With nothing to match against, every distinct text is a passage of its own;
         # a span of a chunk seen earlier is not matched to it (only corpus passages are).
         assert dict(summary.matched) == {"new": 5, "exact": 2, "id": 1}
-        stored = {r.query: r.passages for r in rankings(project.conn, "rag")}
+        stored = dict(ranked_ids(project.conn, "rag"))
         assert stored["q1"][0] == content_id(RESET)
         assert stored["q2"][0] == content_id(SHARED)
         assert stored["q2"][1] == stored["q1"][3] == content_id(UNKNOWN)

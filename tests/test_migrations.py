@@ -16,13 +16,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pytest
+from old_schema import build_at_version
 
 from raglabel.errors import InputError
 from raglabel.storage.grades import GradeEvent, rebuild_current, record, undo_last
 from raglabel.storage.labels import LabelChoice, resolved_labels
-from raglabel.storage.project import APPLICATION_ID, Project, build_at_version
-from raglabel.storage.runs import rankings
+from raglabel.storage.project import APPLICATION_ID, Project
+from raglabel.storage.runs import SCORE_DTYPE, decode_ids
 from raglabel.storage.schema import SCHEMA_VERSION
 
 DATA = Path(__file__).parent / "data"
@@ -166,15 +168,25 @@ def test_upgrade_keeps_everything(old_copy: Path) -> None:
     assert len(before["current_grade"]) == 4
 
 
+def stored_run(conn: sqlite3.Connection, run: str) -> list[tuple[str, list[str], list[float]]]:
+    """``(query id, passage ids, scores)`` of a stored run, by query id."""
+    rows = conn.execute(
+        "SELECT q.ext_id, r.passage_ids, r.scores FROM ranking r JOIN query q ON q.id = r.query_id"
+        " JOIN run ON run.id = r.run_id WHERE run.name = ? ORDER BY q.ext_id",
+        (run,),
+    )
+    return [
+        (qid, decode_ids(ids), np.frombuffer(scores, dtype=SCORE_DTYPE).tolist())
+        for qid, ids, scores in rows
+    ]
+
+
 def test_upgraded_file_reads_as_before(upgraded: Project) -> None:
     conn = upgraded.conn
-    stored = list(rankings(conn, "bm25"))
-    assert [(r.query, r.passages) for r in stored] == [
-        ("q1", ["d1", "d2", "d3"]),
-        ("q2", ["d3", "d1"]),
+    assert stored_run(conn, "bm25") == [
+        ("q1", ["d1", "d2", "d3"], [12.5, 7.25, 3.0]),
+        ("q2", ["d3", "d1"], [9.0, 1.5]),
     ]
-    assert stored[0].scores is not None
-    assert stored[0].scores.tolist() == [12.5, 7.25, 3.0]
     resolved = resolved_labels(conn, LabelChoice())
     qrels = resolved.qrels
     labels = {(q, p): g for q, p, g in zip(qrels.qids, qrels.docids, qrels.grades, strict=True)}

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from raglabel.cli.options import add_convention_options
+from raglabel.storage.policies import POLICIES
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -62,7 +63,7 @@ def register(commands: Any) -> None:
     labels = parser.add_argument_group("labels from a project (DB)")
     labels.add_argument(
         "--policy",
-        choices=("median", "max", "min"),
+        choices=POLICIES,
         default="median",
         help="how several annotators' grades resolve to one (default median, lower half)",
     )

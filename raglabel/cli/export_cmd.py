@@ -8,6 +8,7 @@ from typing import Any
 
 from raglabel.cli.options import grade_map_option
 from raglabel.errors import UsageError
+from raglabel.storage.policies import POLICIES
 
 
 def register(commands: Any) -> None:
@@ -40,7 +41,7 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--policy",
-        choices=("median", "max", "min"),
+        choices=POLICIES,
         default="median",
         help="qrels: how several annotators' grades resolve to one (default median)",
     )

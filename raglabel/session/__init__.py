@@ -2,5 +2,6 @@
 
 The Textual app (``raglabel.tui``) owns one :class:`~raglabel.session.grading.GradingSession` and
 renders what it returns; everything here is plain Python, numpy and the storage layer,
-so it is tested without a terminal and reused by benchmarks.
+so it is tested without a terminal and reused by benchmarks. The app reaches the project
+file only through the session, which calls storage's functions and never writes SQL itself.
 """

@@ -9,11 +9,15 @@ text is read when its query is opened.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
+
+from raglabel.storage.items import passage_texts_of, query_rows
+from raglabel.storage.pool import pool_order
+from raglabel.storage.project import Project
+from raglabel.storage.runs import joined_runs, run_names
 
 
 @dataclass(frozen=True)
@@ -82,79 +86,46 @@ class Catalog:
         return found
 
     @property
-    def n_passages(self) -> int:
-        return len(self.passage_ext)
-
-    @property
     def run_names(self) -> list[str]:
         return self.names or [run.name for run in self.runs]
 
 
-def load_catalog(conn: sqlite3.Connection, *, runs: bool = True) -> Catalog:
+def load_catalog(project: Project, *, runs: bool = True) -> Catalog:
     """Queries and candidates; with ``runs``, the runs too (else see :func:`load_runs`)."""
+    conn = project.conn
     queries = [
         Query(i, row_id, ext_id, text or "")
-        for i, (row_id, ext_id, text) in enumerate(
-            conn.execute("SELECT id, ext_id, text FROM query ORDER BY id")
-        )
+        for i, (row_id, ext_id, text) in enumerate(query_rows(conn))
     ]
     index_of = {q.row_id: q.index for q in queries}
-    names = [name for (name,) in conn.execute("SELECT name FROM run ORDER BY id")]
-    catalog = Catalog(queries, [], [[] for _ in queries], [], names)
+    catalog = Catalog(queries, [], [[] for _ in queries], [], run_names(conn))
     if runs:
-        catalog.runs = load_runs(conn, catalog)
-    pool = conn.execute(
-        "SELECT c.query_id, c.best_rank, p.ext_id FROM candidate c"
-        " JOIN passage p ON p.id = c.passage_id"
-    ).fetchall()
-    # Sorting here is cheaper than SQLite's ORDER BY over the join: best rank first,
-    # passages only a label file named (no rank) last, then by id.
-    pool.sort(key=lambda row: (row[0], row[1] is None, row[1] or 0, row[2]))
-    for query_id, _, ext_id in pool:
-        catalog.candidates[index_of[query_id]].append(catalog.pid(ext_id))
+        catalog.runs = load_runs(project, catalog)
+    for query_row, _, ext_id in pool_order(conn):
+        catalog.candidates[index_of[query_row]].append(catalog.pid(ext_id))
     return catalog
 
 
-def load_runs(conn: sqlite3.Connection, catalog: Catalog) -> list[RunLists]:
+def load_runs(project: Project, catalog: Catalog) -> list[RunLists]:
     """Every stored run over the catalog's queries. Reads only ``catalog.queries``, so it
     may run in another thread (on its own connection) while the app starts."""
     index_of = {q.row_id: q.index for q in catalog.queries}
-    return [
-        _load_run(conn, run_id, name, index_of, len(catalog.queries))
-        for run_id, name in conn.execute("SELECT id, name FROM run ORDER BY id").fetchall()
-    ]
+    out = []
+    for run in joined_runs(project.conn):
+        # Queries are numbered in row id order, the order the run's ids come in.
+        lengths = np.zeros(len(catalog.queries), dtype=np.int64)
+        for query_row, length in zip(run.query_rows, run.lengths, strict=True):
+            lengths[index_of[query_row]] = length
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        out.append(RunLists(run.name, offsets, run.ids))
+    return out
 
 
-def _load_run(
-    conn: sqlite3.Connection, run_id: int, name: str, index_of: dict[int, int], n_queries: int
-) -> RunLists:
-    rows = sorted(
-        (index_of[query_id], bytes(blob).decode())
-        for query_id, blob in conn.execute(
-            "SELECT query_id, passage_ids FROM ranking WHERE run_id = ?", (run_id,)
-        )
-    )
-    # One split over the whole run instead of a Python step per entry.
-    ext = "\n".join(text for _, text in rows).split("\n") if rows else []
-    lengths = np.zeros(n_queries, dtype=np.int64)
-    for q, text in rows:
-        lengths[q] = text.count("\n") + 1
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    return RunLists(name, offsets, ext)
-
-
-def load_passages(
-    conn: sqlite3.Connection, catalog: Catalog, pids: list[int]
-) -> dict[int, Passage]:
+def load_passages(project: Project, catalog: Catalog, pids: list[int]) -> dict[int, Passage]:
     """Title and text of these passages (a query's candidates), by pid."""
     found: dict[int, Passage] = {}
-    # SQLite caps the number of bound parameters; a query's pool is far below it.
-    for start in range(0, len(pids), 500):
-        chunk = [catalog.passage_ext[pid] for pid in pids[start : start + 500]]
-        marks = ",".join("?" * len(chunk))
-        for ext_id, title, text in conn.execute(
-            f"SELECT ext_id, title, text FROM passage WHERE ext_id IN ({marks})", chunk
-        ):
-            pid = catalog.pid(ext_id)
-            found[pid] = Passage(pid, ext_id, title or "", text or "")
+    wanted = [catalog.passage_ext[pid] for pid in pids]
+    for ext_id, title, text in passage_texts_of(project.conn, wanted):
+        pid = catalog.pid(ext_id)
+        found[pid] = Passage(pid, ext_id, title or "", text or "")
     return found

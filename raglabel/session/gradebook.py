@@ -9,13 +9,10 @@ and a new grade only touches the entries of its own query.
 
 from __future__ import annotations
 
-import sqlite3
-
 import numpy as np
 from numpy.typing import NDArray
 
 from raglabel.session.catalog import Catalog
-from raglabel.storage.labels import ADJUDICATION, settle
 
 
 class GradeBook:
@@ -86,27 +83,3 @@ def entry_grades(catalog: Catalog, grades: list[dict[int, int]]) -> list[NDArray
             looked.extend([graded.get(e, 0) for e in ranked] if graded else [0] * len(ranked))
         out.append(np.array(looked, dtype=np.int8))
     return out
-
-
-def own_grades(conn: sqlite3.Connection, annotator: str) -> list[tuple[int, str, int]]:
-    """``(query row id, passage id, grade)`` of one annotator's current grades."""
-    return conn.execute(
-        "SELECT c.query_id, p.ext_id, c.grade FROM current_grade c"
-        " JOIN annotator a ON a.id = c.annotator_id JOIN passage p ON p.id = c.passage_id"
-        " WHERE a.name = ?",
-        (annotator,),
-    ).fetchall()
-
-
-def resolved_grades(
-    conn: sqlite3.Connection, where: str = "", params: tuple[object, ...] = ()
-) -> list[tuple[int, str, int]]:
-    """One grade per pair over every annotator, by the rule ``raglabel eval DB`` uses."""
-    rows = conn.execute(
-        "SELECT c.query_id, p.ext_id, c.grade, c.event_id, e.origin IS ?"
-        " FROM current_grade c JOIN event e ON e.id = c.event_id"
-        " JOIN passage p ON p.id = c.passage_id" + where,
-        (ADJUDICATION, *params),
-    )
-    settled = settle(((q, p), grade, event, bool(adj)) for q, p, grade, event, adj in rows)
-    return [(q, p, grade) for (q, p), grade in settled.items()]

@@ -6,13 +6,11 @@ then updates what the screens show, so a grade the screen shows is a grade on di
 
 from __future__ import annotations
 
-import contextlib
 import math
-import sqlite3
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,17 +23,22 @@ from raglabel.session.catalog import (
     load_passages,
     load_runs,
 )
-from raglabel.session.gradebook import GradeBook, entry_grades, own_grades, resolved_grades
+from raglabel.session.gradebook import GradeBook, entry_grades
 from raglabel.session.live_metrics import Hole, LiveMetrics, QueryPanel
 from raglabel.session.options import AppOptions
 from raglabel.session.suggestions import Suggestion, query_suggestions
+from raglabel.storage import adjudication
+from raglabel.storage.labels import graders, own_grades, resolved_grades
+from raglabel.storage.marks import standing_marks
 from raglabel.storage.project import Project
 
 if TYPE_CHECKING:
     # The grade log's models import pydantic, which costs a tenth of the app's start;
     # they load on the first write, or in the runs thread after the first paint.
-    from raglabel.storage.adjudication import Disagreement
     from raglabel.storage.grades import EventKind, Recorded
+
+#: A pair whose annotators disagree, as the lead's screen lists them.
+Disagreement: TypeAlias = adjudication.Disagreement
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,7 @@ class GradingSession:
         runs in another thread, and whatever needs a run waits for them (``ensure_runs``)."""
         project = project or Project.open(options.project)
         background = background and project.path is not None
-        catalog = load_catalog(project.conn, runs=not background)
+        catalog = load_catalog(project, runs=not background)
         book = GradeBook(catalog)
         session = cls(
             project=project,
@@ -122,10 +125,8 @@ class GradingSession:
             k=options.cutoffs[0],
         )
         if project.path is not None:
-            # SQLite's automatic checkpoint runs inside whichever commit crosses its
-            # threshold: a 100-200 ms stall on one grade. The app checkpoints from a
-            # worker instead (``checkpoint``), and on close.
-            project.conn.execute("PRAGMA wal_autocheckpoint = 0")
+            # The app checkpoints from a worker instead (``checkpoint``), and on close.
+            project.defer_checkpoints()
         session._waiting = background
         session.reload()
         return session
@@ -169,20 +170,12 @@ class GradingSession:
     def checkpoint(self) -> None:
         """Copy committed pages from the WAL into the database file, on a connection of
         its own (safe from a worker thread; a passive checkpoint never blocks a grade)."""
-        if self.project.path is None:
-            return
-        conn = sqlite3.connect(str(self.project.path), timeout=1.0)
-        # Busy or read-only: the next checkpoint, or the next writer, does it.
-        with contextlib.closing(conn), contextlib.suppress(sqlite3.OperationalError):
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        self.project.checkpoint(aside=True)
 
     def close(self) -> None:
         if self._pending is not None:
             self._pending.cancel()
-        if self.project.path is not None:
-            # Read-only or busy: the WAL stays, and stays valid for the next opener.
-            with contextlib.suppress(sqlite3.OperationalError):
-                self.project.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        self.project.checkpoint()
         self.project.close()
 
     @property
@@ -268,7 +261,7 @@ class GradingSession:
         ranks = [{ext: rank for rank, ext in enumerate(run.ranked(q), 1)} for run in cat.runs]
         suggestions = {
             cat.pid(ext): s
-            for ext, s in query_suggestions(self.project.conn, cat.queries[q].row_id).items()
+            for ext, s in query_suggestions(self.project, cat.queries[q].row_id).items()
         }
         marks = self.marks(q)
         titles = self._titles(pool)
@@ -292,7 +285,7 @@ class GradingSession:
         return rows
 
     def passage(self, pid: int) -> Passage:
-        found = load_passages(self.project.conn, self.catalog, [pid])
+        found = load_passages(self.project, self.catalog, [pid])
         return found.get(pid) or Passage(pid, self.catalog.passage_ext[pid], "", "")
 
     def panel(self, q: int) -> QueryPanel:
@@ -334,18 +327,14 @@ class GradingSession:
         return self._write(q, pid, "flag", note=note or None, timing=timing)
 
     def disagreements(self) -> list[Disagreement]:
-        from raglabel.storage.adjudication import disagreements
-
-        return disagreements(self.project.conn)
+        return adjudication.disagreements(self.project.conn)
 
     def adjudicate(
         self, query: str, passage: str, grade: int, timing: Timing | None = None
     ) -> Change:
         """The lead's (this annotator's) final grade for a pair annotators disagree on."""
-        from raglabel.storage.adjudication import adjudicate
-
         timing = timing or Timing()
-        done = adjudicate(
+        done = adjudication.adjudicate(
             self.project,
             query,
             passage,
@@ -413,8 +402,8 @@ class GradingSession:
     def _resolved(self, q: int, pid: int) -> int | None:
         rows = resolved_grades(
             self.project.conn,
-            " WHERE c.query_id = ? AND p.ext_id = ?",
-            (self.catalog.queries[q].row_id, self.catalog.passage_ext[pid]),
+            query_row=self.catalog.queries[q].row_id,
+            passage=self.catalog.passage_ext[pid],
         )
         return rows[0][2] if rows else None
 
@@ -428,13 +417,20 @@ class GradingSession:
 
     def annotators(self) -> list[str]:
         """Everyone with a grade in the file, by name."""
-        return [
-            name
-            for (name,) in self.project.conn.execute(
-                "SELECT DISTINCT a.name FROM current_grade c JOIN annotator a"
-                " ON a.id = c.annotator_id ORDER BY a.name"
-            )
-        ]
+        return graders(self.project.conn)
+
+    def export_qrels(self, target: Path) -> int:
+        """The grades in view (own when blind, else resolved) as TREC qrels at ``target``;
+        returns how many. It opens the file again, so a worker thread may call it: the
+        app's own connection must not share its transactions with another thread."""
+        from raglabel.formats.maps import GradeMap
+        from raglabel.storage.export import export_qrels
+        from raglabel.storage.labels import LabelChoice
+
+        assert self.project.path is not None
+        choice = LabelChoice(annotator=self.annotator) if self.blind else LabelChoice()
+        with Project.open(self.project.path) as project:
+            return export_qrels(project.conn, target, GradeMap(), choice)
 
     def own_grade(self, q: int, pid: int) -> int | None:
         """This annotator's own grade (differs from the one in view when not blind)."""
@@ -442,22 +438,15 @@ class GradingSession:
 
     def marks(self, q: int) -> dict[int, set[str]]:
         """Passages this annotator skipped or flagged on query ``q`` (and did not undo)."""
-        rows = self.project.conn.execute(
-            # "+e.annotator_id" keeps SQLite on the (query, passage, annotator) index: by
-            # the annotator's own index it would walk every event they ever wrote.
-            "SELECT p.ext_id, e.kind FROM event e JOIN annotator a ON a.id = +e.annotator_id"
-            " JOIN passage p ON p.id = e.passage_id"
-            " WHERE a.name = ? AND e.query_id = ? AND e.kind IN ('skip', 'flag')"
-            " AND NOT EXISTS (SELECT 1 FROM event u WHERE u.kind = 'undo' AND u.target = e.id)",
-            (self.annotator, self.catalog.queries[q].row_id),
-        )
-        marks: dict[int, set[str]] = {}
-        for passage, kind in rows:
-            marks.setdefault(self.catalog.pid(passage), set()).add(kind)
-        return marks
+        found: dict[int, set[str]] = {}
+        for passage, kind in standing_marks(
+            self.project.conn, self.annotator, self.catalog.queries[q].row_id
+        ):
+            found.setdefault(self.catalog.pid(passage), set()).add(kind)
+        return found
 
     def _titles(self, pids: list[int]) -> dict[int, str]:
-        found = load_passages(self.project.conn, self.catalog, pids)
+        found = load_passages(self.project, self.catalog, pids)
         return {pid: p.title for pid, p in found.items()}
 
 
@@ -469,17 +458,13 @@ class _LoadedRuns:
 
 
 def _read_runs(path: Path, catalog: Catalog, book: GradeBook) -> _LoadedRuns:
-    # Its own read-only connection: the app's connection belongs to the app's thread,
-    # and WAL lets this read while the app writes. Nothing here writes to the catalog
-    # or the book; the app's thread puts the result in place.
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-    try:
-        runs = load_runs(conn, catalog)
-    finally:
-        conn.close()
+    # Its own connection: the app's connection belongs to the app's thread. Nothing
+    # here writes to the catalog or the book; the app's thread puts the result in place.
+    with Project.reader(path) as reader:
+        runs = load_runs(reader, catalog)
     view = Catalog(catalog.queries, catalog.passage_ext, catalog.candidates, runs)
     loaded = _LoadedRuns(runs, entry_grades(view, book.grades), book)
     # Warm the import the first grade needs, here rather than on the annotator's key.
-    import raglabel.storage.adjudication  # noqa: F401
+    import raglabel.storage.grades  # noqa: F401
 
     return loaded

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import json
 import os
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,10 +57,10 @@ class JudgeSetup:
         return key
 
 
-def latest_setup(conn: sqlite3.Connection) -> tuple[JudgeSetup, RunLimits] | None:
+def latest_setup(project: Project) -> tuple[JudgeSetup, RunLimits] | None:
     """The setup and limits of the last judge run in this file, so the app asks as the
     CLI did (at the stored endpoint, which has lost any query string and user info)."""
-    row = latest_run(conn)
+    row = latest_run(project.conn)
     if row is None:
         return None
     template = Template(row["prompt_text"], row["prompt_version"])

@@ -7,10 +7,11 @@ spread so an annotator can see when the judges disagreed.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 
 from raglabel.storage.labels import resolve
+from raglabel.storage.project import Project
+from raglabel.storage.suggestions import suggestion_rows
 
 
 @dataclass(frozen=True)
@@ -23,16 +24,12 @@ class Suggestion:
     flagged: str | None = None  # why a person should look before trusting any judge
 
 
-def query_suggestions(conn: sqlite3.Connection, query_row: int) -> dict[str, Suggestion]:
+def query_suggestions(project: Project, query_row: int) -> dict[str, Suggestion]:
     """Each passage's suggestion for one query, by passage id."""
     latest: dict[str, dict[str, tuple[int, str | None]]] = {}
     spreads: dict[str, dict[str, tuple[int, int]]] = {}
     flags: dict[str, str] = {}
-    for pid, model, grade, reason, low, high, flagged in conn.execute(
-        "SELECT p.ext_id, s.model, s.grade, s.reason, s.low, s.high, s.flagged FROM suggestion s"
-        " JOIN passage p ON p.id = s.passage_id WHERE s.query_id = ? ORDER BY s.id",
-        (query_row,),
-    ):
+    for pid, model, grade, reason, low, high, flagged in suggestion_rows(project.conn, query_row):
         latest.setdefault(pid, {})[model] = (grade, reason)
         spreads.setdefault(pid, {})[model] = (low or grade, high or grade)
         if flagged:

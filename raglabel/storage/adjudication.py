@@ -10,10 +10,13 @@ from __future__ import annotations
 import sqlite3
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from raglabel.storage.grades import GradeEvent, Recorded, record
 from raglabel.storage.labels import ADJUDICATION
 from raglabel.storage.project import Project
+
+if TYPE_CHECKING:
+    from raglabel.storage.grades import Recorded
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,10 @@ def adjudicate(
     active_ms: int | None = None,
 ) -> Recorded:
     """Record the lead's final grade for a pair; it becomes the pair's resolved label."""
+    # The grade log's models import pydantic, which the grading app's start (it reads
+    # this module's Disagreement) should not pay for.
+    from raglabel.storage.grades import GradeEvent, record
+
     event = GradeEvent(
         query=query,
         passage=passage,

@@ -1,9 +1,9 @@
-"""Queries, passages and annotators by their external ids, created on first mention."""
+"""Queries, passages and annotators by their external ids: created on first mention, read back."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 
 def _ensure(conn: sqlite3.Connection, table: str, ext_ids: Iterable[str]) -> dict[str, int]:
@@ -63,3 +63,23 @@ def query_cutoffs(conn: sqlite3.Connection) -> dict[str, int]:
 
 def passage_texts(conn: sqlite3.Connection) -> dict[str, str]:
     return dict(conn.execute("SELECT ext_id, text FROM passage WHERE text IS NOT NULL"))
+
+
+def query_rows(conn: sqlite3.Connection) -> list[tuple[int, str, str | None]]:
+    """Every query as ``(row id, query id, text)``, in row id order."""
+    return conn.execute("SELECT id, ext_id, text FROM query ORDER BY id").fetchall()
+
+
+def passage_texts_of(
+    conn: sqlite3.Connection, ext_ids: Sequence[str]
+) -> list[tuple[str, str | None, str | None]]:
+    """``(passage id, title, text)`` of the named passages that exist, in no set order."""
+    found: list[tuple[str, str | None, str | None]] = []
+    # SQLite caps the number of bound parameters; a query's pool is far below it.
+    for start in range(0, len(ext_ids), 500):
+        chunk = ext_ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        found += conn.execute(
+            f"SELECT ext_id, title, text FROM passage WHERE ext_id IN ({marks})", chunk
+        )
+    return found

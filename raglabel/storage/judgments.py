@@ -25,6 +25,7 @@ from raglabel.judge.prompt import Template
 from raglabel.judge.work import Outcome, Pair, Slot, Tally
 from raglabel.storage.labels import resolve
 from raglabel.storage.project import Project, now
+from raglabel.storage.runs import decode_ids
 
 FLUSH_EVERY = 64  # answers per transaction at most
 FLUSH_AFTER_S = 0.5  # and at least this often, so a kill loses under a second of work
@@ -117,7 +118,7 @@ def _queue_order(
     wanted = {(p.query_row, p.pid) for p in pairs}
     runs: Counter[tuple[int, str]] = Counter()
     for query_row, blob in conn.execute("SELECT query_id, passage_ids FROM ranking"):
-        ids = bytes(blob).decode("utf-8").split("\n")
+        ids = decode_ids(blob)
         for pid in ids[:depth] if depth else ids:
             if (query_row, pid) in wanted:
                 runs[query_row, pid] += 1

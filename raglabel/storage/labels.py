@@ -1,4 +1,5 @@
-"""The label set metrics use: one resolved grade per (query, passage)."""
+"""Grades as labels: one resolved grade per (query, passage) for metrics, and the current
+grades a grading session shows."""
 
 from __future__ import annotations
 
@@ -6,13 +7,12 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 from raglabel.errors import UsageError
 from raglabel.formats.rows import QrelsRows
+from raglabel.storage.policies import Policy
 
-Policy = Literal["median", "max", "min"]
-POLICIES: tuple[Policy, ...] = ("median", "max", "min")
 #: The ``event.origin`` of a lead's final grade for a pair (``storage.adjudication``).
 ADJUDICATION = "adjudication"
 
@@ -102,6 +102,52 @@ def _human_labels(conn: sqlite3.Connection, choice: LabelChoice) -> dict[tuple[s
     )
     standing = (((qid, pid), grade, event, bool(adj)) for qid, pid, grade, event, adj in rows)
     return settle(standing, choice.policy)
+
+
+def own_grades(conn: sqlite3.Connection, annotator: str) -> list[tuple[int, str, int]]:
+    """``(query row id, passage id, grade)`` of one annotator's current grades."""
+    return conn.execute(
+        "SELECT c.query_id, p.ext_id, c.grade FROM current_grade c"
+        " JOIN annotator a ON a.id = c.annotator_id JOIN passage p ON p.id = c.passage_id"
+        " WHERE a.name = ?",
+        (annotator,),
+    ).fetchall()
+
+
+def resolved_grades(
+    conn: sqlite3.Connection, *, query_row: int | None = None, passage: str | None = None
+) -> list[tuple[int, str, int]]:
+    """``(query row id, passage id, grade)``: one grade per pair over every annotator, by
+    the rule ``raglabel eval DB`` uses; only query ``query_row``'s pairs, or only
+    ``passage``'s, when given."""
+    clauses: list[str] = []
+    args: list[object] = [ADJUDICATION]
+    if query_row is not None:
+        clauses.append("c.query_id = ?")
+        args.append(query_row)
+    if passage is not None:
+        clauses.append("p.ext_id = ?")
+        args.append(passage)
+    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    rows = conn.execute(
+        "SELECT c.query_id, p.ext_id, c.grade, c.event_id, e.origin IS ?"
+        " FROM current_grade c JOIN event e ON e.id = c.event_id"
+        " JOIN passage p ON p.id = c.passage_id" + where,
+        args,
+    )
+    settled = settle(((q, p), grade, event, bool(adj)) for q, p, grade, event, adj in rows)
+    return [(q, p, grade) for (q, p), grade in settled.items()]
+
+
+def graders(conn: sqlite3.Connection) -> list[str]:
+    """Everyone with a current grade in the file, by name."""
+    return [
+        name
+        for (name,) in conn.execute(
+            "SELECT DISTINCT a.name FROM current_grade c JOIN annotator a"
+            " ON a.id = c.annotator_id ORDER BY a.name"
+        )
+    ]
 
 
 Pair = TypeVar("Pair", bound=Hashable)

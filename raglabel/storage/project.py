@@ -1,4 +1,5 @@
-"""Opening a project file: connection settings, schema upgrades and write transactions.
+"""Opening a project file: connection settings, schema upgrades, write transactions and
+WAL checkpoints.
 
 Several annotators may grade one file from several processes. WAL lets readers and the
 one writer proceed together; every write takes the write lock up front (``BEGIN
@@ -14,10 +15,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from sqlite_utils import Database
 
 from raglabel.errors import InputError, StorageError
 from raglabel.storage.schema import MIGRATIONS, SCHEMA_VERSION
@@ -33,19 +30,6 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def _statements(sql: str) -> Iterator[str]:
-    # executescript() would COMMIT first, so a migration runs statement by statement
-    # inside the caller's transaction instead.
-    pending = ""
-    for line in sql.splitlines(keepends=True):
-        pending += line
-        if sqlite3.complete_statement(pending):
-            yield pending
-            pending = ""
-    if pending.strip():
-        yield pending
-
-
 def _connect(path: Path | str) -> sqlite3.Connection:
     conn = sqlite3.connect(
         str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
@@ -53,7 +37,7 @@ def _connect(path: Path | str) -> sqlite3.Connection:
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     conn.execute("PRAGMA foreign_keys = ON")
     # FULL makes each commit survive power loss, not only a crash; it costs well
-    # under a millisecond a grade here (see benchmarks/grading.py).
+    # under a millisecond a grade here (benchmarks/project.py, recording a grade).
     conn.execute("PRAGMA synchronous = FULL")
     return conn
 
@@ -64,7 +48,6 @@ class Project:
     def __init__(self, conn: sqlite3.Connection, path: Path | None) -> None:
         self.path = path
         self.conn = conn
-        self._db: Database | None = None
         self.backup: Path | None = None  # where the pre-upgrade copy went, if one was made
 
     # -- opening ---------------------------------------------------------------------
@@ -120,6 +103,13 @@ class Project:
         project._migrate(from_version=0)
         return project
 
+    @classmethod
+    def reader(cls, path: Path) -> Project:
+        """A read-only second connection to a project this process has open, for reading
+        in another thread: WAL lets it read while the first connection writes."""
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        return cls(conn, path)
+
     def close(self) -> None:
         self.conn.close()
 
@@ -129,16 +119,28 @@ class Project:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @property
-    def db(self) -> Database:
-        """The sqlite-utils view of the connection, made on first use: importing
-        sqlite-utils costs a noticeable part of the grading app's start, which never
-        needs it."""
-        if self._db is None:
-            from sqlite_utils import Database
+    # -- the write-ahead log ---------------------------------------------------------
 
-            self._db = Database(self.conn, execute_plugins=False)
-        return self._db
+    def defer_checkpoints(self) -> None:
+        """Stop SQLite's automatic checkpoint, which runs inside whichever commit crosses
+        its threshold (a 100-200 ms stall on one grade); the owner calls ``checkpoint``
+        at quiet moments instead."""
+        self.conn.execute("PRAGMA wal_autocheckpoint = 0")
+
+    def checkpoint(self, *, aside: bool = False) -> None:
+        """Copy committed pages from the WAL into the database file. Passive, so it never
+        waits for a writer nor blocks one; busy or read-only, it does nothing, and the
+        next checkpoint (or the next opener) does the work. ``aside`` runs it on a
+        connection of its own, so that any thread may call it."""
+        if self.path is None:
+            return
+        conn = sqlite3.connect(str(self.path), timeout=1.0) if aside else self.conn
+        try:
+            with suppress(sqlite3.OperationalError):
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            if aside:
+                conn.close()
 
     # -- writing ---------------------------------------------------------------------
 
@@ -147,8 +149,7 @@ class Project:
         """One short transaction holding the write lock from its first statement.
 
         It commits on leaving the block, so whatever the block wrote is on disk when the
-        ``with`` statement returns; any exception rolls all of it back. Calls through
-        ``self.db`` (sqlite-utils) made inside nest as savepoints.
+        ``with`` statement returns; any exception rolls all of it back.
         """
         try:
             self.conn.execute("BEGIN IMMEDIATE")
@@ -244,10 +245,16 @@ class Project:
                 # Under the write lock: of several processes opening an old file at once,
                 # only the one that upgrades it backs it up, and never after an upgrade.
                 self.backup = self._write_backup(version)
+            # Imported here, not at the top: only a new or upgraded file needs it, and
+            # its import would cost the grading app's start a tenth of a second.
+            from sqlite_utils import Database
+
+            # Inside a transaction sqlite-utils runs a script statement by statement,
+            # where sqlite3's executescript() would COMMIT first.
+            db = Database(self.conn, execute_plugins=False, recursive_triggers=False)
             for step in MIGRATIONS:
                 if step.version > version:
-                    for statement in _statements(step.sql):
-                        self.conn.execute(statement)
+                    db.executescript(step.sql)
             self.conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -256,20 +263,3 @@ def _header(conn: sqlite3.Connection) -> tuple[int, int]:
     app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     return app_id, version
-
-
-def build_at_version(path: str | Path, version: int) -> Project:
-    """A new file with only the first ``version`` migrations: how older releases made files.
-
-    Used to produce the old-schema files that upgrade tests open.
-    """
-    project = Project(_connect(path), Path(path))
-    project.conn.execute("PRAGMA journal_mode = WAL")
-    with project.write():
-        for step in MIGRATIONS:
-            if step.version <= version:
-                for statement in _statements(step.sql):
-                    project.conn.execute(statement)
-        project.conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-        project.conn.execute(f"PRAGMA user_version = {version}")
-    return project

@@ -9,7 +9,6 @@ its file size and lets ``eval`` read it back without sorting again.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -126,23 +125,39 @@ def store(
     return {"queries": len(run.rankings), "entries": run.entries, "pooled": len(pooled)}
 
 
-def rankings(conn: sqlite3.Connection, run: str) -> Iterator[Ranking]:
-    """A stored run's rankings, in query id order."""
-    found = conn.execute("SELECT id FROM run WHERE name = ?", (run,)).fetchone()
-    if found is None:
-        raise InputError(None, f"no run named {run!r} in the project")
-    rows = conn.execute(
-        "SELECT q.ext_id, r.passage_ids, r.scores FROM ranking r JOIN query q ON q.id = r.query_id"
-        " WHERE r.run_id = ? ORDER BY q.ext_id",
-        found,
-    )
-    for qid, blob, score_blob in rows:
-        scores = None if score_blob is None else np.frombuffer(score_blob, dtype=SCORE_DTYPE)
-        yield Ranking(qid, decode_ids(blob), scores)
-
-
 def run_names(conn: sqlite3.Connection) -> list[str]:
     return [name for (name,) in conn.execute("SELECT name FROM run ORDER BY id")]
+
+
+@dataclass(frozen=True)
+class JoinedRun:
+    """A stored run's passage ids back to back, query after query in query row id order:
+    the first ``lengths[0]`` ids are query ``query_rows[0]``'s ranking, and so on."""
+
+    name: str
+    query_rows: list[int]
+    lengths: list[int]
+    ids: list[str]
+
+
+def joined_runs(conn: sqlite3.Connection) -> list[JoinedRun]:
+    """Every stored run, in the order the runs were stored, for readers that slice the
+    ids of a run instead of holding a list per query."""
+    return [
+        _joined(conn, run_id, name)
+        for run_id, name in conn.execute("SELECT id, name FROM run ORDER BY id").fetchall()
+    ]
+
+
+def _joined(conn: sqlite3.Connection, run_id: int, name: str) -> JoinedRun:
+    rows = sorted(
+        conn.execute("SELECT query_id, passage_ids FROM ranking WHERE run_id = ?", (run_id,))
+    )
+    texts = [bytes(blob).decode("utf-8") for _, blob in rows]
+    # One split over the whole run instead of a Python step per entry.
+    ids = "\n".join(texts).split("\n") if texts else []
+    lengths = [text.count("\n") + 1 for text in texts]
+    return JoinedRun(name, [query_row for query_row, _ in rows], lengths, ids)
 
 
 def encode_ids(passages: list[str]) -> bytes:

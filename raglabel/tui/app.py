@@ -17,7 +17,6 @@ from textual.worker import get_current_worker
 
 from raglabel.session.grading import Change, GradingSession
 from raglabel.session.options import AppOptions
-from raglabel.session.standings import Snapshot, snapshot
 from raglabel.tui.commands import LabelCommands
 from raglabel.tui.keys import bind
 from raglabel.tui.screens.grade import GradeScreen
@@ -106,9 +105,6 @@ class GradingApp(App[int]):
         taken = sorted(self.dirty)
         self.dirty.clear()
         return taken
-
-    def snapshot(self) -> Snapshot:
-        return snapshot(self.session)
 
     def open_query(self, query: int, pid: int | None = None) -> None:
         if isinstance(self.screen, GradeScreen):
@@ -203,19 +199,8 @@ class GradingApp(App[int]):
 
     @work(thread=True, exclusive=True, group="export")
     def _export(self, target: Path) -> None:
-        from raglabel.formats.maps import GradeMap
-        from raglabel.storage.export import export_qrels
-        from raglabel.storage.labels import LabelChoice
-        from raglabel.storage.project import Project
-
-        assert self.session.project.path is not None
-        choice = (
-            LabelChoice(annotator=self.session.annotator) if self.session.blind else LabelChoice()
-        )
         try:
-            # Its own connection: this thread must not share the app's transactions.
-            with Project.open(self.session.project.path) as project:
-                count = export_qrels(project.conn, target, GradeMap(), choice)
+            count = self.session.export_qrels(target)
         except Exception as exc:
             self.call_from_thread(self.notify, f"Export failed: {exc}", severity="error")
             return
@@ -235,7 +220,7 @@ class GradingApp(App[int]):
         if self.judging is not None:
             self.notify(f"The judge is still working on {self.judging}.", severity="warning")
             return
-        found = latest_setup(self.session.project.conn)
+        found = latest_setup(self.session.project)
         if found is None:
             self.notify(
                 "No judge set up for this file: run `raglabel judge DB --base-url URL "

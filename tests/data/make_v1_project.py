@@ -20,7 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from raglabel.storage.project import build_at_version
+sys.path.insert(0, str(Path(__file__).parents[1]))
+
+from old_schema import build_at_version
+
 from raglabel.storage.runs import Ranking, Run, store
 
 TARGET = Path(__file__).with_name("project-v1.db")

@@ -10,7 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from raglabel.storage.adjudication import Disagreement
+from raglabel.session.grading import Disagreement
 from raglabel.tui.keys import bind
 from raglabel.tui.widgets.format import GRADE_STYLES
 from raglabel.tui.widgets.passage_view import PassageView
