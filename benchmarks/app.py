@@ -27,8 +27,6 @@ import asyncio
 import cProfile
 import io
 import json
-import os
-import platform
 import pstats
 import random
 import resource
@@ -37,7 +35,6 @@ import sqlite3
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
 from collections import Counter
@@ -45,23 +42,37 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from common import (
+    CommandError,
+    add_grades,
+    add_keep,
+    add_repeat,
+    make_parser,
+    markdown_table,
+    measure,
+    parse,
+    percentiles,
+    print_goals,
+    scratch_directory,
+    spread,
+    utc_stamp,
+    versions,
+    warm_page_cache,
+)
 from generate import Dataset, generate
 from project import (
     GRADING,
     Bench,
-    CommandError,
     Line,
     checkpoint,
     file_bytes,
-    nearest_rank,
-    raglabel_path,
+    measured_machine,
+    remove_db,
     save_results,
 )
-from run import RESULTS_DIR, measure, versions, warm_page_cache
 
 ANNOTATOR = "bench"
 TERMINAL = (160, 48)
@@ -238,9 +249,8 @@ def grading_project(bench: Bench, ds: Dataset, *, corpus: bool) -> tuple[Path, d
 
     stamp_file.unlink(missing_ok=True)
     building = db.with_name(db.name + ".building")
-    for path in (db, building):
-        for suffix in ("", "-wal", "-shm"):
-            path.with_name(path.name + suffix).unlink(missing_ok=True)
+    remove_db(db)
+    remove_db(building)
     warm_page_cache([ds.qrels, *ds.runs.values()])
     init = bench.new_row(f"{GRADING}: build", "init", [*bench.raglabel, "init", str(building)])
     bench.child(init)
@@ -261,15 +271,9 @@ def grading_project(bench: Bench, ds: Dataset, *, corpus: bool) -> tuple[Path, d
 
 
 def fresh_copy(pristine: Path, target: Path) -> Path:
-    for suffix in ("-wal", "-shm"):
-        target.with_name(target.name + suffix).unlink(missing_ok=True)
+    remove_db(target)
     shutil.copyfile(pristine, target)
     return target
-
-
-def remove_db(db: Path) -> None:
-    for suffix in ("", "-wal", "-shm"):
-        db.with_name(db.name + suffix).unlink(missing_ok=True)
 
 
 # -- 1. keystrokes ---------------------------------------------------------------------
@@ -493,30 +497,68 @@ def startup(db: Path) -> Startup:
     argv = [sys.executable, "-c", STARTUP_CHILD, str(db), ANNOTATOR, *map(str, TERMINAL)]
     sample = measure(argv)
     if sample.exit_code != 0:
-        tail = "\n".join(sample.stderr.strip().splitlines()[-5:])
-        raise CommandError(f"start-up child: exit {sample.exit_code}: {tail}")
+        raise CommandError(f"start-up child: {sample.failure()}")
     return Startup(sample.wall_s, sample.peak_mib, json.loads(sample.stdout))
 
 
-# -- the report ------------------------------------------------------------------------
-
-
-def percentiles(values: Sequence[float]) -> dict[str, float]:
-    return {
-        "count": len(values),
-        "p50_ms": nearest_rank(values, 0.5),
-        "p95_ms": nearest_rank(values, 0.95),
-        "p99_ms": nearest_rank(values, 0.99),
-        "max_ms": max(values),
-        "mean_ms": statistics.fmean(values),
-    }
-
-
-def _spread(stats: dict[str, float]) -> str:
-    return (
-        f"p50 {stats['p50_ms']:.2f} ms, p95 {stats['p95_ms']:.2f} ms, "
-        f"p99 {stats['p99_ms']:.2f} ms, max {stats['max_ms']:.1f} ms"
+def startups(
+    bench: Bench, pristine: Path, repeats: int, *, keep: bool
+) -> tuple[list[Startup], list[tuple[float, float]], float]:
+    """Start-ups and ``eval DB`` runs, interleaved, so drift in a shared machine hits both
+    alike; and this process's peak RSS before them (a child's is never below it)."""
+    starts: list[Startup] = []
+    evals: list[tuple[float, float]] = []
+    eval_row = bench.new_row(
+        f"{GRADING}: eval DB", "eval", [*bench.raglabel, "eval", str(pristine), *EVAL_ARGS]
     )
+    # Before the sessions: Linux counts the parent's RSS at the moment of the fork into
+    # a child's ru_maxrss, and the sessions leave this process large.
+    parent_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    for repeat in range(repeats):
+        work = fresh_copy(pristine, bench.scratch / f"startup-{repeat}.db")
+        print(f"  start-up {repeat + 1} ...", end="", file=sys.stderr, flush=True)
+        starts.append(startup(work))
+        print(
+            f" {starts[-1].wall_s:.2f}s (table painted at "
+            f"{starts[-1].marks['painted']:.2f}s in the child)",
+            file=sys.stderr,
+        )
+        if not keep:
+            remove_db(work)
+        wall, _ = bench.child(eval_row)
+        evals.append((wall, eval_row.samples[-1].peak_mib))
+    return starts, evals, parent_rss_mib
+
+
+def session_on_copy(
+    pristine: Path, scratch: Path, args: argparse.Namespace, repeat: int, profile: Path | None
+) -> Session:
+    """Grading session number ``repeat`` on a fresh copy of the project."""
+    work = fresh_copy(pristine, scratch / f"session-{repeat}.db")
+    print(
+        f"  session {repeat + 1}: {args.grades} grades ...",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        session = run_session(work, args.grades, seed=repeat, profile=profile)
+    except Exception as exc:
+        print(file=sys.stderr)
+        traceback.print_exc()
+        raise CommandError(f"session {repeat + 1}: {type(exc).__name__}: {exc}") from exc
+    answered = _values(session.keys, "panel_ms", "grade")
+    print(
+        (" " + spread(percentiles(answered)) if answered else " no panel update")
+        + ("" if session.consistent else f" LOST: {session.expected} vs {session.found}"),
+        file=sys.stderr,
+    )
+    if not args.keep:
+        remove_db(work)
+    return session
+
+
+# -- the report ------------------------------------------------------------------------
 
 
 def _values(samples: Sequence[KeySample], attribute: str, kind: str) -> list[float]:
@@ -541,7 +583,7 @@ def keystroke_lines(sessions: Sequence[Session], grades: int) -> tuple[list[Line
         Line(
             GRADING,
             what,
-            figure=_spread(stats) if stats else "no panel update at all",
+            figure=spread(stats) if stats else "no panel update at all",
             goal=f"p95 < {PANEL_P95_MS:g} ms",
             met=bool(stats) and stats["p95_ms"] < PANEL_P95_MS,
             data={**stats, "per_session": per_session, "unanswered": unanswered},
@@ -558,18 +600,18 @@ def keystroke_lines(sessions: Sequence[Session], grades: int) -> tuple[list[Line
         values = _values(samples, attribute, "grade")
         if values:
             lines.append(
-                Line(GRADING, label, figure=_spread(percentiles(values)), data=percentiles(values))
+                Line(GRADING, label, figure=spread(percentiles(values)), data=percentiles(values))
             )
     for kind, label in (("undo", "undo key to panel updated"), ("next query", "n to panel")):
         values = _values(samples, "panel_ms", kind)
         if values:
-            session = _values(samples, "session_ms", kind)
-            extra = {"session": percentiles(session)} if session else {}
+            inside = _values(samples, "session_ms", kind)
+            extra = {"session": percentiles(inside)} if inside else {}
             lines.append(
                 Line(
                     GRADING,
                     f"{label} ({len(values):,} keys)",
-                    figure=_spread(percentiles(values)),
+                    figure=spread(percentiles(values)),
                     data={**percentiles(values), **extra},
                 )
             )
@@ -652,12 +694,11 @@ def _counts(values: set[int]) -> str:
 
 
 def table(lines: Sequence[Line]) -> str:
-    head = "| measure | figure | goal | met |"
-    out = [head, "|---|---|---|---|"]
-    for line in lines:
-        met = {True: "MET", False: "**NOT MET**", None: ""}[line.met]
-        out.append(f"| {line.what} | {line.figure} | {line.goal} | {met} |")
-    return "\n".join(out)
+    met = {True: "MET", False: "**NOT MET**", None: ""}
+    return markdown_table(
+        ["measure", "figure", "goal", "met"],
+        [[line.what, line.figure, line.goal, met[line.met]] for line in lines],
+    )
 
 
 def top_functions(profile: Path, limit: int = 25) -> str:
@@ -665,16 +706,6 @@ def top_functions(profile: Path, limit: int = 25) -> str:
     stats = pstats.Stats(str(profile), stream=out)
     stats.sort_stats("cumulative").print_stats(r"raglabel|textual|rich|sqlite", limit)
     return out.getvalue()
-
-
-def ui_versions() -> dict[str, str]:
-    found = {}
-    for package in ("textual", "rich"):
-        try:
-            found[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            continue
-    return found
 
 
 def git_state() -> str | None:
@@ -692,24 +723,14 @@ def git_state() -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument(
-        "--grades",
-        type=int,
-        default=DEFAULT_GRADES,
-        metavar="N",
-        help=f"grade keys per session (default {DEFAULT_GRADES})",
+    parser = make_parser(__doc__)
+    add_grades(parser, DEFAULT_GRADES, "grade keys per session")
+    add_repeat(
+        parser,
+        f"grading sessions, start-ups and evals (default {DEFAULT_REPEATS})",
+        DEFAULT_REPEATS,
     )
-    parser.add_argument(
-        "--repeat",
-        type=int,
-        default=DEFAULT_REPEATS,
-        metavar="N",
-        help=f"grading sessions, start-ups and evals (default {DEFAULT_REPEATS})",
-    )
-    parser.add_argument(
-        "--keep", action="store_true", help="keep the scratch directory with the projects"
-    )
+    add_keep(parser)
     parser.add_argument(
         "--no-corpus",
         dest="corpus",
@@ -723,92 +744,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="run the first session under cProfile and write its stats here "
         "(that session's latencies then include the profiler's overhead)",
     )
-    args = parser.parse_args(argv)
-    if args.repeat < 1:
-        parser.error("--repeat must be at least 1")
-    if args.grades < 1:
-        parser.error("--grades must be at least 1")
+    args = parse(parser, argv)
 
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     started = datetime.now(UTC)
-    scratch = Path(tempfile.mkdtemp(prefix="appbench-"))
-    bench = Bench(scratch)
     lines: list[Line] = []
     sessions: list[Session] = []
     failed = False
     build: dict[str, Any] = {}
-    try:
-        ds = generate(GRADING)
-        pristine, build = grading_project(bench, ds, corpus=args.corpus)
-
-        starts: list[Startup] = []
-        evals: list[tuple[float, float]] = []
-        eval_row = bench.new_row(
-            f"{GRADING}: eval DB", "eval", [*bench.raglabel, "eval", str(pristine), *EVAL_ARGS]
-        )
-        # Before the sessions: Linux counts the parent's RSS at the moment of the fork into
-        # a child's ru_maxrss, and the sessions leave this process large. Interleaved, so
-        # drift in a shared machine hits both alike.
-        parent_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        for repeat in range(args.repeat):
-            work = fresh_copy(pristine, scratch / f"startup-{repeat}.db")
-            print(f"  start-up {repeat + 1} ...", end="", file=sys.stderr, flush=True)
-            starts.append(startup(work))
-            print(
-                f" {starts[-1].wall_s:.2f}s (table painted at "
-                f"{starts[-1].marks['painted']:.2f}s in the child)",
-                file=sys.stderr,
-            )
-            if not args.keep:
-                remove_db(work)
-            wall, _ = bench.child(eval_row)
-            evals.append((wall, eval_row.samples[-1].peak_mib))
-
-        for repeat in range(args.repeat):
-            work = fresh_copy(pristine, scratch / f"session-{repeat}.db")
-            print(
-                f"  session {repeat + 1}: {args.grades} grades ...",
-                end="",
-                file=sys.stderr,
-                flush=True,
-            )
-            profile = args.profile if repeat == 0 else None
-            try:
-                session = run_session(work, args.grades, seed=repeat, profile=profile)
-            except Exception as exc:
-                print(file=sys.stderr)
-                traceback.print_exc()
-                raise CommandError(f"session {repeat + 1}: {type(exc).__name__}: {exc}") from exc
-            sessions.append(session)
-            answered = _values(session.keys, "panel_ms", "grade")
-            print(
-                (" " + _spread(percentiles(answered)) if answered else " no panel update")
-                + ("" if session.consistent else f" LOST: {session.expected} vs {session.found}"),
-                file=sys.stderr,
-            )
-            if not args.keep:
-                remove_db(work)
-        keys, lost = keystroke_lines(sessions, args.grades)
-        failed |= lost
-        lines += [*keys, *startup_lines(starts, evals, parent_rss_mib)]
-    except CommandError as exc:
-        print(f"failed: {exc}", file=sys.stderr)
-        failed = True
-    finally:
-        if args.keep:
-            print(f"projects kept in {scratch}", file=sys.stderr)
-        else:
-            shutil.rmtree(scratch, ignore_errors=True)
+    with scratch_directory("appbench-", args.keep) as scratch:
+        bench = Bench(scratch)
+        try:
+            ds = generate(GRADING)
+            pristine, build = grading_project(bench, ds, corpus=args.corpus)
+            starts, evals, parent_rss_mib = startups(bench, pristine, args.repeat, keep=args.keep)
+            for repeat in range(args.repeat):
+                profile = args.profile if repeat == 0 else None
+                sessions.append(session_on_copy(pristine, scratch, args, repeat, profile))
+            keys, lost = keystroke_lines(sessions, args.grades)
+            failed |= lost
+            lines += [*keys, *startup_lines(starts, evals, parent_rss_mib)]
+        except CommandError as exc:
+            print(f"failed: {exc}", file=sys.stderr)
+            failed = True
 
     print()
     print(table(lines))
-    goals = [line for line in lines if line.met is not None]
-    if goals:
-        print()
-        print("Goals:")
-        for line in goals:
-            verdict = "MET" if line.met else "NOT MET"
-            print(f"  [{verdict}] {line.what.strip()}: {line.figure} (goal {line.goal})")
+    print_goals(
+        [
+            (line.met, f"{line.what.strip()}: {line.figure} (goal {line.goal})")
+            for line in lines
+            if line.met is not None
+        ]
+    )
     if args.profile is not None and args.profile.is_file():
         print(f"\ncProfile of session 1 ({args.profile}), cumulative, raglabel/textual/rich:")
         print(top_functions(args.profile))
@@ -821,17 +788,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "corpus": args.corpus,
             "terminal": TERMINAL,
         },
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "sqlite": sqlite3.sqlite_version,
-            "raglabel_path": raglabel_path(),
-            "pythonpath": os.environ.get("PYTHONPATH"),
+        "machine": measured_machine(
             # The checkout's, which is not the measured raglabel when PYTHONPATH pins a
             # snapshot (raglabel_path says which one was imported).
-            "checkout_git": git_state(),
-            "versions": {**versions(), **ui_versions()},
-        },
+            checkout_git=git_state(),
+            versions=versions("textual", "rich"),
+        ),
         "project": build,
         "lines": [asdict(line) for line in lines],
         "sessions": [
@@ -845,7 +807,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for s in sessions
         ],
     }
-    save_results(report, bench, f"app-{started.strftime('%Y%m%dT%H%M%SZ')}")
+    save_results(report, bench, f"app-{utc_stamp(started)}")
     return 1 if failed else 0
 
 

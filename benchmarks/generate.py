@@ -9,7 +9,6 @@ benchmark is cheap.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -22,13 +21,14 @@ from typing import IO, Any
 
 import numpy as np
 import polars as pl
+from common import HERE, add_size, chosen_sizes, make_parser
 from numpy.typing import NDArray
 
 # Bump whenever the data a given seed produces changes, so stale files are regenerated.
 GENERATOR_VERSION = 3
 SEED = 20240611
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = HERE / "data"
 
 # Label shares of judged passages (-1..3): mostly 0/1 and few 3s, like real graded pools.
 LABELS = np.array([-1, 0, 1, 2, 3], dtype=np.int64)
@@ -290,12 +290,12 @@ def generate(name: str, *, force: bool = False, data_dir: Path = DATA_DIR) -> Da
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--size", choices=[*SPECS, "all"], default="all")
+    parser = make_parser(__doc__)
+    add_size(parser, list(SPECS), "all")
     parser.add_argument("--force", action="store_true", help="regenerate even if current")
     parser.add_argument("--data-dir", type=Path, default=DATA_DIR)
     args = parser.parse_args(argv)
-    names = list(SPECS) if args.size == "all" else [args.size]
+    names = chosen_sizes(args, list(SPECS))
     for name in names:
         ds = generate(name, force=args.force, data_dir=args.data_dir)
         print(ds.directory)

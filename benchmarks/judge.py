@@ -22,7 +22,6 @@ import asyncio
 import json
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,12 +29,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-RESULTS_DIR = HERE / "results"
-sys.path.insert(0, str(ROOT / "tests"))
+from common import (
+    HERE,
+    add_repeat,
+    make_parser,
+    markdown_table,
+    measure,
+    parse,
+    utc_stamp,
+    verdict,
+    write_results,
+)
 
-from chat_server import ChatServer  # noqa: E402
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from chat_server import ChatServer
 
 _VOCABULARY = (
     "turbine tidal stream rotor blade generator current estuary barrage output grid power"
@@ -81,14 +89,12 @@ def build_project(folder: Path, pairs: int, per_query: int = 20) -> Path:
 
 
 def raglabel(args: list[str]) -> tuple[float, str]:
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "raglabel", *args], capture_output=True, text=True, check=False
-    )
-    wall = time.perf_counter() - started
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"raglabel {' '.join(args)} failed:\n{done.stderr}")
-    return wall, done.stdout.strip().splitlines()[0] if done.stdout.strip() else ""
+    """The wall time of one whole ``raglabel ARGS`` process, and the first line it printed."""
+    sample = measure([sys.executable, "-m", "raglabel", *args])
+    if sample.exit_code not in (0, 1):
+        raise SystemExit(f"raglabel {' '.join(args)} failed:\n{sample.stderr}")
+    said = sample.stdout.strip()
+    return sample.wall_s, said.splitlines()[0] if said else ""
 
 
 async def bare_peer(url: str, prompts: list[str], concurrency: int) -> float:
@@ -134,13 +140,13 @@ def record(rows: list[dict[str, Any]], case: str, attempt: int, command: list[st
     rows.append({"case": case, "wall_s": wall, "try": attempt, "said": said})
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = make_parser(__doc__)
     parser.add_argument("--pairs", type=int, default=2000)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--repeat", type=int, default=1)
-    args = parser.parse_args()
+    add_repeat(parser, "tries of every case; the table shows the best (default 1)", 1)
+    args = parse(parser, argv)
     ideal = args.pairs * args.latency / args.concurrency
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="raglabel-judge-bench-") as tmp:
@@ -172,28 +178,26 @@ def main() -> int:
         f"\n{args.pairs} pairs, {args.latency * 1000:.0f} ms per call,"
         f" concurrency {args.concurrency}; ideal {ideal:.1f} s\n"
     )
-    print("| case | wall (best of tries) | x ideal | x bare peer | goal |")
-    print("|---|---|---|---|---|")
+    table: list[list[str]] = []
     verdicts = []
     for case, found in cases.items():
         best = min(r["wall_s"] for r in found)
         goal = ""
         if case == "raglabel judge, first run":
             met = best <= 1.2 * ideal
-            goal = f"<= 1.2x ideal: {'MET' if met else 'NOT MET'}"
+            goal = f"<= 1.2x ideal: {verdict(met)}"
             verdicts.append(met)
         elif case.startswith("raglabel judge, repeated"):
             met = best < 2.0
-            goal = f"< 2 s: {'MET' if met else 'NOT MET'}"
+            goal = f"< 2 s: {verdict(met)}"
             verdicts.append(met)
-        print(f"| {case} | {best:.2f} s | {best / ideal:.2f} | {best / peer:.2f} | {goal} |")
+        table.append([case, f"{best:.2f} s", f"{best / ideal:.2f}", f"{best / peer:.2f}", goal])
+    head = ["case", "wall (best of tries)", "x ideal", "x bare peer", "goal"]
+    print(markdown_table(head, table))
     for case, found in cases.items():
         for row in found:
             if row.get("said"):
                 print(f"  {case}: {row['said']}")
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = RESULTS_DIR / f"judge-{stamp}.json"
     report = {
         "pairs": args.pairs,
         "latency_s": args.latency,
@@ -203,7 +207,7 @@ def main() -> int:
         "machine": platform.platform(),
         "python": sys.version,
     }
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    out = write_results(f"judge-{utc_stamp(datetime.now(UTC))}", report)
     print(f"\nresults: {out}")
     return 0 if all(verdicts) else 1
 

@@ -10,18 +10,13 @@ or undo_last() call; the commit is inside the call, so it is inside the time.
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import json
-import math
 import os
-import platform
 import random
 import shutil
 import sqlite3
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -29,17 +24,34 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from generate import SPECS, Dataset, generate
-from run import (
-    CLASSIC,
-    RESULTS_DIR,
+from common import (
+    CommandError,
     Row,
-    measure,
+    add_grades,
+    add_keep,
+    add_repeat,
+    add_size,
+    chosen_sizes,
+    machine,
+    make_parser,
+    markdown_table,
+    nearest_rank,
+    parse,
     parse_timings,
+    percentiles,
+    print_goals,
     raglabel_command,
+    raglabel_path,
+    run_row,
+    scratch_directory,
+    spread,
+    utc_stamp,
     versions,
     warm_page_cache,
+    write_results,
 )
+from generate import SPECS, Dataset, generate
+from run import CLASSIC
 
 SIZES = ("small", "large")
 DEFAULT_REPEATS = {"small": 5, "large": 1}
@@ -85,14 +97,16 @@ class Line:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-class CommandError(Exception):
-    pass
-
-
 def file_bytes(db: Path) -> int:
     """The project file as it lies on disk: the database and its -wal, if one is left."""
     wal = db.with_name(db.name + "-wal")
     return db.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+
+
+def remove_db(db: Path) -> None:
+    """The project file and its -wal and -shm, where they exist."""
+    for suffix in ("", "-wal", "-shm"):
+        db.with_name(db.name + suffix).unlink(missing_ok=True)
 
 
 def run_lines(ds: Dataset) -> int:
@@ -123,14 +137,15 @@ def checkpoint(db: Path) -> None:
         conn.close()
 
 
-def raglabel_path() -> str | None:
-    spec = importlib.util.find_spec("raglabel")
-    return None if spec is None or spec.origin is None else str(Path(spec.origin).parent)
-
-
-def nearest_rank(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+def measured_machine(**more: Any) -> dict[str, Any]:
+    """The machine, SQLite's version and which raglabel was measured, then ``more``."""
+    return machine(
+        sqlite=sqlite3.sqlite_version,
+        # Which raglabel was measured: PYTHONPATH can pin a snapshot (see the README).
+        raglabel_path=raglabel_path(),
+        pythonpath=os.environ.get("PYTHONPATH"),
+        **more,
+    )
 
 
 def _mib(n: float) -> str:
@@ -148,13 +163,9 @@ class Bench:
     # -- child processes -------------------------------------------------------------
 
     def child(self, row: Row) -> tuple[float, str]:
-        """Run the row's command once more; its wall time and stderr."""
-        print(f"  {row.case} | {row.tool} ...", end="", file=sys.stderr, flush=True)
-        sample = measure(row.argv)
-        print(f" {sample.wall_s:.2f}s {sample.peak_mib:.0f} MiB", file=sys.stderr)
+        """Run the row's command once more; its wall time and stdout."""
+        sample = run_row(row)
         if sample.exit_code != 0:
-            tail = "\n".join(sample.stderr.strip().splitlines()[-5:])
-            row.error = f"exit {sample.exit_code}: {tail}"
             row.samples.append(sample)
             raise CommandError(f"{row.case} | {row.tool}: {row.error}")
         sample.load_s, sample.compute_s = parse_timings(sample.stderr)
@@ -374,14 +385,12 @@ class Bench:
                 file=sys.stderr,
             )
             samples += session
-            work.unlink()
-            for suffix in ("-wal", "-shm"):
-                work.with_name(work.name + suffix).unlink(missing_ok=True)
+            remove_db(work)
 
         kinds = ["all", *sorted({kind for kind, _ in samples})]
         for kind in kinds:
             ms = [s for k, s in samples if kind in ("all", k)]
-            p50, p99, top = nearest_rank(ms, 0.5), nearest_rank(ms, 0.99), max(ms)
+            stats = percentiles(ms, (0.5, 0.9, 0.99))
             what = {
                 "all": f"record one event, commit included ({len(ms):,} events: "
                 f"{repeats} x {events:,})",
@@ -393,18 +402,10 @@ class Bench:
                 Line(
                     GRADING,
                     what,
-                    figure=f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {top:.1f} ms",
+                    figure=spread(stats, ("p50", "p99")),
                     goal=f"p99 < {RECORD_P99_MS:g} ms" if kind == "all" else "",
-                    met=p99 < RECORD_P99_MS if kind == "all" else None,
-                    data={
-                        "count": len(ms),
-                        "p50_ms": p50,
-                        "p90_ms": nearest_rank(ms, 0.9),
-                        "p99_ms": p99,
-                        "max_ms": top,
-                        "mean_ms": statistics.fmean(ms),
-                        **({"per_session": per_repeat} if kind == "all" else {}),
-                    },
+                    met=stats["p99_ms"] < RECORD_P99_MS if kind == "all" else None,
+                    data={**stats, **({"per_session": per_repeat} if kind == "all" else {})},
                 )
             )
 
@@ -477,8 +478,8 @@ def grade_session(db: Path, events: int, seed: int) -> list[tuple[str, float]]:
 
 
 def table(lines: Sequence[Line]) -> str:
-    head = "| size | measured | wall s | peak MiB | figure | goal | met |"
-    out = [head, "|" + "---|" * (head.count("|") - 1)]
+    head = ["size", "measured", "wall s", "peak MiB", "figure", "goal", "met"]
+    out = []
     for line in lines:
         met = {True: "yes", False: "**NO**", None: ""}[line.met]
         cells = [
@@ -490,72 +491,52 @@ def table(lines: Sequence[Line]) -> str:
             line.goal,
             met,
         ]
-        out.append("| " + " | ".join(cells) + " |")
-    return "\n".join(out)
+        out.append(cells)
+    return markdown_table(head, out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--size", choices=[*SIZES, "all"], default="small")
-    parser.add_argument(
-        "--repeat",
-        type=int,
-        metavar="N",
-        help="timed runs of every command and grading sessions "
+    parser = make_parser(__doc__)
+    add_size(parser, SIZES, "small")
+    add_repeat(
+        parser,
+        "timed runs of every command and grading sessions "
         f"(default: small {DEFAULT_REPEATS['small']}, large {DEFAULT_REPEATS['large']}, "
         f"grading {DEFAULT_GRADING_REPEATS})",
     )
-    parser.add_argument(
-        "--grades",
-        type=int,
-        default=DEFAULT_GRADES,
-        metavar="N",
-        help=f"events per grading session (default {DEFAULT_GRADES})",
-    )
-    parser.add_argument(
-        "--keep", action="store_true", help="keep the scratch directory with the projects"
-    )
-    args = parser.parse_args(argv)
-    if args.repeat is not None and args.repeat < 1:
-        parser.error("--repeat must be at least 1")
-    if args.grades < 1:
-        parser.error("--grades must be at least 1")
-    sizes = list(SIZES) if args.size == "all" else [args.size]
+    add_grades(parser, DEFAULT_GRADES, "events per grading session")
+    add_keep(parser)
+    args = parse(parser, argv)
+    sizes = chosen_sizes(args, SIZES)
 
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     started = datetime.now(UTC)
-    scratch = Path(tempfile.mkdtemp(prefix="projbench-"))
-    bench = Bench(scratch)
-    try:
-        for size in sizes:
-            ds = generate(size)
-            repeats = args.repeat or DEFAULT_REPEATS[size]
-            print(f"{size}: {repeats} timed run(s) per command", file=sys.stderr)
-            warm_page_cache([ds.qrels, *ds.runs.values()])
-            db = bench.imports(ds, repeats)
-            bench.evals(ds, db, repeats, EVAL_CASES)
-            shutil.rmtree(db.parent, ignore_errors=True)
-        grading_repeats = args.repeat or DEFAULT_GRADING_REPEATS
-        print(f"{GRADING}: {grading_repeats} session(s)", file=sys.stderr)
-        bench.grading(grading_repeats, args.grades)
-    except CommandError as exc:
-        print(f"failed: {exc}", file=sys.stderr)
-        bench.failed = True
-    finally:
-        if args.keep:
-            print(f"projects kept in {scratch}", file=sys.stderr)
-        else:
-            shutil.rmtree(scratch, ignore_errors=True)
+    with scratch_directory("projbench-", args.keep) as scratch:
+        bench = Bench(scratch)
+        try:
+            for size in sizes:
+                ds = generate(size)
+                repeats = args.repeat or DEFAULT_REPEATS[size]
+                print(f"{size}: {repeats} timed run(s) per command", file=sys.stderr)
+                warm_page_cache([ds.qrels, *ds.runs.values()])
+                db = bench.imports(ds, repeats)
+                bench.evals(ds, db, repeats, EVAL_CASES)
+                shutil.rmtree(db.parent, ignore_errors=True)
+            grading_repeats = args.repeat or DEFAULT_GRADING_REPEATS
+            print(f"{GRADING}: {grading_repeats} session(s)", file=sys.stderr)
+            bench.grading(grading_repeats, args.grades)
+        except CommandError as exc:
+            print(f"failed: {exc}", file=sys.stderr)
+            bench.failed = True
 
     print()
     print(table(bench.lines))
-    goals = [line for line in bench.lines if line.met is not None]
-    if goals:
-        print()
-        print("Goals:")
-        for line in goals:
-            verdict = "MET" if line.met else "NOT MET"
-            print(f"  [{verdict}] {line.size}: {line.what}: {line.figure} (goal {line.goal})")
+    print_goals(
+        [
+            (line.met, f"{line.size}: {line.what}: {line.figure} (goal {line.goal})")
+            for line in bench.lines
+            if line.met is not None
+        ]
+    )
     for line in bench.lines:
         space = line.data.get("space_by_table")
         if space:
@@ -565,19 +546,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     report = {
         "started": started.isoformat(timespec="seconds"),
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "sqlite": sqlite3.sqlite_version,
-            # Which raglabel was measured: PYTHONPATH can pin a snapshot (see the README).
-            "raglabel_path": raglabel_path(),
-            "pythonpath": os.environ.get("PYTHONPATH"),
-            "versions": versions(),
-        },
+        "machine": measured_machine(versions=versions()),
         "sizes": {size: asdict(SPECS[size]) for size in [*sizes, GRADING]},
         "lines": [asdict(line) for line in bench.lines],
     }
-    save_results(report, bench, f"project-{started.strftime('%Y%m%dT%H%M%SZ')}-{'-'.join(sizes)}")
+    save_results(report, bench, f"project-{utc_stamp(started)}-{'-'.join(sizes)}")
     return 1 if bench.failed else 0
 
 
@@ -587,8 +560,7 @@ def save_results(report: dict[str, Any], bench: Bench, name: str) -> Path:
         {**asdict(row), "wall_s_median": row.wall(), "peak_mib_max": row.peak()}
         for row in bench.rows
     ]
-    out = RESULTS_DIR / f"{name}.json"
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    out = write_results(name, report)
     print(f"\nraglabel measured: {raglabel_path()}")
     print(f"results: {out}")
     return out

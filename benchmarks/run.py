@@ -9,27 +9,39 @@ resident memory taken from the rusage that os.wait4 returns for that very child.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from common import (
+    HERE,
+    Row,
+    add_repeat,
+    add_size,
+    chosen_sizes,
+    machine,
+    make_parser,
+    markdown_table,
+    parse,
+    parse_timings,
+    print_goals,
+    raglabel_command,
+    run_row,
+    utc_stamp,
+    versions,
+    warm_page_cache,
+    write_results,
+)
 from generate import SPECS, Dataset, generate
 
-HERE = Path(__file__).resolve().parent
-RESULTS_DIR = HERE / "results"
 TOOLS_DIR = HERE / "tools"
 
 CLASSIC = ("ndcg@10", "recall@100", "mrr")
@@ -40,86 +52,6 @@ DEFAULT_REPEATS = {"small": 5, "large": 1, "multi": 3}
 SIZES = ("small", "large", "multi")
 
 
-@dataclass
-class Sample:
-    wall_s: float
-    peak_mib: float
-    exit_code: int
-    stdout: str
-    stderr: str
-    load_s: float | None = None
-    compute_s: float | None = None
-
-
-@dataclass
-class Row:
-    """One (case, tool) line of the table: every repeat of the same command."""
-
-    case: str
-    tool: str
-    argv: list[str]
-    samples: list[Sample] = field(default_factory=list)
-    means: dict[str, float] | None = None
-    error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.samples) and self.error is None
-
-    def wall(self) -> float | None:
-        return statistics.median(s.wall_s for s in self.samples) if self.ok else None
-
-    def peak(self) -> float | None:
-        return max(s.peak_mib for s in self.samples) if self.ok else None
-
-    def _median_of(self, values: list[float | None]) -> float | None:
-        present = [v for v in values if v is not None]
-        return statistics.median(present) if self.ok and present else None
-
-    def load(self) -> float | None:
-        return self._median_of([s.load_s for s in self.samples])
-
-    def compute(self) -> float | None:
-        return self._median_of([s.compute_s for s in self.samples])
-
-
-def measure(argv: Sequence[str], env: dict[str, str] | None = None) -> Sample:
-    # Output goes to files, not pipes: wait4 blocks, and a child filling a pipe would hang.
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        child = subprocess.Popen(list(argv), stdout=out, stderr=err, env=env)
-        # wait4 on this pid gives this child's own rusage, not a max over all children.
-        _, status, usage = os.wait4(child.pid, 0)
-        wall = time.perf_counter() - started
-        child.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        stdout = out.read().decode(errors="replace")
-        stderr = err.read().decode(errors="replace")
-    # Linux reports ru_maxrss in KiB.
-    return Sample(wall, usage.ru_maxrss / 1024, child.returncode, stdout, stderr)
-
-
-def parse_timings(stderr: str) -> tuple[float | None, float | None]:
-    for line in stderr.splitlines():
-        if not line.startswith("timings:"):
-            continue
-        fields = dict(part.split("=", 1) for part in line.split()[1:] if "=" in part)
-        try:
-            return float(fields["load"].rstrip("s")), float(fields["compute"].rstrip("s"))
-        except (KeyError, ValueError):
-            return None, None
-    return None, None
-
-
-def raglabel_command() -> list[str]:
-    # The console script next to this interpreter is the one the venv installed.
-    script = Path(sys.executable).parent / "raglabel"
-    if script.is_file() and os.access(script, os.X_OK):
-        return [str(script)]
-    return [sys.executable, "-m", "raglabel"]
-
-
 def raglabel_has_timings(command: list[str]) -> bool:
     try:
         found = subprocess.run(
@@ -128,14 +60,6 @@ def raglabel_has_timings(command: list[str]) -> bool:
     except OSError:
         return False
     return found.returncode == 0 and "--timings" in found.stdout
-
-
-def warm_page_cache(paths: Sequence[Path]) -> None:
-    # The first tool to run would otherwise pay for the disk reads of every tool after it.
-    for path in paths:
-        with open(path, "rb") as handle:
-            while handle.read(64 << 20):
-                pass
 
 
 @dataclass
@@ -224,12 +148,8 @@ class Bench:
             self.rows.append(rows[id(command)])
 
     def _record(self, command: Command, row: Row) -> None:
-        print(f"  {command.case} | {command.tool} ...", end="", file=sys.stderr, flush=True)
-        sample = measure(command.argv, command.env)
-        print(f" {sample.wall_s:.2f}s {sample.peak_mib:.0f} MiB", file=sys.stderr)
+        sample = run_row(row, command.env)
         if sample.exit_code != 0:
-            tail = "\n".join(sample.stderr.strip().splitlines()[-5:])
-            row.error = f"exit {sample.exit_code}: {tail}"
             print(f"    failed: {row.error}", file=sys.stderr)
         if command.tool == "raglabel":
             sample.load_s, sample.compute_s = parse_timings(sample.stderr)
@@ -293,11 +213,9 @@ def reference_row(rows: Sequence[Row], case: str) -> Row | None:
 
 
 def table(rows: Sequence[Row]) -> str:
-    head = (
-        "| case | tool | wall s | peak MiB | time / pytrec_eval | memory / pytrec_eval "
-        "| load s | compute s | runs |"
-    )
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    head = ["case", "tool", "wall s", "peak MiB", "time / pytrec_eval", "memory / pytrec_eval"]
+    head += ["load s", "compute s", "runs"]
+    lines = []
     for row in rows:
         ref = reference_row(rows, row.case)
         wall, peak = row.wall(), row.peak()
@@ -312,14 +230,13 @@ def table(rows: Sequence[Row]) -> str:
             _fmt(row.compute(), 3),
             str(len(row.samples)),
         ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        lines.append(cells)
+    return markdown_table(head, lines)
 
 
 def cross_check(rows: Sequence[Row]) -> tuple[str, list[dict[str, Any]]]:
     """Mean values side by side, with any difference from pytrec_eval over TOLERANCE."""
-    lines = ["| case | tool | " + " | ".join(CLASSIC) + " | max abs diff vs pytrec_eval |"]
-    lines.append("|" + "---|" * (len(CLASSIC) + 3))
+    lines: list[list[str]] = []
     findings: list[dict[str, Any]] = []
     for row in rows:
         if row.means is None or row.tool == "ranx (first run)":
@@ -339,7 +256,7 @@ def cross_check(rows: Sequence[Row]) -> tuple[str, list[dict[str, Any]]]:
                 flag += " (ranx breaks score ties differently, see tools/ranx_eval.py)"
         values = [_fmt(row.means.get(metric), 6) for metric in CLASSIC]
         diff_text = "" if worst is None else f"{worst:.2e}{flag}"
-        lines.append(f"| {row.case} | {row.tool} | " + " | ".join(values) + f" | {diff_text} |")
+        lines.append([row.case, row.tool, *values, diff_text])
         findings.append(
             {
                 "case": row.case,
@@ -349,7 +266,8 @@ def cross_check(rows: Sequence[Row]) -> tuple[str, list[dict[str, Any]]]:
                 "agrees": worst is None or worst <= TOLERANCE,
             }
         )
-    return "\n".join(lines), findings
+    head = ["case", "tool", *CLASSIC, "max abs diff vs pytrec_eval"]
+    return markdown_table(head, lines), findings
 
 
 def goals(rows: Sequence[Row]) -> list[dict[str, Any]]:
@@ -395,40 +313,22 @@ def goals(rows: Sequence[Row]) -> list[dict[str, Any]]:
     return results
 
 
-def versions() -> dict[str, str]:
-    found = {"python": platform.python_version()}
-    for package in ("raglabel", "pytrec-eval-terrier", "ranx", "numba", "numpy", "polars"):
-        try:
-            found[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            continue
-    return found
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--size", choices=[*SIZES, "all"], default="small")
-    parser.add_argument(
-        "--repeat",
-        type=int,
-        metavar="N",
-        help="timed runs per command (default: small 5, large 1, multi 3)",
-    )
+    parser = make_parser(__doc__)
+    add_size(parser, SIZES, "small")
+    add_repeat(parser, "timed runs per command (default: small 5, large 1, multi 3)")
     parser.add_argument(
         "--tools",
         default=",".join(ALL_TOOLS),
         help=f"comma-separated subset of {','.join(ALL_TOOLS)}",
     )
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     unknown = sorted(set(tools) - set(ALL_TOOLS))
     if unknown:
         parser.error(f"unknown tools: {', '.join(unknown)}")
-    if args.repeat is not None and args.repeat < 1:
-        parser.error("--repeat must be at least 1")
-    sizes = list(SIZES) if args.size == "all" else [args.size]
+    sizes = chosen_sizes(args, SIZES)
 
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     started = datetime.now(UTC)
     with tempfile.TemporaryDirectory(prefix="numba-cache-") as numba_dir:
         bench = Bench(tools, Path(numba_dir))
@@ -449,20 +349,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("Mean values (cross-check against pytrec_eval, tolerance 1e-6):")
     print()
     print(checks_text)
-    if goal_results:
-        print()
-        print("Goals:")
-        for goal in goal_results:
-            met = {True: "MET", False: "NOT MET", None: "UNKNOWN"}[goal["met"]]
-            print(f"  [{met}] {goal['goal']}: {goal['measured']}")
+    print_goals([(goal["met"], f"{goal['goal']}: {goal['measured']}") for goal in goal_results])
 
     report = {
         "started": started.isoformat(timespec="seconds"),
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "versions": versions(),
-        },
+        "machine": machine(versions=versions()),
         "sizes": {size: asdict(SPECS[size]) for size in sizes},
         "rows": [
             {
@@ -477,8 +368,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cross_check": checks,
         "goals": goal_results,
     }
-    out = RESULTS_DIR / f"bench-{started.strftime('%Y%m%dT%H%M%SZ')}-{'-'.join(sizes)}.json"
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    out = write_results(f"bench-{utc_stamp(started)}-{'-'.join(sizes)}", report)
     print(f"\nresults: {out}")
     failed = any(row.error for row in rows)
     return 1 if failed else 0
