@@ -1,13 +1,25 @@
-"""Running ``raglabel`` in the test's own process, as several test files do."""
+"""Running ``raglabel`` in the test's own process, as several test files do.
+
+Tests take these through the ``cli`` and ``judge_argv`` fixtures of tests/conftest.py.
+"""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
 from raglabel.cli.main import main
+
+
+class Cli(Protocol):
+    """The ``cli`` fixture: ``cli("eval", db)`` runs ``raglabel eval DB`` in this process."""
+
+    def __call__(self, *args: str | Path) -> tuple[int, str, str]:
+        """(exit code, stdout, stderr)."""
+        ...
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:

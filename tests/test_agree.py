@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from cli_helpers import cli
 
 from raglabel.metrics.agreement import weighted_kappa
 from raglabel.storage.grades import GradeEvent, record
 from raglabel.storage.project import Project
+
+if TYPE_CHECKING:
+    from cli_helpers import Cli
 
 PASSAGES = ["p1", "p2", "p3", "p4", "p5", "p6"]
 ANN_A = [5, 4, 3, 2, 1, 3]
@@ -26,7 +28,7 @@ RUNS = {  # three orders of the six passages
 }
 
 
-def build(tmp_path: Path, capsys: pytest.CaptureFixture[str], judges: dict[str, list[int]]) -> Path:
+def build(tmp_path: Path, cli: Cli, judges: dict[str, list[int]]) -> Path:
     (tmp_path / "q.tsv").write_text("q1\twhat stops a tidal turbine\n")
     (tmp_path / "p.tsv").write_text("".join(f"{p}\ttext of {p}\n" for p in PASSAGES))
     run_args: list[str | Path] = []
@@ -35,9 +37,8 @@ def build(tmp_path: Path, capsys: pytest.CaptureFixture[str], judges: dict[str, 
         path.write_text("".join(f"q1 Q0 {p} {i} {10 - i} {name}\n" for i, p in enumerate(order)))
         run_args += ["--run", f"{name}={path}"]
     db = tmp_path / "a.db"
-    assert cli(capsys, "init", db)[0] == 0
+    assert cli("init", db)[0] == 0
     code, _, err = cli(
-        capsys,
         "import",
         db,
         "--queries",
@@ -72,17 +73,15 @@ def build(tmp_path: Path, capsys: pytest.CaptureFixture[str], judges: dict[str, 
     return db
 
 
-def report(capsys: pytest.CaptureFixture[str], db: Path, *extra: str) -> dict[str, Any]:
-    code, out, err = cli(capsys, "agree", db, "--format", "json", "-k", "3", *extra)
+def report(cli: Cli, db: Path, *extra: str) -> dict[str, Any]:
+    code, out, err = cli("agree", db, "--format", "json", "-k", "3", *extra)
     assert code == 0, err
     data: dict[str, Any] = json.loads(out)
     return data
 
 
-def test_numbers_match_a_hand_computation(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    data = report(capsys, build(tmp_path, capsys, {"m": JUDGE}))
+def test_numbers_match_a_hand_computation(tmp_path: Path, cli: Cli) -> None:
+    data = report(cli, build(tmp_path, cli, {"m": JUDGE}))
     assert data["annotators"] == ["a", "b"] and data["models"] == ["m"]
     # p3's human grade (by a) accepted the suggestion: the judge is not compared with it.
     assert (data["human_pairs"], data["judged_pairs"], data["shared_pairs"]) == (6, 6, 5)
@@ -112,10 +111,8 @@ def test_numbers_match_a_hand_computation(
     assert {c["metric"] for c in data["runs"]} == {"ra_nwg@3", "ndcg@3", "precision_4plus@3"}
 
 
-def test_a_judge_that_copies_the_humans_agrees_perfectly(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    data = report(capsys, build(tmp_path, capsys, {"copy": HUMANS}))
+def test_a_judge_that_copies_the_humans_agrees_perfectly(tmp_path: Path, cli: Cli) -> None:
+    data = report(cli, build(tmp_path, cli, {"copy": HUMANS}))
     judge = next(p for p in data["pairs"] if p["a"] == "copy")
     assert judge["kappa"] == 1.0 and judge["alpha"] == 1.0
     assert judge["bias"] == 0.0 and judge["exact"] == 1.0
@@ -126,39 +123,35 @@ def test_a_judge_that_copies_the_humans_agrees_perfectly(
     assert ndcg["human"]["best"] > ndcg["human"]["middle"] > ndcg["human"]["worst"]
 
 
-def test_several_models_add_an_ensemble_and_a_text_report(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    db = build(tmp_path, capsys, {"m": JUDGE, "n": HUMANS})
-    data = report(capsys, db)
+def test_several_models_add_an_ensemble_and_a_text_report(tmp_path: Path, cli: Cli) -> None:
+    db = build(tmp_path, cli, {"m": JUDGE, "n": HUMANS})
+    data = report(cli, db)
     names = [p["a"] for p in data["pairs"]]
     assert "judge (median of m, n)" in names
-    code, out, err = cli(capsys, "agree", db)
+    code, out, err = cli("agree", db)
     assert code == 0, err
     assert "Krippendorff's alpha (ordinal)" in out
     assert "confusion: humans (rows) vs judge (median of m, n) (columns)" in out
     assert "Kendall tau" in out
 
 
-def test_without_judge_or_with_bad_options(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    db = build(tmp_path, capsys, {})
-    data = report(capsys, db, "--metrics", "none")
+def test_without_judge_or_with_bad_options(tmp_path: Path, cli: Cli) -> None:
+    db = build(tmp_path, cli, {})
+    data = report(cli, db, "--metrics", "none")
     assert data["models"] == [] and data["runs"] == [] and data["confusion"] is None
     assert data["alpha_annotators"] is not None
-    code, _, err = cli(capsys, "agree", db, "--metrics", "nonsense")
+    code, _, err = cli("agree", db, "--metrics", "nonsense")
     assert code == 2 and "--metrics" in err
-    code, _, err = cli(capsys, "agree", tmp_path / "missing.db")
+    code, _, err = cli("agree", tmp_path / "missing.db")
     assert code == 2 and "missing.db" in err
 
 
-def test_json_report_matches_its_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_report_matches_its_schema(tmp_path: Path, cli: Cli) -> None:
     from pydantic import TypeAdapter
 
-    from raglabel.analysis.agreement import AgreementReport
+    from raglabel.formats.agreement_report import AgreementReport
 
-    data = report(capsys, build(tmp_path, capsys, {"m": JUDGE}))
+    data = report(cli, build(tmp_path, cli, {"m": JUDGE}))
     TypeAdapter(AgreementReport).validate_python(data)
     schema = json.loads(
         (Path(__file__).parents[1] / "schemas/agree-report.schema.json").read_text()

@@ -7,10 +7,9 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from chat_server import ChatServer
 from test_app import ME, UNGRADED, add_suggestion, drive, events, open_query, status_text
 from textual.pilot import Pilot
 from textual.widgets import Static
@@ -19,6 +18,9 @@ from raglabel.cli.main import main
 from raglabel.tui.app import GradingApp
 from raglabel.tui.screens.confirm import ConfirmScreen
 from raglabel.tui.screens.grade import GradeScreen
+
+if TYPE_CHECKING:
+    from chat_server import ChatServer
 
 
 def human_rows(db: Path) -> int:
@@ -33,8 +35,8 @@ async def suggest_all(db: Path, server: ChatServer, qid: str) -> None:
 
 
 @pytest.fixture
-def server() -> Any:
-    with ChatServer() as srv:
+def server(chat_server: type[ChatServer]) -> Any:
+    with chat_server() as srv:
         yield srv
 
 

@@ -5,17 +5,19 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from chat_server import ChatServer, default_grader
+
+if TYPE_CHECKING:
+    from chat_server import ChatServer
 
 
 @pytest.fixture
-def server() -> Iterator[ChatServer]:
-    with ChatServer(retry_after=0.2) as running:
+def server(chat_server: type[ChatServer]) -> Iterator[ChatServer]:
+    with chat_server(retry_after=0.2) as running:
         yield running
 
 
@@ -66,21 +68,23 @@ def test_success_has_the_openai_shape(server: ChatServer, client: httpx.Client) 
     assert record.body["temperature"] == 0
 
 
-def test_model_name_overrides_and_grader_sees_only_user_text(client: httpx.Client) -> None:
+def test_model_name_overrides_and_grader_sees_only_user_text(
+    client: httpx.Client, chat_server: type[ChatServer]
+) -> None:
     seen: list[str] = []
 
     def grader(text: str) -> int:
         seen.append(text)
         return 2
 
-    with ChatServer(model_name="stub-model", grader=grader) as server:
+    with chat_server(model_name="stub-model", grader=grader) as server:
         reply = _post(client, server, "the user text").json()
     assert reply["model"] == "stub-model"
     assert json.loads(reply["choices"][0]["message"]["content"])["grade"] == 2
     assert seen == ["the user text"]
 
 
-def test_default_grade_ignores_random_delimiters() -> None:
+def test_default_grade_ignores_random_delimiters(default_grader: Callable[[str], int]) -> None:
     # The judge fences the passage with a fresh random delimiter on every retry.
     first = "Query: q\n<<<a3f9c2e18b7d4f60aa>>>\npassage text\n<<<a3f9c2e18b7d4f60aa>>>"
     retry = "Query: q\n<<<0c1d2e3f4a5b6c7d8e9f>>>\npassage text\n<<<0c1d2e3f4a5b6c7d8e9f>>>"
@@ -178,18 +182,20 @@ def test_counts_are_per_key(server: ChatServer, client: httpx.Client) -> None:
     assert _post(client, server, "[[fault:x:500]]").status_code == 500
 
 
-def test_malformed_markers_fail_loudly(server: ChatServer, client: httpx.Client) -> None:
+def test_malformed_markers_fail_loudly(
+    server: ChatServer, client: httpx.Client, chat_server: type[ChatServer]
+) -> None:
     assert _post(client, server, "[[fault:k:teapot]]").status_code == 400
     assert _post(client, server, "[[fault:k:slow]]").status_code == 400
     assert _post(client, server, "[[fault:k@1:500]]").status_code == 400
     with pytest.raises(ValueError, match="unknown fault kind"):
-        ChatServer(fault_kinds=["418"])
+        chat_server(fault_kinds=["418"])
 
 
-def test_random_faults_follow_the_seed(client: httpx.Client) -> None:
+def test_random_faults_follow_the_seed(client: httpx.Client, chat_server: type[ChatServer]) -> None:
     def run() -> list[str]:
         kinds = ["500", "503", "nonjson"]
-        with ChatServer(fault_rate=0.5, fault_kinds=kinds, seed=7) as server:
+        with chat_server(fault_rate=0.5, fault_kinds=kinds, seed=7) as server:
             for i in range(40):
                 _post(client, server, f"passage {i}")
             return [r.fault for r in server.requests]
@@ -205,7 +211,9 @@ def test_keep_alive_reuses_one_connection(server: ChatServer, client: httpx.Clie
     assert len({r.client_port for r in server.requests}) == 1
 
 
-def test_sixteen_concurrent_requests_overlap(client: httpx.Client) -> None:
+def test_sixteen_concurrent_requests_overlap(
+    client: httpx.Client, chat_server: type[ChatServer]
+) -> None:
     statuses: list[int] = []
     lock = threading.Lock()
     barrier = threading.Barrier(16)
@@ -216,7 +224,7 @@ def test_sixteen_concurrent_requests_overlap(client: httpx.Client) -> None:
         with lock:
             statuses.append(response.status_code)
 
-    with ChatServer(latency=0.2) as server:
+    with chat_server(latency=0.2) as server:
         threads = [threading.Thread(target=one, args=(server, i)) for i in range(16)]
         started = time.monotonic()
         for thread in threads:
@@ -229,8 +237,10 @@ def test_sixteen_concurrent_requests_overlap(client: httpx.Client) -> None:
     assert elapsed < 1.0  # 3.2 s if served one at a time
 
 
-def test_shutdown_is_prompt_with_open_connections(client: httpx.Client) -> None:
-    server = ChatServer().start()
+def test_shutdown_is_prompt_with_open_connections(
+    client: httpx.Client, chat_server: type[ChatServer]
+) -> None:
+    server = chat_server().start()
     url = server.url
     # An idle keep-alive connection, and one request stuck in a 5 s slow reply.
     assert _post(client, server, "warm").status_code == 200

@@ -13,15 +13,17 @@ import sys
 import tempfile
 import types
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from cli_helpers import cli
 
 from raglabel.cli.main import build_parser
 from raglabel.metrics.config import MetricConfig
 from raglabel.session.options import AppOptions
 from raglabel.storage.project import Project
+
+if TYPE_CHECKING:
+    from cli_helpers import Cli
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo"
 
@@ -57,19 +59,15 @@ def db(tmp_path: Path) -> Path:
     return path
 
 
-def label(
-    capsys: pytest.CaptureFixture[str], started: list[AppOptions], *args: str | Path
-) -> AppOptions:
-    code, _, err = cli(capsys, "label", *args)
+def label(cli: Cli, started: list[AppOptions], *args: str | Path) -> AppOptions:
+    code, _, err = cli("label", *args)
     assert code == 0, err
     assert len(started) == 1
     return started.pop()
 
 
-def refused(
-    capsys: pytest.CaptureFixture[str], started: list[AppOptions], *args: str | Path
-) -> str:
-    code, out, err = cli(capsys, *args)
+def refused(cli: Cli, started: list[AppOptions], *args: str | Path) -> str:
+    code, out, err = cli(*args)
     assert code == 2 and out == ""
     assert started == []
     return err
@@ -78,8 +76,8 @@ def refused(
 # -- raglabel label ----------------------------------------------------------------------
 
 
-def test_defaults(capsys: pytest.CaptureFixture[str], started: list[AppOptions], db: Path) -> None:
-    assert label(capsys, started, db) == AppOptions(
+def test_defaults(cli: Cli, started: list[AppOptions], db: Path) -> None:
+    assert label(cli, started, db) == AppOptions(
         project=db,
         annotator="annotator",
         keymap={},
@@ -91,26 +89,26 @@ def test_defaults(capsys: pytest.CaptureFixture[str], started: list[AppOptions],
 
 
 def test_annotator_from_option_and_environment(
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     started: list[AppOptions],
     db: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("USER", "zoe")
-    assert label(capsys, started, db).annotator == "zoe"
+    assert label(cli, started, db).annotator == "zoe"
     monkeypatch.setenv("RAGLABEL_ANNOTATOR", "alice")
-    assert label(capsys, started, db).annotator == "alice"
-    assert label(capsys, started, db, "--annotator", "bob").annotator == "bob"
+    assert label(cli, started, db).annotator == "alice"
+    assert label(cli, started, db, "--annotator", "bob").annotator == "bob"
     # A blank variable counts as unset.
     monkeypatch.setenv("RAGLABEL_ANNOTATOR", " ")
-    assert label(capsys, started, db).annotator == "zoe"
+    assert label(cli, started, db).annotator == "zoe"
 
 
 @pytest.mark.parametrize("name", ["", "  "])
 def test_empty_annotator_is_refused(
-    capsys: pytest.CaptureFixture[str], started: list[AppOptions], db: Path, name: str
+    cli: Cli, started: list[AppOptions], db: Path, name: str
 ) -> None:
-    err = refused(capsys, started, "label", db, "--annotator", name)
+    err = refused(cli, started, "label", db, "--annotator", name)
     assert err == "raglabel label: error: --annotator must not be empty\n"
 
 
@@ -119,14 +117,14 @@ def test_empty_annotator_is_refused(
     [("10", (10,)), ("20,5", (20, 5)), ("5, 10,5,1", (5, 10, 1))],
 )
 def test_cutoffs_keep_their_order(
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     started: list[AppOptions],
     db: Path,
     text: str,
     cutoffs: tuple[int, ...],
 ) -> None:
     # The first is the K the app starts with, so the order given is kept.
-    assert label(capsys, started, db, "-k", text).cutoffs == cutoffs
+    assert label(cli, started, db, "-k", text).cutoffs == cutoffs
 
 
 @pytest.mark.parametrize(
@@ -140,32 +138,26 @@ def test_cutoffs_keep_their_order(
     ],
 )
 def test_bad_cutoffs(
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     started: list[AppOptions],
     db: Path,
     text: str,
     message: str,
 ) -> None:
-    assert (
-        refused(capsys, started, "label", db, "-k", text) == f"raglabel label: error: {message}\n"
-    )
+    assert refused(cli, started, "label", db, "-k", text) == f"raglabel label: error: {message}\n"
 
 
-def test_blind_and_adjudicate(
-    capsys: pytest.CaptureFixture[str], started: list[AppOptions], db: Path
-) -> None:
-    everyone = label(capsys, started, db, "--all-annotators")
+def test_blind_and_adjudicate(cli: Cli, started: list[AppOptions], db: Path) -> None:
+    everyone = label(cli, started, db, "--all-annotators")
     assert (everyone.blind, everyone.adjudicate) == (False, False)
-    lead = label(capsys, started, db, "--adjudicate", "--annotator", "lead")
+    lead = label(cli, started, db, "--adjudicate", "--annotator", "lead")
     # Settling a disagreement takes seeing everyone's grades.
     assert (lead.blind, lead.adjudicate, lead.annotator) == (False, True, "lead")
 
 
-def test_conventions(
-    capsys: pytest.CaptureFixture[str], started: list[AppOptions], db: Path
-) -> None:
+def test_conventions(cli: Cli, started: list[AppOptions], db: Path) -> None:
     options = label(
-        capsys,
+        cli,
         started,
         db,
         *("--alpha", "0.5", "--cap4", "2", "--cap3", "0.5"),
@@ -192,24 +184,22 @@ def test_conventions(
     ],
 )
 def test_bad_conventions(
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     started: list[AppOptions],
     db: Path,
     args: list[str],
     message: str,
 ) -> None:
-    assert refused(capsys, started, "label", db, *args) == f"raglabel label: error: {message}\n"
+    assert refused(cli, started, "label", db, *args) == f"raglabel label: error: {message}\n"
 
 
-def test_bad_gain_map(
-    capsys: pytest.CaptureFixture[str], started: list[AppOptions], db: Path
-) -> None:
-    err = refused(capsys, started, "label", db, "--gain-map", "nonsense")
+def test_bad_gain_map(cli: Cli, started: list[AppOptions], db: Path) -> None:
+    err = refused(cli, started, "label", db, "--gain-map", "nonsense")
     assert err.startswith("raglabel label: error: ") and "nonsense" in err
 
 
 def test_key_file(
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     started: list[AppOptions],
     db: Path,
     tmp_path: Path,
@@ -217,12 +207,12 @@ def test_key_file(
 ) -> None:
     keys = tmp_path / "keys.toml"
     keys.write_text('[keys]\nundo = "u,ctrl+z"\nfilter = ["/"]\n')
-    assert label(capsys, started, db, "--keys", keys).keymap == {
+    assert label(cli, started, db, "--keys", keys).keymap == {
         "undo": "u,ctrl+z",
         "filter": "slash",
     }
     monkeypatch.setenv("RAGLABEL_KEYS", str(keys))
-    assert label(capsys, started, db).keymap == {"undo": "u,ctrl+z", "filter": "slash"}
+    assert label(cli, started, db).keymap == {"undo": "u,ctrl+z", "filter": "slash"}
 
 
 @pytest.mark.parametrize(
@@ -234,7 +224,7 @@ def test_key_file(
     ],
 )
 def test_key_file_errors_name_the_file(
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     started: list[AppOptions],
     db: Path,
     text: str,
@@ -242,64 +232,60 @@ def test_key_file_errors_name_the_file(
 ) -> None:
     keys = db.parent / "my keys.toml"
     keys.write_text(text)
-    err = refused(capsys, started, "label", db, "--keys", keys)
+    err = refused(cli, started, "label", db, "--keys", keys)
     assert err.startswith(f"raglabel label: error: {keys}{message}")
 
 
-def test_missing_key_file(
-    capsys: pytest.CaptureFixture[str], started: list[AppOptions], db: Path, tmp_path: Path
-) -> None:
-    err = refused(capsys, started, "label", db, "--keys", tmp_path / "absent.toml")
+def test_missing_key_file(cli: Cli, started: list[AppOptions], db: Path, tmp_path: Path) -> None:
+    err = refused(cli, started, "label", db, "--keys", tmp_path / "absent.toml")
     assert err == f"raglabel label: error: {tmp_path / 'absent.toml'}: no such key file\n"
 
 
 def test_project_problems_stop_before_the_app(
-    capsys: pytest.CaptureFixture[str], started: list[AppOptions], tmp_path: Path
+    cli: Cli, started: list[AppOptions], tmp_path: Path
 ) -> None:
     missing = tmp_path / "missing.db"
-    err = refused(capsys, started, "label", missing)
+    err = refused(cli, started, "label", missing)
     assert err == (
         f"raglabel label: error: {missing}: no such project file (create one with raglabel init)\n"
     )
     notes = tmp_path / "notes.txt"
     notes.write_text("not a database, just text that is long enough to have a header\n" * 20)
-    assert "is not a SQLite database" in refused(capsys, started, "label", notes)
+    assert "is not a SQLite database" in refused(cli, started, "label", notes)
 
 
-def test_newer_project_is_refused(
-    capsys: pytest.CaptureFixture[str], started: list[AppOptions], db: Path
-) -> None:
+def test_newer_project_is_refused(cli: Cli, started: list[AppOptions], db: Path) -> None:
     conn = sqlite3.connect(db)
     conn.execute("PRAGMA user_version = 999")
     conn.close()
-    assert "was written by a newer raglabel" in refused(capsys, started, "label", db)
+    assert "was written by a newer raglabel" in refused(cli, started, "label", db)
 
 
 def test_the_apps_exit_code_is_the_commands(
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     started: list[AppOptions],
     db: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(sys.modules["raglabel.tui.app"], "run_app", lambda options: 3)
-    assert cli(capsys, "label", db)[0] == 3
+    assert cli("label", db)[0] == 3
 
 
 def test_no_terminal_is_refused(
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     started: list[AppOptions],
     db: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("RAGLABEL_ALLOW_NO_TTY")
     # Under pytest neither stdin nor stdout is a terminal.
-    err = refused(capsys, started, "label", db)
+    err = refused(cli, started, "label", db)
     assert err == (
         "raglabel label: error: needs a terminal: stdin and stdout must both be one "
         "(set RAGLABEL_ALLOW_NO_TTY=1 to start anyway)\n"
     )
     monkeypatch.setenv("RAGLABEL_ALLOW_NO_TTY", "0")
-    assert "needs a terminal" in refused(capsys, started, "label", db)
+    assert "needs a terminal" in refused(cli, started, "label", db)
 
 
 def test_no_terminal_through_the_entry_point(db: Path) -> None:
@@ -333,10 +319,10 @@ def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
 
 
 def test_demo_builds_a_half_graded_project(
-    capsys: pytest.CaptureFixture[str], started: list[AppOptions], tmp_path: Path
+    cli: Cli, started: list[AppOptions], tmp_path: Path
 ) -> None:
     path = tmp_path / "demo.db"
-    code, out, err = cli(capsys, "demo", "--path", path, "--annotator", "dana", "-k", "10,5")
+    code, out, err = cli("demo", "--path", path, "--annotator", "dana", "-k", "10,5")
     assert code == 0, err
     assert out == ""
     [options] = started
@@ -397,13 +383,13 @@ def test_demo_builds_a_half_graded_project(
 
 
 def test_demo_in_a_fresh_temporary_directory(
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     started: list[AppOptions],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    code, _, err = cli(capsys, "demo")
+    code, _, err = cli("demo")
     assert code == 0, err
     [options] = started
     project = options.project
@@ -417,12 +403,10 @@ def test_demo_in_a_fresh_temporary_directory(
     assert lines[-1] == f"your grades are in {project}"
 
 
-def test_demo_refuses_an_existing_file(
-    capsys: pytest.CaptureFixture[str], started: list[AppOptions], tmp_path: Path
-) -> None:
+def test_demo_refuses_an_existing_file(cli: Cli, started: list[AppOptions], tmp_path: Path) -> None:
     path = tmp_path / "mine.db"
     path.write_text("keep me\n")
-    err = refused(capsys, started, "demo", "--path", path)
+    err = refused(cli, started, "demo", "--path", path)
     assert err == (
         f"raglabel demo: error: {path}: already exists; raglabel demo builds a fresh project\n"
     )
@@ -430,7 +414,7 @@ def test_demo_refuses_an_existing_file(
 
 
 def test_demo_without_a_terminal_leaves_nothing_behind(
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     started: list[AppOptions],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -439,28 +423,26 @@ def test_demo_without_a_terminal_leaves_nothing_behind(
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    assert "needs a terminal" in refused(capsys, started, "demo")
-    assert "needs a terminal" in refused(capsys, started, "demo", "--path", tmp_path / "d.db")
+    assert "needs a terminal" in refused(cli, started, "demo")
+    assert "needs a terminal" in refused(cli, started, "demo", "--path", tmp_path / "d.db")
     assert list(scratch.iterdir()) == [] and not (tmp_path / "d.db").exists()
 
 
-def test_demo_option_errors(
-    capsys: pytest.CaptureFixture[str], started: list[AppOptions], tmp_path: Path
-) -> None:
+def test_demo_option_errors(cli: Cli, started: list[AppOptions], tmp_path: Path) -> None:
     path = tmp_path / "d.db"
-    assert refused(capsys, started, "demo", "--path", path, "-k", "x").endswith(
+    assert refused(cli, started, "demo", "--path", path, "-k", "x").endswith(
         "-k: 'x' is not an integer\n"
     )
     keys = tmp_path / "keys.toml"
     keys.write_text('[keys]\nnope = "z"\n')
     assert f"{keys}:2: keys.nope: unknown binding" in refused(
-        capsys, started, "demo", "--path", path, "--keys", keys
+        cli, started, "demo", "--path", path, "--keys", keys
     )
     assert not path.exists()
 
 
 def test_missing_corpus_is_a_clear_error(
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     started: list[AppOptions],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -476,7 +458,7 @@ def test_missing_corpus_is_a_clear_error(
     monkeypatch.setattr(demo, "files", no_package)
     monkeypatch.setattr(demo, "_checkout_corpus", lambda: empty)
     path = tmp_path / "d.db"
-    err = refused(capsys, started, "demo", "--path", path)
+    err = refused(cli, started, "demo", "--path", path)
     assert err == (
         "raglabel demo: error: the demo corpus is missing from this installation "
         f"(passages.jsonl, qrels.txt, runs/*.run not found in {empty}); reinstall raglabel\n"
@@ -527,10 +509,10 @@ def test_demo_corpus_is_found() -> None:
         ("demo", ["--path", "--annotator", "--keys", "-k"]),
     ],
 )
-def test_help(capsys: pytest.CaptureFixture[str], command: str, options: list[str]) -> None:
+def test_help(cli: Cli, command: str, options: list[str]) -> None:
     commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     assert command in commands
-    code, out, _ = cli(capsys, command, "--help")
+    code, out, _ = cli(command, "--help")
     assert code == 0
     assert out.startswith(f"usage: raglabel {command}")
     for option in options:

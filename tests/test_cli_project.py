@@ -18,14 +18,16 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from cli_helpers import cli
 
 from raglabel.cli.main import build_parser, main
 from raglabel.storage.grades import GradeEvent, record, undo_last
 from raglabel.storage.project import APPLICATION_ID, Project
+
+if TYPE_CHECKING:
+    from cli_helpers import Cli
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo"
 RUN_NAMES = ("bm25", "dense", "dense_rerank", "hybrid")
@@ -44,8 +46,8 @@ def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def ok(capsys: pytest.CaptureFixture[str], *args: str | Path) -> str:
-    code, out, err = cli(capsys, *args)
+def ok(cli: Cli, *args: str | Path) -> str:
+    code, out, err = cli(*args)
     assert code == 0, err
     return out
 
@@ -166,12 +168,12 @@ def test_init_creates_an_empty_project(tmp_path: Path) -> None:
         assert scalar(db, f"SELECT count(*) FROM {table}") == 0
 
 
-def test_init_never_overwrites(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_init_never_overwrites(tmp_path: Path, cli: Cli) -> None:
     db = tmp_path / "p.db"
-    ok(capsys, "init", db)
-    ok(capsys, "import", db, "--queries", DEMO / "queries.jsonl")
+    ok(cli, "init", db)
+    ok(cli, "import", db, "--queries", DEMO / "queries.jsonl")
     before = digest(db)
-    code, out, err = cli(capsys, "init", db)
+    code, out, err = cli("init", db)
     assert code == 2 and out == ""
     assert (
         err.strip()
@@ -182,7 +184,7 @@ def test_init_never_overwrites(tmp_path: Path, capsys: pytest.CaptureFixture[str
     # A file that is not a project is not touched either.
     notes = tmp_path / "notes.txt"
     notes.write_text("keep me\n")
-    code, _, err = cli(capsys, "init", notes)
+    code, _, err = cli("init", notes)
     assert code == 2 and str(notes) in err
     assert notes.read_text() == "keep me\n"
 
@@ -269,7 +271,7 @@ def test_import_demo_corpus_qrels_and_runs(tmp_path: Path) -> None:
 
 
 def test_run_rankings_are_stored_in_trec_eval_order(
-    corpus_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    corpus_db: Path, tmp_path: Path, cli: Cli
 ) -> None:
     # Shuffled lines, a score tie and an exponent score: the stored ranking must be
     # score descending, ties by docid descending, and the name the file's stem.
@@ -283,7 +285,7 @@ def test_run_rankings_are_stored_in_trec_eval_order(
         "\n"
         "q02 Q0 kb-0110 1 2.5e0 t\n"
     )
-    out = ok(capsys, "import", corpus_db, "--run", run, "--depth", "2")
+    out = ok(cli, "import", corpus_db, "--run", run, "--depth", "2")
     assert "runs: 1, run entries: 5" in out
     stored = query(
         corpus_db,
@@ -298,8 +300,8 @@ def test_run_rankings_are_stored_in_trec_eval_order(
     assert scalar(corpus_db, "SELECT count(*) FROM candidate") == 3
 
 
-def test_depth_limits_candidates(corpus_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    ok(capsys, "import", corpus_db, "--run", RUNS["bm25"], "--depth", "3")
+def test_depth_limits_candidates(corpus_db: Path, cli: Cli) -> None:
+    ok(cli, "import", corpus_db, "--run", RUNS["bm25"], "--depth", "3")
     rows = query(corpus_db, "SELECT query_id, best_rank FROM candidate ORDER BY 1, 2")
     assert len(rows) == 30 * 3
     assert {rank for _, rank in rows} == {1, 2, 3}
@@ -307,11 +309,11 @@ def test_depth_limits_candidates(corpus_db: Path, capsys: pytest.CaptureFixture[
 
 
 def test_qrels_with_grade_map_and_default_annotator(
-    corpus_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    corpus_db: Path, tmp_path: Path, cli: Cli
 ) -> None:
     qrels = tmp_path / "binary.qrels"
     qrels.write_text("q01 0 kb-0002 1\nq01 0 kb-0047 0\nq02 0 kb-0110 1\n")
-    out = ok(capsys, "import", corpus_db, "--qrels", qrels, "--grade-map", "0:2,1:5")
+    out = ok(cli, "import", corpus_db, "--qrels", qrels, "--grade-map", "0:2,1:5")
     assert out.strip() == f"imported into {corpus_db}: grades: 3"
     # Without --annotator, the grades belong to the label file's name.
     assert current_grades(corpus_db) == {
@@ -322,12 +324,10 @@ def test_qrels_with_grade_map_and_default_annotator(
     assert query(corpus_db, "SELECT DISTINCT origin FROM event") == [("qrels:binary.qrels",)]
 
 
-def test_requeued_queries_count_as_updated(
-    corpus_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_requeued_queries_count_as_updated(corpus_db: Path, tmp_path: Path, cli: Cli) -> None:
     queries = tmp_path / "queries.tsv"
     queries.write_text("q01\tA reworded first question\nq99\tA brand new question\n")
-    out = ok(capsys, "import", corpus_db, "--queries", queries)
+    out = ok(cli, "import", corpus_db, "--queries", queries)
     assert out.strip() == f"imported into {corpus_db}: queries added: 1, queries updated: 1"
     assert scalar(corpus_db, "SELECT text FROM query WHERE ext_id = 'q01'") == (
         "A reworded first question"
@@ -356,11 +356,9 @@ def make_beir(root: Path) -> Path:
     return folder
 
 
-def test_import_beir_folder(
-    corpus_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_import_beir_folder(corpus_db: Path, tmp_path: Path, cli: Cli) -> None:
     folder = make_beir(tmp_path)
-    out = ok(capsys, "import", corpus_db, "--beir", folder)
+    out = ok(cli, "import", corpus_db, "--beir", folder)
     assert out.strip() == (
         f"imported into {corpus_db}: queries added: 2, passages added: 3, grades: 3"
     )
@@ -379,15 +377,15 @@ def test_import_beir_folder(
         ("d2", None, "Restore an older version.", '{"a": 1}'),
     ]
     # Another split, another annotator name; --annotator overrides it.
-    out = ok(capsys, "import", corpus_db, "--beir", folder, "--split", "dev", "--annotator", "eve")
+    out = ok(cli, "import", corpus_db, "--beir", folder, "--split", "dev", "--annotator", "eve")
     assert "queries updated: 2, passages updated: 3, grades: 1" in out
     assert ("b2", "d2", "eve", 5) in current_grades(corpus_db)
 
 
-def test_import_samples(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_import_samples(tmp_path: Path, cli: Cli) -> None:
     db = tmp_path / "samples.db"
-    ok(capsys, "init", db)
-    out = ok(capsys, "import", db, "--samples", f"rag={DEMO / 'samples.jsonl'}", "--depth", "5")
+    ok(cli, "init", db)
+    out = ok(cli, "import", db, "--samples", f"rag={DEMO / 'samples.jsonl'}", "--depth", "5")
     assert out.splitlines() == [
         f"imported into {db}: samples: 30, queries added: 30, grades: 617, runs: 1, "
         "run entries: 300",
@@ -419,12 +417,12 @@ def test_import_samples(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
         r["id"] for r in q04["actual_output"]["retrieved"]
     ]
     # A bare file name names the run after its stem.
-    out = ok(capsys, "import", db, "--samples", DEMO / "samples.jsonl", "--annotator", "gold")
+    out = ok(cli, "import", db, "--samples", DEMO / "samples.jsonl", "--annotator", "gold")
     assert ("samples",) in query(db, "SELECT name FROM run")
 
 
 def test_samples_text_is_matched_to_known_passages(
-    corpus_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    corpus_db: Path, tmp_path: Path, cli: Cli
 ) -> None:
     texts = dict(query(corpus_db, "SELECT ext_id, text FROM passage WHERE ext_id LIKE 'kb-00%'"))
     span = texts["kb-0047"][10:200]
@@ -442,7 +440,7 @@ def test_samples_text_is_matched_to_known_passages(
         "actual_output": {"retrieved": retrieved},
     }
     samples.write_text(json.dumps(sample) + "\n")
-    out = ok(capsys, "import", corpus_db, "--samples", samples)
+    out = ok(cli, "import", corpus_db, "--samples", samples)
     assert out.splitlines()[-1] == ("retrieved passages matched by: 1 exact, 1 id, 1 new, 1 span")
     ids = bytes(scalar(corpus_db, "SELECT passage_ids FROM ranking")).decode().split("\n")
     assert ids[:2] == ["kb-0002", "kb-0047"] and ids[3] == "kb-0056"
@@ -469,7 +467,7 @@ def big_run(path: Path, lines: int, bad_line: int | None = None) -> None:
 
 
 def test_bad_line_near_the_end_of_a_huge_run_changes_nothing(
-    labelled_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    labelled_db: Path, tmp_path: Path, cli: Cli
 ) -> None:
     run = tmp_path / "huge.run"
     big_run(run, 200_000, bad_line=199_990)
@@ -477,7 +475,6 @@ def test_bad_line_near_the_end_of_a_huge_run_changes_nothing(
     more.write_text("q01 0 kb-0900 2\n")
     before, before_digest = snapshot(labelled_db), digest(labelled_db)
     code, out, err = cli(
-        capsys,
         "import",
         labelled_db,
         "--qrels",
@@ -495,7 +492,7 @@ def test_bad_line_near_the_end_of_a_huge_run_changes_nothing(
 
 
 def test_failure_while_writing_rolls_back_everything(
-    labelled_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    labelled_db: Path, tmp_path: Path, cli: Cli
 ) -> None:
     # Everything parses; the second run's name is taken, which is found only while
     # writing, after new queries, grades and a 200,000-line run were already written
@@ -508,7 +505,6 @@ def test_failure_while_writing_rolls_back_everything(
     more.write_text("q31 0 kb-0002 3\n")
     before, before_digest = snapshot(labelled_db), digest(labelled_db)
     code, _, err = cli(
-        capsys,
         "import",
         labelled_db,
         "--queries",
@@ -528,20 +524,18 @@ def test_failure_while_writing_rolls_back_everything(
 
 
 def test_samples_run_name_taken_rolls_back_its_queries(
-    labelled_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    labelled_db: Path, tmp_path: Path, cli: Cli
 ) -> None:
     # The samples writer upserts queries (new texts, expected answers) before it stores
     # its run; the name clash must undo those too.
     before, before_digest = snapshot(labelled_db), digest(labelled_db)
-    code, _, err = cli(
-        capsys, "import", labelled_db, "--samples", f"hybrid={DEMO / 'samples.jsonl'}"
-    )
+    code, _, err = cli("import", labelled_db, "--samples", f"hybrid={DEMO / 'samples.jsonl'}")
     assert code == 2 and "a run named 'hybrid' is already in the project" in err
     assert_unchanged(labelled_db, before, before_digest)
 
 
 def test_bad_label_in_the_middle_of_qrels_changes_nothing(
-    labelled_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    labelled_db: Path, tmp_path: Path, cli: Cli
 ) -> None:
     lines = (DEMO / "qrels.txt").read_text().splitlines()
     lines[299] = lines[299].rsplit(" ", 1)[0] + " relevant"
@@ -549,7 +543,7 @@ def test_bad_label_in_the_middle_of_qrels_changes_nothing(
     qrels.write_text("\n".join(lines) + "\n")
     before, before_digest = snapshot(labelled_db), digest(labelled_db)
     code, _, err = cli(
-        capsys, "import", labelled_db, "--qrels", qrels, "--annotator", "bob", "--run", RUNS["bm25"]
+        "import", labelled_db, "--qrels", qrels, "--annotator", "bob", "--run", RUNS["bm25"]
     )
     assert code == 2
     assert err.strip() == (
@@ -559,7 +553,7 @@ def test_bad_label_in_the_middle_of_qrels_changes_nothing(
 
 
 def test_second_file_bad_after_a_good_first_changes_nothing(
-    corpus_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    corpus_db: Path, tmp_path: Path, cli: Cli
 ) -> None:
     queries = tmp_path / "queries.jsonl"
     queries.write_text(
@@ -570,15 +564,15 @@ def test_second_file_bad_after_a_good_first_changes_nothing(
     rows[216] = json.dumps({"id": "np216", "title": "no text"})
     passages.write_text("\n".join(rows) + "\n")
     before, before_digest = snapshot(corpus_db), digest(corpus_db)
-    code, _, err = cli(capsys, "import", corpus_db, "--queries", queries, "--passages", passages)
+    code, _, err = cli("import", corpus_db, "--queries", queries, "--passages", passages)
     assert code == 2
     assert err.strip() == f"raglabel import: error: {passages}:217: field text: Field required"
     assert_unchanged(corpus_db, before, before_digest)
 
 
-def test_replace_swaps_a_run(labelled_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_replace_swaps_a_run(labelled_db: Path, cli: Cli) -> None:
     before_grades = current_grades(labelled_db)
-    ok(capsys, "import", labelled_db, "--run", f"bm25={RUNS['dense_rerank']}", "--replace")
+    ok(cli, "import", labelled_db, "--run", f"bm25={RUNS['dense_rerank']}", "--replace")
     runs = {
         name: (src, e)
         for name, src, e in query(labelled_db, "SELECT name, source, entries FROM run")
@@ -600,16 +594,14 @@ def test_replace_swaps_a_run(labelled_db: Path, capsys: pytest.CaptureFixture[st
 # -- export round trips ----------------------------------------------------------------
 
 
-def test_qrels_round_trip_with_the_default_map(
-    corpus_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_qrels_round_trip_with_the_default_map(corpus_db: Path, tmp_path: Path, cli: Cli) -> None:
     original = tmp_path / "orig.qrels"
     # The demo qrels plus a label below -1: the default map makes it junk (grade 1),
     # which comes back as -1.
     original.write_text((DEMO / "qrels.txt").read_text() + "q30\t0\tkb-unjudged\t-3\n")
-    ok(capsys, "import", corpus_db, "--qrels", original)
+    ok(cli, "import", corpus_db, "--qrels", original)
     out_path = tmp_path / "out.qrels"
-    out = ok(capsys, "export", corpus_db, "--qrels", out_path)
+    out = ok(cli, "export", corpus_db, "--qrels", out_path)
     assert out.strip() == f"wrote 618 judged pairs to {out_path}"
     exported = out_path.read_text().splitlines()
     assert exported == sorted(exported, key=lambda s: (s.split()[0], s.split()[2]))
@@ -617,18 +609,16 @@ def test_qrels_round_trip_with_the_default_map(
     assert exported == sorted(expected, key=lambda s: (s.split()[0], s.split()[2]))
 
 
-def test_qrels_round_trip_with_a_custom_map(
-    corpus_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_qrels_round_trip_with_a_custom_map(corpus_db: Path, tmp_path: Path, cli: Cli) -> None:
     original = tmp_path / "three.qrels"
     original.write_text("q01 0 kb-0002 2\nq01 0 kb-0047 0\nq02 0 kb-0110 1\nq02 0 kb-0002 0\n")
-    ok(capsys, "import", corpus_db, "--qrels", original, "--grade-map", "0:1,1:3,2:5")
+    ok(cli, "import", corpus_db, "--qrels", original, "--grade-map", "0:1,1:3,2:5")
     same = tmp_path / "same.qrels"
-    ok(capsys, "export", corpus_db, "--qrels", same, "--grade-map", "0:1,1:3,2:5")
+    ok(cli, "export", corpus_db, "--qrels", same, "--grade-map", "0:1,1:3,2:5")
     assert same.read_text().splitlines() == qrels_lines(original)
     # The default map reads the same grades back as TREC labels: 1 -> -1, 3 -> 1, 5 -> 3.
     default = tmp_path / "default.qrels"
-    ok(capsys, "export", corpus_db, "--qrels", default)
+    ok(cli, "export", corpus_db, "--qrels", default)
     assert default.read_text().splitlines() == [
         "q01 0 kb-0002 3",
         "q01 0 kb-0047 -1",
@@ -655,20 +645,20 @@ def test_qrels_round_trip_with_a_custom_map(
 def test_export_qrels_with_an_unusable_map_writes_nothing(
     labelled_db: Path,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     grade_map: str,
     message: str,
 ) -> None:
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     target = out_dir / "qrels.txt"
-    code, out, err = cli(capsys, "export", labelled_db, "--qrels", target, "--grade-map", grade_map)
+    code, out, err = cli("export", labelled_db, "--qrels", target, "--grade-map", grade_map)
     assert (code, out) == (2, "")
     assert err.strip() == f"raglabel export: error: {message}"
     assert list(out_dir.iterdir()) == []
     # An existing file at the target is left as it was.
     target.write_text("previous\n")
-    code, _, _ = cli(capsys, "export", labelled_db, "--qrels", target, "--grade-map", grade_map)
+    code, _, _ = cli("export", labelled_db, "--qrels", target, "--grade-map", grade_map)
     assert code == 2 and target.read_text() == "previous\n"
     assert [p.name for p in out_dir.iterdir()] == ["qrels.txt"]
 
@@ -699,12 +689,10 @@ def test_export_failing_mid_write_leaves_no_partial_file(
     assert (out_dir / "labels.csv").read_text() == "old\n"
 
 
-def test_export_to_a_directory_fails_cleanly(
-    labelled_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_export_to_a_directory_fails_cleanly(labelled_db: Path, tmp_path: Path, cli: Cli) -> None:
     target = tmp_path / "adir"
     target.mkdir()
-    code, _, err = cli(capsys, "export", labelled_db, "--jsonl", target)
+    code, _, err = cli("export", labelled_db, "--jsonl", target)
     assert code == 2
     assert err.startswith(f"raglabel export: error: {target}: cannot write: ")
     assert list(target.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == [
@@ -775,17 +763,17 @@ def test_history_round_trip(
     history_master: Path,
     corpus_db: Path,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     flag: str,
 ) -> None:
     suffix = flag.lstrip("-")
     first, second = tmp_path / f"first.{suffix}", tmp_path / f"second.{suffix}"
-    out = ok(capsys, "export", history_master, flag, first, "--history")
+    out = ok(cli, "export", history_master, flag, first, "--history")
     events = scalar(history_master, "SELECT count(*) FROM event")
     assert out.strip() == f"wrote {events} events to {first}"
-    out = ok(capsys, "import", corpus_db, "--labels", first)
+    out = ok(cli, "import", corpus_db, "--labels", first)
     assert f"label events: {events}" in out
-    ok(capsys, "export", corpus_db, flag, second, "--history")
+    ok(cli, "export", corpus_db, flag, second, "--history")
     # A fresh project numbers the events as the source did, so nothing may differ.
     assert second.read_text() == first.read_text()
     assert current_grades(corpus_db) == current_grades(history_master)
@@ -802,7 +790,7 @@ def test_history_round_trip_renumbers_events(
     history_master: Path,
     corpus_db: Path,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     flag: str,
 ) -> None:
     # The target already has two events (a grade and its undo), so every imported
@@ -812,9 +800,9 @@ def test_history_round_trip_renumbers_events(
         assert undo_last(project, "carol") is not None
     suffix = flag.lstrip("-")
     first, second = tmp_path / f"first.{suffix}", tmp_path / f"second.{suffix}"
-    ok(capsys, "export", history_master, flag, first, "--history")
-    ok(capsys, "import", corpus_db, "--labels", first)
-    ok(capsys, "export", corpus_db, flag, second, "--history")
+    ok(cli, "export", history_master, flag, first, "--history")
+    ok(cli, "import", corpus_db, "--labels", first)
+    ok(cli, "export", corpus_db, flag, second, "--history")
     old, new = read_records(first), read_records(second)
     assert [r["annotator"] for r in new[:2]] == ["carol", "carol"]
 
@@ -838,17 +826,17 @@ def test_current_grades_round_trip(
     history_master: Path,
     corpus_db: Path,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     flag: str,
 ) -> None:
     suffix = flag.lstrip("-")
     first, second = tmp_path / f"first.{suffix}", tmp_path / f"second.{suffix}"
-    out = ok(capsys, "export", history_master, flag, first)
+    out = ok(cli, "export", history_master, flag, first)
     grades = current_grades(history_master)
     assert out.strip() == f"wrote {len(grades)} grades to {first}"
-    ok(capsys, "import", corpus_db, "--labels", first)
+    ok(cli, "import", corpus_db, "--labels", first)
     assert current_grades(corpus_db) == grades
-    ok(capsys, "export", corpus_db, flag, second)
+    ok(cli, "export", corpus_db, flag, second)
     assert second.read_text() == first.read_text()
     # The times, origin and accepted-suggestion flag travel with each grade.
     rec = next(
@@ -859,23 +847,23 @@ def test_current_grades_round_trip(
     assert str(rec["accepted_suggestion"]) == "True" and rec["origin"] == "app"
 
 
-def eval_means(capsys: pytest.CaptureFixture[str], *args: str | Path) -> dict[str, Any]:
-    out = ok(capsys, "eval", *args, "--format", "json", "-k", "5,10")
+def eval_means(cli: Cli, *args: str | Path) -> dict[str, Any]:
+    out = ok(cli, "eval", *args, "--format", "json", "-k", "5,10")
     report = json.loads(out)
     return {"runs": report["runs"], "fingerprint": report["labels"]["fingerprint"]}
 
 
 def test_eval_from_exported_qrels_and_from_the_project_matches_the_files(
-    labelled_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    labelled_db: Path, tmp_path: Path, cli: Cli
 ) -> None:
     runs = [f"{name}={path}" for name, path in RUNS.items()]
     exported = tmp_path / "exported.qrels"
-    ok(capsys, "export", labelled_db, "--qrels", exported)
-    original = eval_means(capsys, "--qrels", DEMO / "qrels.txt", "--run", *runs, "--per-query")
+    ok(cli, "export", labelled_db, "--qrels", exported)
+    original = eval_means(cli, "--qrels", DEMO / "qrels.txt", "--run", *runs, "--per-query")
     assert set(original["runs"]) == set(RUN_NAMES)
-    assert eval_means(capsys, "--qrels", exported, "--run", *runs, "--per-query") == original
+    assert eval_means(cli, "--qrels", exported, "--run", *runs, "--per-query") == original
     # The project's stored runs and grades give the same numbers as the files.
-    assert eval_means(capsys, labelled_db, "--per-query") == original
+    assert eval_means(cli, labelled_db, "--per-query") == original
 
 
 # -- help ------------------------------------------------------------------------------
@@ -896,12 +884,10 @@ def test_eval_from_exported_qrels_and_from_the_project_matches_the_files(
         ("eval", ["--qrels", "--run", "--format", "--grade-map", "--per-query"]),
     ],
 )
-def test_project_commands_have_help(
-    capsys: pytest.CaptureFixture[str], command: str, options: list[str]
-) -> None:
+def test_project_commands_have_help(cli: Cli, command: str, options: list[str]) -> None:
     commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     assert command in commands
-    code, out, _ = cli(capsys, command, "--help")
+    code, out, _ = cli(command, "--help")
     assert code == 0
     assert out.startswith(f"usage: raglabel {command}")
     for option in options:

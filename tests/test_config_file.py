@@ -5,41 +5,40 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from cli_helpers import cli
+
+if TYPE_CHECKING:
+    from cli_helpers import Cli
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
 
 
-def eval_with(
-    capsys: pytest.CaptureFixture[str], config: Path, *extra: str
-) -> tuple[int, str, str]:
+def eval_with(cli: Cli, config: Path, *extra: str) -> tuple[int, str, str]:
     """``raglabel eval`` of the demo's bm25 run with ``--config config``."""
     run = f"bm25={FIXTURES / 'runs' / 'bm25.run'}"
     args = ["eval", "--qrels", FIXTURES / "qrels.txt", "--run", run, "--config", config]
-    return cli(capsys, *args, *extra)
+    return cli(*args, *extra)
 
 
-def eval_config(capsys: pytest.CaptureFixture[str], config: Path, *extra: str) -> dict[str, object]:
-    code, out, err = eval_with(capsys, config, "--format", "json", *extra)
+def eval_config(cli: Cli, config: Path, *extra: str) -> dict[str, object]:
+    code, out, err = eval_with(cli, config, "--format", "json", *extra)
     assert code == 0, err
     report: dict[str, object] = json.loads(out)["config"]
     return report
 
 
-def test_file_sets_conventions_and_options_win(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_file_sets_conventions_and_options_win(tmp_path: Path, cli: Cli) -> None:
     config = tmp_path / "raglabel.toml"
     config.write_text(
         "# project conventions\n[metrics]\nalpha = 0.5\ncap3 = 0.2\n"
         "base_utilities = { 5 = 1.0, 4 = 0.4, 3 = 0.1, 2 = 0.0, 1 = 0.0 }\n"
     )
-    found = eval_config(capsys, config)
+    found = eval_config(cli, config)
     assert found["alpha"] == 0.5 and found["cap3"] == 0.2
     assert found["base_utilities"] == {"5": 1.0, "4": 0.4, "3": 0.1, "2": 0.0, "1": 0.0}
-    assert eval_config(capsys, config, "--alpha", "2")["alpha"] == 2.0
+    assert eval_config(cli, config, "--alpha", "2")["alpha"] == 2.0
 
 
 @pytest.mark.parametrize(
@@ -63,15 +62,15 @@ def test_file_sets_conventions_and_options_win(
     ],
 )
 def test_bad_files_name_file_and_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], body: bytes, where: str, words: str
+    tmp_path: Path, cli: Cli, body: bytes, where: str, words: str
 ) -> None:
     config = tmp_path / "bad.toml"
     config.write_bytes(body)
-    code, _, err = eval_with(capsys, config)
+    code, _, err = eval_with(cli, config)
     assert code == 2
     assert f"{config}{where} " in err and words in err, err
 
 
-def test_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = eval_with(capsys, tmp_path / "nope.toml")
+def test_missing_file(tmp_path: Path, cli: Cli) -> None:
+    code, _, err = eval_with(cli, tmp_path / "nope.toml")
     assert code == 2 and "nope.toml: no such config file" in err

@@ -15,12 +15,14 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from chat_server import ChatServer
-from cli_helpers import judge_argv
-from integrity import assert_sound
+
+if TYPE_CHECKING:
+    from chat_server import ChatServer
 
 HERE = Path(__file__).resolve().parent
 GRADES = 1000  # acknowledged grades at least; undos and clears come on top
@@ -40,7 +42,7 @@ def start_grader(db: Path, first: int) -> subprocess.Popen[str]:
     return child
 
 
-def start_judge(db: Path, url: str) -> subprocess.Popen[str]:
+def start_judge(judge_argv: Callable[..., list[str]], db: Path, url: str) -> subprocess.Popen[str]:
     args = judge_argv(db, url, "--concurrency", "4", "--include-graded")
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
@@ -102,11 +104,16 @@ def kill(child: subprocess.Popen[str]) -> list[str]:
     return out.splitlines() if out else []
 
 
-def run_campaign(db: Path, judge_url: str | None) -> tuple[int, int, int]:
+def run_campaign(
+    db: Path,
+    judge_url: str | None,
+    judge_argv: Callable[..., list[str]],
+    assert_sound: Callable[[Path], None],
+) -> tuple[int, int, int]:
     rng = random.Random(SEED)
     acks: list[tuple[int, str, int, str, str]] = []
     kills = judge_kills = landed = 0
-    judge = start_judge(db, judge_url) if judge_url else None
+    judge = start_judge(judge_argv, db, judge_url) if judge_url else None
     while sum(kind == "grade" for _, kind, *_ in acks) < GRADES:
         grader = start_grader(db, acks[-1][0] + 1 if acks else 0)
         assert grader.stdout is not None
@@ -129,7 +136,7 @@ def run_campaign(db: Path, judge_url: str | None) -> tuple[int, int, int]:
                 judge.send_signal(signal.SIGKILL)
                 judge.wait(timeout=30)
                 judge_kills += 1
-            judge = start_judge(db, judge_url) if judge_url else None
+            judge = start_judge(judge_argv, db, judge_url) if judge_url else None
         check_acknowledged(db, acks)
         assert_sound(db)
         if judge_url:
@@ -149,15 +156,24 @@ def run_campaign(db: Path, judge_url: str | None) -> tuple[int, int, int]:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
-def test_sigkill_while_grading_loses_nothing_acknowledged(demo_db: Path) -> None:
-    actions, kills, _ = run_campaign(demo_db, None)
+def test_sigkill_while_grading_loses_nothing_acknowledged(
+    demo_db: Path, judge_argv: Callable[..., list[str]], assert_sound: Callable[[Path], None]
+) -> None:
+    actions, kills, _ = run_campaign(demo_db, None, judge_argv, assert_sound)
     assert actions >= GRADES and kills >= 20
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
-def test_sigkill_while_a_judge_writes_suggestions(demo_db: Path) -> None:
-    with ChatServer(latency=0.05) as server:
-        actions, kills, judge_kills = run_campaign(demo_db, server.base_url)
+def test_sigkill_while_a_judge_writes_suggestions(
+    demo_db: Path,
+    chat_server: type[ChatServer],
+    judge_argv: Callable[..., list[str]],
+    assert_sound: Callable[[Path], None],
+) -> None:
+    with chat_server(latency=0.05) as server:
+        actions, kills, judge_kills = run_campaign(
+            demo_db, server.base_url, judge_argv, assert_sound
+        )
         assert actions >= GRADES and kills >= 20 and judge_kills >= 1
         # The judge ends what the kills interrupted: every answer slot is answered once.
         done = subprocess.run(

@@ -9,11 +9,12 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from chat_server import ChatServer
-from cli_helpers import judge_argv
-from integrity import assert_sound
+if TYPE_CHECKING:
+    from chat_server import ChatServer
 
 HERE = Path(__file__).resolve().parent
 GRADERS = 4
@@ -44,8 +45,13 @@ def snapshot_problems(db: Path, stop: threading.Event) -> tuple[list[str], int]:
     return problems, reads
 
 
-def test_four_graders_a_judge_and_readers_at_once(demo_db: Path) -> None:
-    with ChatServer(latency=0.01) as server:
+def test_four_graders_a_judge_and_readers_at_once(
+    demo_db: Path,
+    chat_server: type[ChatServer],
+    judge_argv: Callable[..., list[str]],
+    assert_sound: Callable[[Path], None],
+) -> None:
+    with chat_server(latency=0.01) as server:
         graders = [
             subprocess.Popen(
                 [
@@ -114,7 +120,9 @@ def test_four_graders_a_judge_and_readers_at_once(demo_db: Path) -> None:
     assert_sound(demo_db)
 
 
-def test_backup_while_graders_write_is_a_sound_project(demo_db: Path, tmp_path: Path) -> None:
+def test_backup_while_graders_write_is_a_sound_project(
+    demo_db: Path, tmp_path: Path, assert_sound: Callable[[Path], None]
+) -> None:
     grader = subprocess.Popen(
         [
             sys.executable,

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from cli_helpers import cli
-from integrity import assert_sound, checksum
 from textual.pilot import Pilot
 
 from raglabel.errors import StorageError
@@ -24,6 +22,9 @@ from raglabel.tui.app import create_app
 from raglabel.tui.screens.grade import GradeScreen
 from raglabel.tui.screens.runs import RunsScreen
 from raglabel.tui.widgets.status import SaveMark
+
+if TYPE_CHECKING:
+    from cli_helpers import Cli
 
 ME = "ann"
 UNGRADED = 25
@@ -56,7 +57,9 @@ def events(path: Path) -> int:
         return int(conn.execute("SELECT count(*) FROM event").fetchone()[0])
 
 
-def test_full_disk_refuses_whole_writes_and_says_so(demo_db: Path) -> None:
+def test_full_disk_refuses_whole_writes_and_says_so(
+    demo_db: Path, assert_sound: Callable[[Path], None]
+) -> None:
     with Project.open(demo_db) as project:
         fill_to_the_brim(project)
         before = events(demo_db)
@@ -69,7 +72,9 @@ def test_full_disk_refuses_whole_writes_and_says_so(demo_db: Path) -> None:
     assert_sound(demo_db)
 
 
-def test_read_only_connection_refuses_with_a_clear_message(demo_db: Path) -> None:
+def test_read_only_connection_refuses_with_a_clear_message(
+    demo_db: Path, assert_sound: Callable[[Path], None]
+) -> None:
     with Project.open(demo_db) as project:
         project.conn.execute("PRAGMA query_only = ON")
         with pytest.raises(StorageError, match="read-only"):
@@ -103,21 +108,23 @@ def refusing(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 def test_cli_write_on_a_read_only_file_exits_1_and_changes_nothing(
-    demo_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], refusing: str
+    demo_db: Path, tmp_path: Path, cli: Cli, checksum: Callable[[Path], str], refusing: str
 ) -> None:
     before = checksum(demo_db)
     (tmp_path / "q.tsv").write_text("new1\ta new query\n")
-    code, _, err = cli(capsys, "import", demo_db, "--queries", tmp_path / "q.tsv")
+    code, _, err = cli("import", demo_db, "--queries", tmp_path / "q.tsv")
     assert code == 1
     assert "raglabel import: error: nothing was saved:" in err and "read-only" in err
     assert "Traceback" not in err
     # Reading commands still work.
-    code, _, err = cli(capsys, "eval", demo_db, "--format", "json")
+    code, _, err = cli("eval", demo_db, "--format", "json")
     assert code == 0, err
     assert checksum(demo_db) == before
 
 
-async def test_app_on_a_full_disk_says_not_saved_and_stays_usable(demo_db: Path) -> None:
+async def test_app_on_a_full_disk_says_not_saved_and_stays_usable(
+    demo_db: Path, assert_sound: Callable[[Path], None]
+) -> None:
     options = AppOptions(project=demo_db, annotator=ME)
     project = Project.open(demo_db)
     fill_to_the_brim(project)
@@ -151,7 +158,10 @@ async def test_app_on_a_full_disk_says_not_saved_and_stays_usable(demo_db: Path)
 def test_cli_import_on_a_full_disk_exits_1_and_changes_nothing(
     demo_db: Path,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    *,
+    cli: Cli,
+    checksum: Callable[[Path], str],
+    assert_sound: Callable[[Path], None],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     real = project_module._connect
@@ -167,7 +177,7 @@ def test_cli_import_on_a_full_disk_exits_1_and_changes_nothing(
     with (tmp_path / "p.tsv").open("w") as handle:
         for i in range(5000):
             handle.write(f"extra-{i}\t{'a passage that will not fit ' * 20}\n")
-    code, _, err = cli(capsys, "import", demo_db, "--passages", tmp_path / "p.tsv")
+    code, _, err = cli("import", demo_db, "--passages", tmp_path / "p.tsv")
     assert code == 1
     assert "nothing was saved" in err and "full" in err and "Traceback" not in err
     monkeypatch.undo()

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 import pytest
-from cli_helpers import cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +19,9 @@ from raglabel.formats.ranking import block_starts, ranking_order
 from raglabel.formats.trec import read_qrels, read_run
 from raglabel.metrics.labels import counts_from_grades
 from raglabel.metrics.run import RankedRun
+
+if TYPE_CHECKING:
+    from cli_helpers import Cli
 
 
 def _repeats_within_queries(qidx: np.ndarray, keys: np.ndarray) -> bool:
@@ -182,13 +185,11 @@ def big_files(tmp_path: Path) -> dict[str, Path]:
     return {"qrels": tmp_path / "qrels.txt", "run": tmp_path / "run.txt"}
 
 
-def test_polars_reader_agrees_with_python_reader(
-    capsys: pytest.CaptureFixture[str], big_files: dict[str, Path]
-) -> None:
+def test_polars_reader_agrees_with_python_reader(cli: Cli, big_files: dict[str, Path]) -> None:
     args = ["eval", "--qrels", big_files["qrels"], "--run", big_files["run"], "--format", "json"]
     reports = {}
     for reader in ("polars", "python"):
-        code, out, err = cli(capsys, *args, "--reader", reader, "-k", "5,10", "--metrics", "all")
+        code, out, err = cli(*args, "--reader", reader, "-k", "5,10", "--metrics", "all")
         assert code == 0, err
         reports[reader] = json.loads(out)
     for report in reports.values():
@@ -197,18 +198,18 @@ def test_polars_reader_agrees_with_python_reader(
 
 
 def test_run_read_ahead_keeps_error_order(
-    capsys: pytest.CaptureFixture[str], big_files: dict[str, Path], tmp_path: Path
+    cli: Cli, big_files: dict[str, Path], tmp_path: Path
 ) -> None:
     bad_qrels = tmp_path / "bad.qrels"
     bad_qrels.write_text("q1 0 a 1\nq1 0 b x\n")
     code, _, err = cli(
-        capsys, "eval", "--qrels", bad_qrels, "--run", big_files["run"], "--reader", "polars"
+        "eval", "--qrels", bad_qrels, "--run", big_files["run"], "--reader", "polars"
     )
     assert code == 2
     assert f"{bad_qrels}:2:" in err
     missing = tmp_path / "missing.run"
     code, _, err = cli(
-        capsys, "eval", "--qrels", big_files["qrels"], "--run", missing, "--reader", "polars"
+        "eval", "--qrels", big_files["qrels"], "--run", missing, "--reader", "polars"
     )
     assert code == 2
     assert "no such file" in err

@@ -17,14 +17,16 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from cli_helpers import cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from integrity import assert_sound, checksum
 
 from raglabel.cli.main import main
+
+if TYPE_CHECKING:
+    from cli_helpers import Cli
 
 BIG = 100 << 20  # bytes in the one-line file
 # Fixtures here are read-only (the base project) or reset by each example (tmp files).
@@ -129,34 +131,42 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
+#: The ``attempt`` fixture: ``attempt(base, folder, kind, body)``.
+Attempt = Callable[[Path, Path, Kind, bytes], tuple[int, str, Path]]
+
+
+@pytest.fixture
 def attempt(
-    capsys: pytest.CaptureFixture[str], base: Path, folder: Path, kind: Kind, body: bytes
-) -> tuple[int, str, Path]:
-    """Import ``body`` as ``kind`` into a fresh copy of the base project; check the
-    invariants every outcome must keep, and return (exit code, stderr, input path)."""
-    db = folder / "p.db"
-    for stale in folder.glob("p.db*"):
-        stale.unlink()
-    shutil.copy(base, db)
-    before = checksum(db)
-    suffix = kind.name.split(".")[-1] if "." in kind.name else "txt"
-    path = folder / f"input.{suffix}"
-    path.write_bytes(body)
-    code, _, err = cli(capsys, "import", db, *kind.args(path))
-    assert "Traceback" not in err
-    assert code in (0, 2), err
-    if code == 2:
-        errors = [line for line in err.splitlines() if ": error: " in line]
-        assert len(errors) == 1, err
-        assert f"raglabel import: error: {path}" in errors[0], err
-        if body.strip() and b"\n" in body.rstrip(b"\n") + b"\n":
-            # A file with lines: the error says which (a whole-file problem, such as
-            # "only comments", says the file).
-            assert re.search(rf"{re.escape(str(path))}(:\d+)?: ", errors[0]), err
-        assert checksum(db) == before
-    else:
-        assert_sound(db)
-    return code, err, path
+    cli: Cli, checksum: Callable[[Path], str], assert_sound: Callable[[Path], None]
+) -> Attempt:
+    def run(base: Path, folder: Path, kind: Kind, body: bytes) -> tuple[int, str, Path]:
+        """Import ``body`` as ``kind`` into a fresh copy of the base project; check the
+        invariants every outcome must keep, and return (exit code, stderr, input path)."""
+        db = folder / "p.db"
+        for stale in folder.glob("p.db*"):
+            stale.unlink()
+        shutil.copy(base, db)
+        before = checksum(db)
+        suffix = kind.name.split(".")[-1] if "." in kind.name else "txt"
+        path = folder / f"input.{suffix}"
+        path.write_bytes(body)
+        code, _, err = cli("import", db, *kind.args(path))
+        assert "Traceback" not in err
+        assert code in (0, 2), err
+        if code == 2:
+            errors = [line for line in err.splitlines() if ": error: " in line]
+            assert len(errors) == 1, err
+            assert f"raglabel import: error: {path}" in errors[0], err
+            if body.strip() and b"\n" in body.rstrip(b"\n") + b"\n":
+                # A file with lines: the error says which (a whole-file problem, such as
+                # "only comments", says the file).
+                assert re.search(rf"{re.escape(str(path))}(:\d+)?: ", errors[0]), err
+            assert checksum(db) == before
+        else:
+            assert_sound(db)
+        return code, err, path
+
+    return run
 
 
 # -- property-based damage ----------------------------------------------------------
@@ -215,11 +225,11 @@ def test_damaged_files_exit_0_or_2_and_never_half_import(
     data: st.DataObject,
     base: Path,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    attempt: Attempt,
 ) -> None:
     kind = BY_NAME[name]
     body = data.draw(damaged(kind.valid))
-    attempt(capsys, base, tmp_path, kind, body)
+    attempt(base, tmp_path, kind, body)
 
 
 # -- damage that must be refused, kind by kind ----------------------------------------
@@ -251,12 +261,12 @@ REFUSED: dict[str, Callable[[Kind], bytes]] = {
 @pytest.mark.parametrize("damage", sorted(REFUSED))
 @pytest.mark.parametrize("name", [kind.name for kind in KINDS])
 def test_each_kind_of_damage_is_refused(
-    name: str, damage: str, base: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    name: str, damage: str, base: Path, tmp_path: Path, attempt: Attempt
 ) -> None:
     kind = BY_NAME[name]
     if damage == "duplicate" and not kind.duplicate_is_error:
         pytest.skip("repeats are allowed in this format (see its Kind)")
-    code, err, path = attempt(capsys, base, tmp_path, kind, REFUSED[damage](kind))
+    code, err, path = attempt(base, tmp_path, kind, REFUSED[damage](kind))
     assert code == 2, f"{damage} was accepted: {err}"
     if damage not in ("empty",):
         assert re.search(rf"{re.escape(str(path))}:\d+: ", err), err
@@ -284,10 +294,10 @@ def test_named_damage_is_explained(
     base: Path,
     tmp_path: Path,
     *,
-    capsys: pytest.CaptureFixture[str],
+    attempt: Attempt,
 ) -> None:
     body = (line + "\n" + BY_NAME[kind].valid).encode()
-    code, err, path = attempt(capsys, base, tmp_path, BY_NAME[kind], body)
+    code, err, path = attempt(base, tmp_path, BY_NAME[kind], body)
     assert code == 2 and f"{path}:1: " in err and damage in err, err
 
 
@@ -308,7 +318,14 @@ BEIR_FILES = {
 )
 @given(data=st.data())
 def test_damaged_beir_folders(
-    target: str, data: st.DataObject, base: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    target: str,
+    data: st.DataObject,
+    base: Path,
+    tmp_path: Path,
+    *,
+    cli: Cli,
+    checksum: Callable[[Path], str],
+    assert_sound: Callable[[Path], None],
 ) -> None:
     folder = tmp_path / "beir"
     shutil.rmtree(folder, ignore_errors=True)
@@ -321,7 +338,7 @@ def test_damaged_beir_folders(
         stale.unlink()
     shutil.copy(base, db)
     before = checksum(db)
-    code, _, err = cli(capsys, "import", db, "--beir", folder)
+    code, _, err = cli("import", db, "--beir", folder)
     assert "Traceback" not in err and code in (0, 2), err
     if code == 2:
         assert str(folder) in err
@@ -332,7 +349,7 @@ def test_damaged_beir_folders(
 
 @pytest.mark.parametrize("target", sorted(BEIR_FILES))
 def test_beir_file_with_a_100_mb_line_is_refused_at_its_line(
-    target: str, base: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    target: str, base: Path, tmp_path: Path, cli: Cli, checksum: Callable[[Path], str]
 ) -> None:
     folder = tmp_path / "beir"
     (folder / "qrels").mkdir(parents=True)
@@ -345,7 +362,7 @@ def test_beir_file_with_a_100_mb_line_is_refused_at_its_line(
     db = tmp_path / "p.db"
     shutil.copy(base, db)
     before = checksum(db)
-    code, _, err = cli(capsys, "import", db, "--beir", folder)
+    code, _, err = cli("import", db, "--beir", folder)
     assert code == 2 and f"{folder / target}:{row + 1}: " in err, err
     assert checksum(db) == before
 
@@ -382,14 +399,14 @@ def test_damaged_toml_files(
     base: Path,
     tmp_path: Path,
     *,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # label validates the key file first; without a terminal it stops right after.
     monkeypatch.delenv("RAGLABEL_ALLOW_NO_TTY", raising=False)
     path = tmp_path / f"{which}.toml"
     path.write_bytes(data.draw(damaged(TOML_VALID[which])))
-    code, _, err = cli(capsys, *_toml_command(which, path, base))
+    code, _, err = cli(*_toml_command(which, path, base))
     assert "Traceback" not in err, err
     if code == 2 and str(path) in err:
         assert re.search(rf"{re.escape(str(path))}(:\d+)?: ", err), err
@@ -400,12 +417,12 @@ def test_damaged_toml_files(
 
 @pytest.mark.parametrize("which", sorted(TOML_VALID))
 def test_toml_file_with_a_100_mb_line_is_refused_at_its_line(
-    which: str, base: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    which: str, base: Path, tmp_path: Path, cli: Cli
 ) -> None:
     path = tmp_path / f"{which}.toml"
     body = (
         TOML_VALID[which].replace("0.5", f'"{"5" * BIG}"').replace('"u,ctrl+z"', f'"{"u" * BIG}"')
     )
     path.write_text(body)
-    code, _, err = cli(capsys, *_toml_command(which, path, base))
+    code, _, err = cli(*_toml_command(which, path, base))
     assert code == 2 and f"{path}:2: " in err, err

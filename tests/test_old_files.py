@@ -12,18 +12,20 @@ import importlib.util
 import json
 import shutil
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from chat_server import ChatServer
-from cli_helpers import cli
-from integrity import assert_sound
 
 from raglabel.session.grading import GradingSession
 from raglabel.session.options import AppOptions
 from raglabel.storage.project import Project
 from raglabel.storage.schema import MIGRATIONS, SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from chat_server import ChatServer
+    from cli_helpers import Cli
 
 DATA = Path(__file__).parent / "data"
 OLD = {version: DATA / f"project-v{version}.db" for version in range(1, SCHEMA_VERSION)}
@@ -70,7 +72,9 @@ def test_v2_file_is_what_its_script_builds(tmp_path: Path) -> None:
         assert read(rebuilt, sql) == read(OLD[2], sql)
 
 
-def test_upgrade_keeps_every_grade(old: tuple[int, Path]) -> None:
+def test_upgrade_keeps_every_grade(
+    old: tuple[int, Path], assert_sound: Callable[[Path], None]
+) -> None:
     version, path = old
     before = {name: read(path, sql) for name, sql in KEPT.items()}
     suggestions = read(path, "SELECT * FROM suggestion ORDER BY id") if version >= 2 else []
@@ -86,10 +90,13 @@ def test_upgrade_keeps_every_grade(old: tuple[int, Path]) -> None:
 
 
 def test_todays_features_work_on_an_upgraded_file(
-    old: tuple[int, Path], capsys: pytest.CaptureFixture[str]
+    old: tuple[int, Path],
+    cli: Cli,
+    chat_server: type[ChatServer],
+    assert_sound: Callable[[Path], None],
 ) -> None:
     version, path = old
-    code, out, err = cli(capsys, "eval", path, "--format", "json")
+    code, out, err = cli("eval", path, "--format", "json")
     assert code == 0, err
     assert json.loads(out)["labels"]["queries"] == 2
     session = GradingSession.open(AppOptions(project=path, annotator="alice"))
@@ -103,9 +110,8 @@ def test_todays_features_work_on_an_upgraded_file(
         old_suggestion = shown["d1"]
         assert old_suggestion is not None and old_suggestion.grade == 4
         assert (old_suggestion.low, old_suggestion.high) == (4, 4)
-    with ChatServer() as server:
+    with chat_server() as server:
         code, out, err = cli(
-            capsys,
             "judge",
             path,
             "--base-url",
@@ -115,11 +121,11 @@ def test_todays_features_work_on_an_upgraded_file(
             "--include-graded",
         )
     assert code == 0, err
-    code, out, err = cli(capsys, "agree", path, "--format", "json")
+    code, out, err = cli("agree", path, "--format", "json")
     assert code == 0, err
     assert "new" in json.loads(out)["models"]
     target = path.with_name("s.jsonl")
-    code, out, err = cli(capsys, "export", path, "--jsonl", target, "--suggestions")
+    code, out, err = cli("export", path, "--jsonl", target, "--suggestions")
     assert code == 0, err
     models = {json.loads(line)["model"] for line in target.read_text().splitlines()}
     assert models == ({"gpt-x", "llama", "new"} if version >= 2 else {"new"})

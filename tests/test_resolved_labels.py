@@ -1,0 +1,169 @@
+"""Resolved labels: one grade per pair from several annotators' grades (median, max or min,
+or one annotator's), optionally filled in with the judge's suggestions."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from raglabel.errors import UsageError
+from raglabel.storage.grades import GradeEvent, record, undo_last
+from raglabel.storage.items import ensure_passages, ensure_queries
+from raglabel.storage.labels import LabelChoice, resolve, resolved_labels
+from raglabel.storage.project import Project
+
+
+@pytest.mark.parametrize(
+    ("grades", "median", "high", "low"),
+    [
+        ([4], 4, 4, 4),
+        ([2, 4], 2, 4, 2),
+        ([4, 2], 2, 4, 2),
+        ([1, 3, 5], 3, 5, 1),
+        ([5, 1, 3], 3, 5, 1),
+        ([1, 2, 4, 5], 2, 5, 1),
+        ([5, 5, 1, 1], 1, 5, 1),
+        ([2, 2, 3], 2, 3, 2),
+    ],
+)
+def test_resolve(grades: list[int], median: int, high: int, low: int) -> None:
+    assert resolve(grades) == median
+    assert resolve(grades, "median") == median
+    assert resolve(grades, "max") == high
+    assert resolve(grades, "min") == low
+
+
+def test_resolve_needs_a_grade() -> None:
+    with pytest.raises(ValueError, match="no grades"):
+        resolve([])
+
+
+def _labels(conn: sqlite3.Connection, choice: LabelChoice) -> dict[tuple[str, str], int]:
+    qrels = resolved_labels(conn, choice).qrels
+    return {(q, p): g for q, p, g in zip(qrels.qids, qrels.docids, qrels.grades, strict=True)}
+
+
+@pytest.fixture
+def graded() -> Iterator[Project]:
+    """Alice, bob and carol's grades for three pairs, beside a cleared and an undone one."""
+    with Project.memory() as project:
+        with project.write():
+            ensure_queries(project.conn, ("q1", "q2"))
+            ensure_passages(project.conn, ("d1", "d2", "d3"))
+        for annotator, query, passage, value in [
+            ("alice", "q1", "d1", 2),
+            ("bob", "q1", "d1", 4),
+            ("alice", "q1", "d2", 1),
+            ("bob", "q1", "d2", 3),
+            ("carol", "q1", "d2", 5),
+            ("bob", "q2", "d3", 5),
+        ]:
+            record(
+                project,
+                GradeEvent(query=query, passage=passage, annotator=annotator, grade=value),
+            )
+        # Cleared and undone grades must not count.
+        record(project, GradeEvent(query="q1", passage="d1", annotator="carol", grade=1))
+        record(project, GradeEvent(query="q1", passage="d1", annotator="carol", kind="clear"))
+        record(project, GradeEvent(query="q2", passage="d3", annotator="alice", grade=1))
+        undo_last(project, "alice")
+        yield project
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ("median", {("q1", "d1"): 2, ("q1", "d2"): 3, ("q2", "d3"): 5}),
+        ("max", {("q1", "d1"): 4, ("q1", "d2"): 5, ("q2", "d3"): 5}),
+        ("min", {("q1", "d1"): 2, ("q1", "d2"): 1, ("q2", "d3"): 5}),
+    ],
+)
+def test_resolved_labels_by_policy(
+    graded: Project, policy: Any, expected: dict[tuple[str, str], int]
+) -> None:
+    resolved = resolved_labels(graded.conn, LabelChoice(policy=policy))
+    assert _labels(graded.conn, LabelChoice(policy=policy)) == expected
+    assert resolved.human == 3
+    assert resolved.judge_filled == 0
+    assert policy in resolved.source
+    assert "judge" not in resolved.source
+
+
+def test_resolved_labels_of_one_annotator(graded: Project) -> None:
+    assert _labels(graded.conn, LabelChoice(annotator="alice")) == {
+        ("q1", "d1"): 2,
+        ("q1", "d2"): 1,
+    }
+    resolved = resolved_labels(graded.conn, LabelChoice(annotator="bob", policy="min"))
+    assert resolved.human == 3
+    assert "'bob'" in resolved.source
+    # Carol graded and then cleared d1: only her d2 grade stands.
+    assert _labels(graded.conn, LabelChoice(annotator="carol")) == {("q1", "d2"): 5}
+
+
+def test_unknown_annotator_is_a_usage_error(graded: Project) -> None:
+    with pytest.raises(UsageError, match="'dave'"):
+        resolved_labels(graded.conn, LabelChoice(annotator="dave"))
+
+
+def _suggest(conn: sqlite3.Connection, query: str, passage: str, model: str, value: int) -> None:
+    conn.execute(
+        "INSERT INTO suggestion (query_id, passage_id, model, grade, created_at)"
+        " SELECT q.id, p.id, ?, ?, '2024-01-01' FROM query q, passage p"
+        " WHERE q.ext_id = ? AND p.ext_id = ?",
+        (model, value, query, passage),
+    )
+
+
+def test_fill_with_judge(graded: Project) -> None:
+    conn = graded.conn
+    with graded.write():
+        # A judge grade for a human-graded pair never replaces the human one.
+        _suggest(conn, "q1", "d1", "m1", 5)
+        # The latest suggestion of a model counts: m1 says 1 then 4; m2 says 2; m3 says 5.
+        # Lower median of [4, 2, 5] is 4, of the first grades [1, 2, 5] it would be 2.
+        _suggest(conn, "q2", "d1", "m1", 1)
+        _suggest(conn, "q2", "d1", "m2", 2)
+        _suggest(conn, "q2", "d1", "m3", 5)
+        _suggest(conn, "q2", "d1", "m1", 4)
+        # Two models: lower median of [2, 3] is 2.
+        _suggest(conn, "q1", "d3", "m1", 3)
+        _suggest(conn, "q1", "d3", "m2", 2)
+
+    without = resolved_labels(conn, LabelChoice())
+    assert (without.human, without.judge_filled) == (3, 0)
+    assert ("q2", "d1") not in _labels(conn, LabelChoice())
+
+    choice = LabelChoice(fill_with_judge=True)
+    resolved = resolved_labels(conn, choice)
+    assert _labels(conn, choice) == {
+        ("q1", "d1"): 2,
+        ("q1", "d2"): 3,
+        ("q2", "d3"): 5,
+        ("q2", "d1"): 4,
+        ("q1", "d3"): 2,
+    }
+    assert (resolved.human, resolved.judge_filled) == (3, 2)
+    assert "judge" in resolved.source
+    assert "2 pairs from m1, m2, m3" in resolved.source
+
+
+def test_fill_with_judge_when_the_judge_has_nothing_to_add(graded: Project) -> None:
+    with graded.write():
+        _suggest(graded.conn, "q1", "d1", "m1", 5)
+    resolved = resolved_labels(graded.conn, LabelChoice(fill_with_judge=True))
+    assert resolved.judge_filled == 0
+    assert _labels(graded.conn, LabelChoice(fill_with_judge=True))[("q1", "d1")] == 2
+    assert "0 pairs from no model" in resolved.source
+
+
+def test_fill_with_judge_fills_around_one_annotator(graded: Project) -> None:
+    with graded.write():
+        _suggest(graded.conn, "q2", "d3", "m1", 2)
+        _suggest(graded.conn, "q1", "d2", "m1", 4)
+    labels = _labels(graded.conn, LabelChoice(annotator="alice", fill_with_judge=True))
+    # Alice graded q1/d1 and q1/d2; q2/d3 is bob's, so for her the judge fills it.
+    assert labels == {("q1", "d1"): 2, ("q1", "d2"): 1, ("q2", "d3"): 2}
