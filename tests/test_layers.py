@@ -106,3 +106,20 @@ def test_every_package_says_what_it_owns() -> None:
     for init in sorted((ROOT / "raglabel").glob("*/__init__.py")):
         text = init.read_text(encoding="utf-8").lstrip()
         assert text.startswith('"""') and len(text.split('"""')[1].split()) >= 8, init
+
+
+def test_the_readme_layout_table_matches_the_tree() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Layout", 1)[1]
+    listed = {
+        cell.strip("`").rstrip("/")
+        for line in section.splitlines()
+        if line.startswith("| `")
+        for cell in [line.split("|")[1].strip()]
+    }
+    packages = {
+        str(init.parent.relative_to(ROOT)) for init in (ROOT / "raglabel").glob("*/__init__.py")
+    }
+    assert packages <= listed, f"add {sorted(packages - listed)} to the README's Layout table"
+    missing = sorted(path for path in listed if not (ROOT / path).exists())
+    assert missing == [], f"the README's Layout table names {missing}, which do not exist"
