@@ -7,7 +7,7 @@ about argparse, so the same request can come from Python code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,7 +18,6 @@ from raglabel.formats.maps import GradeMap
 from raglabel.formats.report import LabelsInfo
 from raglabel.metrics.config import MetricConfig
 from raglabel.metrics.evaluate import QueryStats
-from raglabel.metrics.names import MetricKey
 from raglabel.metrics.run import RankedRun
 
 if TYPE_CHECKING:
@@ -28,9 +27,11 @@ if TYPE_CHECKING:
 @dataclass
 class EvalRequest:
     """Where the labels and runs are, and how to evaluate them. Exactly one of
-    ``project``, ``qrels`` and ``samples`` names the labels."""
+    ``project``, ``qrels`` and ``samples`` names the labels. ``options`` holds the
+    metrics and statistics asked for; loading adds what the inputs decide (which
+    queries have answers, the pools) and drops containment where nothing can have it."""
 
-    metrics: list[MetricKey]
+    options: Options
     cutoffs: list[int]
     config: MetricConfig
     runs: list[tuple[str, Path]] = field(default_factory=list)
@@ -42,14 +43,6 @@ class EvalRequest:
     reader: str = "auto"
     containment_named: bool = False  # asked for by name, not only through a group
     pools: list[str] = field(default_factory=list)  # NAME=RUN or NAME=FILE
-    baseline: str | None = None
-    per_query: bool = False
-    ci: bool = False
-    compare: bool = False
-    resamples: int = 1000
-    permutations: int = 10_000
-    seed: int = 42
-    confidence: float = 0.95
 
 
 @dataclass
@@ -92,7 +85,8 @@ def load(request: EvalRequest) -> Loaded:
     for name, path in request.runs:
         runs.append(source.run_file(name, path))
 
-    metrics = request.metrics
+    asked = request.options
+    metrics = list(asked.metrics)
     answers = source.answers()
     if any(key.base == "containment" for key in metrics) and answers is None:
         if request.containment_named:
@@ -100,8 +94,8 @@ def load(request: EvalRequest) -> Loaded:
         metrics = [key for key in metrics if key.base != "containment"]
 
     pools = _pools(request.pools, runs, source)
-    if request.baseline is not None and request.baseline not in {run.name for run in runs}:
-        raise UsageError(f"--baseline {request.baseline!r} is not one of the runs")
+    if asked.baseline is not None and asked.baseline not in {run.name for run in runs}:
+        raise UsageError(f"--baseline {asked.baseline!r} is not one of the runs")
 
     labels = source.labels
     stats = QueryStats.build(labels, request.config)
@@ -125,24 +119,12 @@ def load(request: EvalRequest) -> Loaded:
         "pool": {name: pool.name for name, pool in pools.items()},
         "reader": source.kind,
         "labels": labels_source,
-        "resamples": request.resamples,
-        "permutations": request.permutations,
-        "seed": request.seed,
-        "confidence": request.confidence,
+        "resamples": asked.resamples,
+        "permutations": asked.permutations,
+        "seed": asked.seed,
+        "confidence": asked.level,
     }
-    options = Options(
-        metrics=metrics,
-        per_query=request.per_query,
-        ci=request.ci,
-        compare=request.compare,
-        baseline=request.baseline,
-        resamples=request.resamples,
-        permutations=request.permutations,
-        seed=request.seed,
-        level=request.confidence,
-        answers=answers,
-        pools=pools,
-    )
+    options = replace(asked, metrics=metrics, answers=answers, pools=pools)
     return Loaded(stats, runs, options, info, report_config, source.warnings)
 
 

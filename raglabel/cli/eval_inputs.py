@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from raglabel.analysis.evaluation import Options
 from raglabel.analysis.inputs import EvalRequest, Loaded, load
 from raglabel.cli.options import cutoffs_option, grade_map_option, metric_config, named_file
 from raglabel.errors import UsageError
@@ -39,8 +40,19 @@ def eval_request(args: argparse.Namespace) -> EvalRequest:
         from raglabel.storage.labels import LabelChoice
 
         choice = LabelChoice(args.policy, args.annotator, args.fill_with_judge)
-    return EvalRequest(
+    options = Options(
         metrics=metrics,
+        per_query=args.per_query,
+        ci=args.ci,
+        compare=args.compare,
+        baseline=args.baseline,
+        resamples=args.resamples,
+        permutations=args.permutations,
+        seed=args.seed,
+        level=args.confidence,
+    )
+    return EvalRequest(
+        options=options,
         cutoffs=ks,
         config=config,
         runs=[named_file(spec, "--run") for spec in args.run],
@@ -52,14 +64,6 @@ def eval_request(args: argparse.Namespace) -> EvalRequest:
         reader=args.reader,
         containment_named=bool(args.metrics) and "containment" in args.metrics,
         pools=list(args.pool),
-        baseline=args.baseline,
-        per_query=args.per_query,
-        ci=args.ci,
-        compare=args.compare,
-        resamples=args.resamples,
-        permutations=args.permutations,
-        seed=args.seed,
-        confidence=args.confidence,
     )
 
 
