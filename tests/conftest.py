@@ -1,8 +1,8 @@
 """Fixtures shared by the test files: the demo project, ``raglabel`` run in this process
 or as a child, a fake chat-completions server, and the checks of a project file's health.
 
-The helpers behind them live in cli_helpers.py, chat_server.py and integrity.py; test
-files take the fixtures rather than importing those modules.
+The helpers behind them live in cli_helpers.py, chat_server.py, integrity.py and
+old_schema.py; test files take the fixtures rather than importing those modules.
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ from pathlib import Path
 import chat_server
 import cli_helpers
 import integrity
+import old_schema
 import pytest
 
 from raglabel.storage.demo import build_demo
+from raglabel.storage.project import Project
 
 #: The annotator whose grades the demo project holds (its first 20 queries).
 ME = "ann"
@@ -77,3 +79,10 @@ def assert_sound_fixture() -> Callable[[Path], None]:
 def checksum_fixture() -> Callable[[Path], str]:
     """``checksum(path)``: a hash of the project's content, WAL included."""
     return integrity.checksum
+
+
+@pytest.fixture(name="build_at_version")
+def build_at_version_fixture() -> Callable[[Path, int], Project]:
+    """``build_at_version(path, version)``: a new file made the way the release of that
+    schema version made it, for upgrade tests."""
+    return old_schema.build_at_version

@@ -12,14 +12,13 @@ import multiprocessing
 import random
 import sqlite3
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier, Event
 from pathlib import Path
 from typing import Any
 
 import pytest
-from old_schema import build_at_version
 
 from raglabel.storage.grades import GradeEvent, rebuild_current, record, undo_last
 from raglabel.storage.items import ensure_passages, ensure_queries
@@ -206,7 +205,9 @@ def _opener(path: str, start: Barrier, out: Queue[Any]) -> None:
         out.put((None, traceback.format_exc()))
 
 
-def test_concurrent_upgrades_of_an_old_file(tmp_path: Path) -> None:
+def test_concurrent_upgrades_of_an_old_file(
+    tmp_path: Path, build_at_version: Callable[[Path, int], Project]
+) -> None:
     # Several processes opening a version-1 file at once: each must end up with a
     # current file, the upgrade must run once (a second run would fail on ALTER TABLE
     # ADD COLUMN of a column that already exists), and only the process that upgrades

@@ -11,14 +11,13 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
-from old_schema import build_at_version
 
 from raglabel.errors import InputError
 from raglabel.storage.grades import GradeEvent, rebuild_current, record, undo_last
@@ -136,7 +135,9 @@ def test_committed_v1_file_is_what_its_script_builds(tmp_path: Path) -> None:
     assert header(rebuilt) == header(V1_FILE)
 
 
-def test_v1_file_matches_build_at_version(tmp_path: Path) -> None:
+def test_v1_file_matches_build_at_version(
+    tmp_path: Path, build_at_version: Callable[[Path, int], Project]
+) -> None:
     built = tmp_path / "built.db"
     build_at_version(built, 1).close()
     schema = "SELECT type, name, sql FROM sqlite_master ORDER BY name"
