@@ -162,13 +162,18 @@ class Alignment:
     def _label_index(self, qid: pl.Series) -> NDArray[np.int32]:
         """Label index of each value of ``qid``, -1 for an unknown query.
 
-        Categorical codes are shared by every categorical series in the process, so a
-        lookup table indexed by code maps a whole column in one gather.
+        Categorical codes are shared by every categorical series alive in the process, so
+        a lookup table indexed by code maps a whole column in one gather. Alive matters:
+        polars frees the shared categories when no series holds them any more, and the
+        next cast numbers the ids afresh. So the run's categorical series is held until
+        the labels' codes are read, or a String column (a project's stored runs) would
+        be numbered twice, in two orders.
         """
         if qid.len() == 0:
             return np.zeros(0, dtype=np.int32)
-        codes = as_numpy(qid.cast(pl.Categorical).to_physical())
+        categorical = qid.cast(pl.Categorical)
         ours = pl.Series(self.labels.query_ids, dtype=pl.String).cast(pl.Categorical)
+        codes = as_numpy(categorical.to_physical())
         label_codes = ours.to_physical().to_numpy()
         table = np.full(max(int(codes.max()), int(label_codes.max(initial=0))) + 1, -1, np.int32)
         table[label_codes] = np.arange(label_codes.size, dtype=np.int32)
