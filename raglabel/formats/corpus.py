@@ -115,33 +115,27 @@ def _no_repeats(path: Path, ids: list[tuple[int, str]], what: str) -> None:
         first[ident] = number
 
 
+R = TypeVar("R", QueryRecord, PassageRecord)
+
+
 def read_queries(path: str | Path) -> list[QueryRecord]:
-    path = Path(path)
-    check_readable(path)
-    if _is_jsonl(path):
-        numbered = list(validated(path, QueryRecord))
-    else:
-        numbered = [
-            (number, QueryRecord(id=ident, text=text))
-            for number, ident, text in _tsv_pairs(path, "query")
-        ]
-    return _checked(path, numbered, "query")
+    return _read_records(Path(path), QueryRecord, "query")
 
 
 def read_passages(path: str | Path) -> list[PassageRecord]:
-    path = Path(path)
+    return _read_records(Path(path), PassageRecord, "passage")
+
+
+def _read_records(path: Path, model: type[R], what: str) -> list[R]:
+    """JSONL records, or ``id<TAB>text`` lines, checked for repeated ids."""
     check_readable(path)
     if _is_jsonl(path):
-        numbered = list(validated(path, PassageRecord))
+        numbered = list(validated(path, model))
     else:
         numbered = [
-            (number, PassageRecord(id=ident, text=text))
-            for number, ident, text in _tsv_pairs(path, "passage")
+            (number, model(id=ident, text=text)) for number, ident, text in _tsv_pairs(path, what)
         ]
-    return _checked(path, numbered, "passage")
-
-
-R = TypeVar("R", QueryRecord, PassageRecord)
+    return _checked(path, numbered, what)
 
 
 def _checked(path: Path, numbered: list[tuple[int, R]], what: str) -> list[R]:
