@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -615,3 +616,76 @@ def test_paired_randomization(pair: tuple[list[float], list[float]], seed: int) 
     assert itself.p_value == 1.0
     assert itself.ties == itself.queries == int((~np.isnan(a)).sum())
     assert itself.ci == (0.0, 0.0)
+
+
+# ------------------------------------------- AP, R-precision, bpref, condensed lists
+
+
+def _trec_reference(q: Query, threshold: int) -> dict[str, float]:
+    """AP, ap@k (k=3), R-precision and bpref of one query by their textbook loops."""
+    n_rel = sum(q.counts[threshold:])
+    n_nonrel = sum(q.counts[1:threshold])
+    if n_rel == 0:
+        return dict.fromkeys(("ap", "ap@3", "rprec", "bpref"), math.nan)
+    ap = ap3 = 0.0
+    found = 0
+    nonrel_seen = 0
+    bpref = 0.0
+    for rank, grade in enumerate(q.run, start=1):
+        if grade >= threshold:
+            found += 1
+            ap += found / rank
+            if rank <= 3:
+                ap3 += found / rank
+            if nonrel_seen:
+                bpref += 1 - min(nonrel_seen, n_rel) / min(n_rel, n_nonrel)
+            else:
+                bpref += 1
+        elif grade > 0:
+            nonrel_seen += 1
+    rprec = sum(1 for grade in q.run[:n_rel] if grade >= threshold) / n_rel
+    return {"ap": ap / n_rel, "ap@3": ap3 / n_rel, "rprec": rprec, "bpref": bpref / n_rel}
+
+
+@SETTINGS
+@given(
+    queries=st.lists(consistent_query(with_pool=False), min_size=1, max_size=5),
+    threshold=st.integers(1, 5),
+)
+def test_ap_rprec_bpref_follow_their_definitions(queries: list[Query], threshold: int) -> None:
+    labels = LabelSet(
+        tuple(f"q{i}" for i in range(len(queries))),
+        np.array([q.counts for q in queries], dtype=np.int64).reshape(len(queries), 6),
+    )
+    run = RankedRun.from_lists("sys", [list(q.run) for q in queries])
+    keys = parse_metric_list("ap,ap@3,rprec,bpref", ks=[3])
+    config = MetricConfig(relevance_threshold=threshold)
+    got = evaluate_runs(labels, [run], keys, config=config)["sys"]
+    for i, q in enumerate(queries):
+        want = _trec_reference(q, threshold)
+        for key in keys:
+            value, expected = float(got[key][i]), want[key.name]
+            if math.isnan(expected):
+                assert math.isnan(value), key.name
+            else:
+                assert 0.0 <= value <= 1.0
+                assert value == pytest.approx(expected, abs=1e-12), (key.name, q)
+
+
+@SETTINGS
+@given(queries=st.lists(consistent_query(with_pool=False), min_size=1, max_size=5), k=ks)
+def test_judged_only_equals_the_lists_without_unjudged(queries: list[Query], k: int) -> None:
+    labels = LabelSet(
+        tuple(f"q{i}" for i in range(len(queries))),
+        np.array([q.counts for q in queries], dtype=np.int64).reshape(len(queries), 6),
+    )
+    full = RankedRun.from_lists("sys", [list(q.run) for q in queries])
+    condensed = RankedRun.from_lists("sys", [[g for g in q.run if g] for q in queries])
+    keys = parse_metric_list("trec,harm,judged", ks=[k])
+    ours = evaluate_runs(labels, [full], keys, judged_only=True)["sys"]
+    plain = evaluate_runs(labels, [condensed], keys)["sys"]
+    unchanged = evaluate_runs(labels, [full], keys)["sys"]
+    for key in keys:
+        # ranked-list metrics see the condensed lists; the set metrics the run as it is
+        want = unchanged[key] if key.base in {"harm", "judged"} else plain[key]
+        same(ours[key], want, key.name)

@@ -916,3 +916,27 @@ def test_run_level_pct_proc_without_its_parts_requested() -> None:
         warnings=[],
     )
     assert report.runs["sys"].mean == {"pct_proc@1": pytest.approx(float(RATIO_RUN_LEVEL))}
+
+
+def test_ap_rprec_bpref_by_hand() -> None:
+    # q0: one 5, one 4, two 2s (R = 2 relevant, N = 2 judged non-relevant); the run ranks
+    # 2, 5, unjudged, 2, 4. q1 has no relevant passage: all NA (0 only under --na zero).
+    labels = label_set({5: 1, 4: 1, 2: 2}, {3: 2})
+    run = RankedRun.from_lists("sys", [[2, 5, 0, 2, 4], [3, 3]])
+    keys = parse_metric_list("ap,ap@3,rprec,bpref", ks=[3])
+    got = {key.name: v for key, v in evaluate_runs(labels, [run], keys)["sys"].items()}
+    # AP: relevant at ranks 2 and 5: (1/2 + 2/5) / 2
+    assert_values(got["ap"], [Fraction(9, 20), NA], "ap")
+    # AP@3: only rank 2 is in the top 3, still divided by R = 2
+    assert_values(got["ap@3"], [Fraction(1, 4), NA], "ap@3")
+    # R-precision: 1 relevant among the top R = 2
+    assert_values(got["rprec"], [Fraction(1, 2), NA], "rprec")
+    # bpref: rank 2 has 1 judged non-relevant above: 1 - 1/min(2, 2); rank 5 has 2
+    # (the unjudged entry does not count): 1 - 2/2. (1/2 + 0) / 2
+    assert_values(got["bpref"], [Fraction(1, 4), NA], "bpref")
+    # Condensed list (2, 5, 2, 4): AP (1/2 + 2/4) / 2; bpref unchanged (ignores unjudged)
+    condensed = evaluate_runs(labels, [run], keys, judged_only=True)["sys"]
+    by_name = {key.name: v for key, v in condensed.items()}
+    assert_values(by_name["ap"], [Fraction(1, 2), NA], "ap judged-only")
+    assert_values(by_name["bpref"], [Fraction(1, 4), NA], "bpref judged-only")
+    assert_values(by_name["rprec"], [Fraction(1, 2), NA], "rprec judged-only")

@@ -363,3 +363,165 @@ def test_cli_json_per_query_equals_trec_eval(
         sum(recalls) / len(recalls), abs=1e-12
     )
     assert "q_unjudged" in done.stderr  # the skipped query is named in a warning
+
+
+# --- trec_eval's means, AP, R-precision, bpref and condensed lists (issue 13) ---
+
+TREC_MEASURES = {"map", "map_cut.5,10", "Rprec", "bpref", "P.5,10", "recall.10", "ndcg_cut.10"}
+TREC_MEASURES |= {"recip_rank", "success.10"}
+# raglabel name -> trec_eval name, as the CLI is asked for them (trec_eval's own names).
+ASKED = "map,map_cut_5,map_cut.10,Rprec,bpref,P_5,P.10,recall_10,ndcg_cut_10,recip_rank,success_10"
+REPORTED = {
+    "ap": "map",
+    "ap@5": "map_cut_5",
+    "ap@10": "map_cut_10",
+    "rprec": "Rprec",
+    "bpref": "bpref",
+    "precision@5": "P_5",
+    "precision@10": "P_10",
+    "recall@10": "recall_10",
+    "ndcg@10": "ndcg_cut_10",
+    "mrr": "recip_rank",
+    "hit@10": "success_10",
+}
+
+
+def cli_report(
+    tmp_path: Path, qrels: Qrels, run: Run, *extra: str, layout: str = "shuffled"
+) -> dict[str, object]:
+    q, r = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    write_qrels(q, qrels)
+    write_run(r, run, layout)
+    command = [sys.executable, "-m", "raglabel", "eval", "--qrels", str(q), "--run", f"x={r}"]
+    command += ["--metrics", ASKED, "--format", "json", "--per-query", *extra]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report: dict[str, object] = json.loads(done.stdout)
+    return report
+
+
+def pytrec_means(
+    qrels: Qrels, run: Run, level: int, judged_only: bool, over: list[str]
+) -> dict[str, float]:
+    """trec_eval's mean of each measure over the queries ``over``; a query pytrec_eval
+    did not evaluate (in the qrels, not in the run) counts 0, as ``trec_eval -c`` does."""
+    evaluator = pytrec_eval.RelevanceEvaluator(
+        qrels, TREC_MEASURES, relevance_level=level, judged_docs_only_flag=judged_only
+    )
+    per_query = evaluator.evaluate(run)
+    return {
+        measure: sum(per_query.get(q, {}).get(measure, 0.0) for q in over) / len(over)
+        for measure in REPORTED.values()
+    }
+
+
+def complete_run(qrels: Qrels, run: Run) -> Run:
+    """The run with something retrieved for every judged query."""
+    full = dict(run)
+    for qid in qrels:
+        full.setdefault(qid, {"d0": 0.3, "zz-unjudged": 0.2})
+    return full
+
+
+def binary(qrels: Qrels) -> Qrels:
+    return {q: {d: int(label >= 2) for d, label in docs.items()} for q, docs in qrels.items()}
+
+
+@pytest.mark.parametrize("judged_only", [False, True])
+@pytest.mark.parametrize("scale", ["graded", "binary"])
+def test_means_with_na_zero_equal_pytrec_eval(
+    tmp_path: Path, collection: tuple[Qrels, Run], judged_only: bool, scale: str
+) -> None:
+    qrels, run = collection
+    run = complete_run(qrels, run)
+    extra = ["--na", "zero"] + (["--judged-only"] if judged_only else [])
+    level = 2
+    if scale == "binary":
+        qrels, level = binary(qrels), 1
+        extra += ["--grade-map", "0:2,1:5"]
+    report = cli_report(tmp_path, qrels, run, *extra)
+    x = report["runs"]["x"]  # type: ignore[index]
+    # pytrec_eval evaluates the queries in both qrels and run: here every judged query.
+    evaluator = pytrec_eval.RelevanceEvaluator(
+        qrels, TREC_MEASURES, relevance_level=level, judged_docs_only_flag=judged_only
+    )
+    per_query = evaluator.evaluate(run)
+    assert set(per_query) == set(qrels)
+    worst = 0.0
+    for ours, theirs in REPORTED.items():
+        mean = sum(v[theirs] for v in per_query.values()) / len(per_query)
+        assert x["mean"][ours] == pytest.approx(mean, abs=1e-12), ours
+        assert x["valid"][ours] == len(qrels)
+        worst = max(worst, abs(x["mean"][ours] - mean))
+        for qid, values in per_query.items():
+            got = x["per_query"][qid][ours]
+            assert (0.0 if got is None else got) == pytest.approx(values[theirs], abs=1e-12)
+    assert worst < 1e-12
+    assert report["config"]["na"] == "zero"  # type: ignore[index]
+    assert report["config"]["judged_only"] is judged_only  # type: ignore[index]
+
+
+def test_na_zero_is_trec_eval_dash_c_when_the_run_misses_queries(
+    tmp_path: Path, collection: tuple[Qrels, Run]
+) -> None:
+    # The collection's run misses q50 and q51: raglabel scores them 0, as trec_eval -c.
+    qrels, run = collection
+    report = cli_report(tmp_path, qrels, run, "--na", "zero")
+    x = report["runs"]["x"]  # type: ignore[index]
+    expected = pytrec_means(qrels, run, 2, False, over=list(qrels))
+    for ours, theirs in REPORTED.items():
+        assert x["mean"][ours] == pytest.approx(expected[theirs], abs=1e-12), ours
+    # plain trec_eval (and pytrec_eval) average over the queries in both files instead
+    both = [q for q in qrels if q in run]
+    plain = pytrec_means(qrels, run, 2, False, over=both)
+    assert x["mean"]["ap"] == pytest.approx(plain["map"] * len(both) / len(qrels), abs=1e-12)
+
+
+def test_na_skip_leaves_undefined_queries_out(
+    tmp_path: Path, collection: tuple[Qrels, Run]
+) -> None:
+    qrels, run = collection
+    run = complete_run(qrels, run)
+    skip = cli_report(tmp_path, qrels, run)["runs"]["x"]  # type: ignore[index]
+    zero = cli_report(tmp_path, qrels, run, "--na", "zero")["runs"]["x"]  # type: ignore[index]
+    # q48 and q49 have no label >= 2: MRR, AP, R-precision, bpref, recall NA under skip.
+    for metric in ("mrr", "ap", "rprec", "bpref", "recall@10"):
+        assert skip["valid"][metric] == len(qrels) - 2
+        assert zero["valid"][metric] == len(qrels)
+        assert zero["mean"][metric] == pytest.approx(
+            skip["mean"][metric] * (len(qrels) - 2) / len(qrels), abs=1e-12
+        )
+        assert skip["per_query"]["q48"][metric] is None  # per query, NA stays NA
+        assert zero["per_query"]["q48"][metric] is None
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("judged_only", [False, True])
+def test_ap_rprec_bpref_per_query(tmp_path: Path, seed: int, judged_only: bool) -> None:
+    qrels, run = make_collection(seed)
+    write_qrels(tmp_path / "qrels.txt", qrels)
+    write_run(tmp_path / "run.txt", run, "shuffled", seed)
+    align = Alignment.from_qrels(read_qrels(tmp_path / "qrels.txt", None))
+    ranked = align.run("x", read_run(tmp_path / "run.txt"))
+    keys = parse_metric_list("map,AP@5,map_cut.10,Rprec,bpref,P@5,nDCG@10,RR", ks=[5])
+    values = evaluate_runs(align.labels, [ranked], keys, judged_only=judged_only)["x"]
+    evaluator = pytrec_eval.RelevanceEvaluator(
+        qrels, TREC_MEASURES, relevance_level=2, judged_docs_only_flag=judged_only
+    )
+    theirs = evaluator.evaluate(run)
+    names = {"ap@5": "map_cut_5", "ap@10": "map_cut_10", "mrr": "recip_rank"}
+    names |= {"precision@5": "P_5", "ndcg@10": "ndcg_cut_10"}
+    compared = 0
+    for i, qid in enumerate(align.labels.query_ids):
+        if qid not in theirs:
+            continue
+        for key in keys:
+            measure = names.get(key.name, REPORTED.get(key.name, key.name))
+            ours = float(values[key][i])
+            if no_relevant(qrels, qid) and key.base in {"ap", "rprec", "bpref", "mrr"}:
+                assert math.isnan(ours), (qid, key.name)
+                assert theirs[qid][measure] == 0.0
+                continue
+            assert ours == pytest.approx(theirs[qid][measure], abs=1e-12), (qid, key.name)
+            compared += 1
+    assert compared > 40 * len(keys)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -15,6 +15,7 @@ from raglabel.metrics.evaluate import QueryStats, evaluate_run
 from raglabel.metrics.names import MetricKey
 from raglabel.metrics.run import RankedRun
 from raglabel.metrics.stats import (
+    adjust_p_values,
     bootstrap_means,
     nan_mean,
     paired_randomization,
@@ -40,6 +41,9 @@ class Options:
     level: float = 0.95
     answers: NDArray[np.bool_] | None = None
     pools: dict[str, RankedRun] = field(default_factory=dict)
+    na: str = "skip"  # "zero": a query where a metric is NA counts as 0 in its mean
+    judged_only: bool = False  # ranked-list metrics on condensed runs
+    adjust: str = "holm"  # multiple-comparison adjustment of --compare's p-values
 
 
 def _clean(value: float) -> float | None:
@@ -71,24 +75,37 @@ def evaluate(
     needed = list(dict.fromkeys([*options.metrics, *itertools.chain(*ratio_parts.values())]))
     values: dict[str, dict[MetricKey, FloatArray]] = {
         run.name: evaluate_run(
-            stats, run, needed, pool=options.pools.get(run.name), answers=options.answers
+            stats,
+            run,
+            needed,
+            pool=options.pools.get(run.name),
+            answers=options.answers,
+            judged_only=options.judged_only,
         )
         for run in runs
     }
+    # What the means, intervals and tests see: under --na zero an NA counts as 0.
+    averaged = values
+    if options.na == "zero":
+        averaged = {
+            name: {key: np.nan_to_num(column, nan=0.0) for key, column in per_run.items()}
+            for name, per_run in values.items()
+        }
     reports: dict[str, RunReport] = {}
     for run in runs:
         per_run = values[run.name]
+        summed = averaged[run.name]
         mean: dict[str, float | None] = {}
         valid: dict[str, int] = {}
         for key in options.metrics:
             if key in ratio_parts:
                 num, den = ratio_parts[key]
-                mean[key.name], valid[key.name] = ratio_of_means(per_run[num], per_run[den])
+                mean[key.name], valid[key.name] = ratio_of_means(summed[num], summed[den])
             else:
-                mean[key.name], valid[key.name] = nan_mean(per_run[key])
+                mean[key.name], valid[key.name] = nan_mean(summed[key])
         report = RunReport(mean=mean, valid=valid)
         if options.ci:
-            report.ci = _intervals(per_run, options, ratio_parts)
+            report.ci = _intervals(summed, options, ratio_parts)
         if options.per_query:
             report.per_query = {
                 qid: {key.name: _clean(per_run[key][q]) for key in options.metrics}
@@ -98,7 +115,7 @@ def evaluate(
         reports[run.name] = report
     result = Report(labels=labels_info, config=config, runs=reports, warnings=warnings)
     if options.compare and len(runs) > 1:
-        result.compare = _comparisons(runs, values, options)
+        result.compare = _comparisons(runs, averaged, options)
     return result
 
 
@@ -169,7 +186,7 @@ def _comparisons(
         pairs = [(options.baseline, name) for name in names if name != options.baseline]
     else:
         pairs = list(itertools.combinations(names, 2))
-    return [
+    tests = [
         paired_randomization(
             values[base][key],
             values[other][key],
@@ -184,3 +201,5 @@ def _comparisons(
         for base, other in pairs
         for key in options.metrics
     ]
+    adjusted = adjust_p_values([c.p_value for c in tests], options.adjust)
+    return [replace(c, p_adjusted=p) for c, p in zip(tests, adjusted, strict=True)]

@@ -11,12 +11,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from raglabel.analysis import checks
 from raglabel.analysis.evaluation import Options
 from raglabel.analysis.sources import SampleSource, Source, open_files
-from raglabel.errors import UsageError
+from raglabel.errors import InputError, UsageError
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.report import LabelsInfo
 from raglabel.metrics.config import MetricConfig
+from raglabel.metrics.definitions import definitions
 from raglabel.metrics.evaluate import QueryStats
 from raglabel.metrics.run import RankedRun
 
@@ -83,7 +85,13 @@ def load(request: EvalRequest) -> Loaded:
     if request.samples is not None and runs[0].name in names:
         raise UsageError(f"the samples run and a --run are both named {runs[0].name!r}")
     for name, path in request.runs:
-        runs.append(source.run_file(name, path))
+        try:
+            runs.append(source.run_file(name, path))
+        except InputError as exc:
+            hint = checks.run_file_hint(path)
+            if hint is None:
+                raise
+            raise InputError(exc.source, f"{exc.message} ({hint})", exc.line) from None
 
     asked = request.options
     metrics = list(asked.metrics)
@@ -95,10 +103,24 @@ def load(request: EvalRequest) -> Loaded:
 
     pools = _pools(request.pools, runs, source)
     if asked.baseline is not None and asked.baseline not in {run.name for run in runs}:
-        raise UsageError(f"--baseline {asked.baseline!r} is not one of the runs")
+        known = ", ".join(repr(run.name) for run in runs)
+        raise UsageError(f"--baseline {asked.baseline!r} is not one of the runs: {known}")
 
     labels = source.labels
     stats = QueryStats.build(labels, request.config)
+    warnings = source.warnings
+    if request.qrels is not None:
+        hint = checks.qrels_file_hint(request.qrels)
+        if hint:
+            warnings.append(hint)
+    default_map = request.grade_map is None and request.project is None
+    warnings += checks.label_warnings(stats, default_map=default_map and not request.samples)
+    paths = dict(request.runs)
+    for run in runs:
+        warnings += checks.run_warnings(stats, run, paths.get(run.name))
+    warnings += checks.depth_notes([key.k for key in metrics if key.k], runs, stats)
+    if asked.compare and len(runs) < 2:
+        warnings.append("--compare: there is only one run, so nothing to compare")
     info = LabelsInfo(
         queries=labels.n_queries,
         graded=labels.n_graded,
@@ -123,9 +145,13 @@ def load(request: EvalRequest) -> Loaded:
         "permutations": asked.permutations,
         "seed": asked.seed,
         "confidence": asked.level,
+        "na": asked.na,
+        "judged_only": asked.judged_only,
+        "adjust": asked.adjust,
+        "definitions": definitions(metrics, request.config),
     }
     options = replace(asked, metrics=metrics, answers=answers, pools=pools)
-    return Loaded(stats, runs, options, info, report_config, source.warnings)
+    return Loaded(stats, runs, options, info, report_config, warnings)
 
 
 def _pools(specs: list[str], runs: list[RankedRun], source: Source) -> dict[str, RankedRun]:

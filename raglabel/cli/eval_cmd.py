@@ -8,7 +8,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from raglabel.cli.options import add_convention_options
+from raglabel.cli.arguments import is_sqlite
+from raglabel.cli.options import MAX_PERMUTATIONS, MAX_RESAMPLES, add_convention_options
+from raglabel.errors import UsageError
 from raglabel.storage.policies import POLICIES
 
 FORMATS = ("table", "json", "csv", "markdown")
@@ -20,13 +22,15 @@ def register(commands: Any) -> None:
         help="evaluate runs against graded labels",
         description=(
             "Evaluate retrieval runs against graded labels: set-based metrics (RA-nWG, PROC, "
-            "%%PROC, N-Recall, Precision4+, Harm, Judged) beside classic ones (hit, recall, "
-            "recall_all, precision, MRR, nDCG, containment) and ctx_rank_prec."
+            "%PROC, N-Recall, Precision4+, Harm, Judged) beside classic ones (hit, recall, "
+            "recall_all, precision, MRR, nDCG, AP, R-precision, bpref, containment) and "
+            "ctx_rank_prec."
         ),
         epilog=(
             "examples:\n"
             "  raglabel eval --qrels qrels.txt --run bm25=bm25.run --run dense=dense.run -k 5,10\n"
             "  raglabel eval --qrels qrels.txt --run *.run --metrics set --ci --compare\n"
+            "  raglabel eval --qrels qrels.txt --run x.run --metrics map,P_10 --na zero\n"
             "  raglabel eval --samples samples.jsonl --format json --per-query\n"
             "  raglabel eval project.db --ci --compare --policy median"
         ),
@@ -36,78 +40,156 @@ def register(commands: Any) -> None:
         "db",
         metavar="DB",
         nargs="?",
-        help="a project file: its runs, scored with its resolved labels (put it first)",
+        help="a project file: its runs, scored with its resolved labels",
     )
     source = parser.add_argument_group("inputs")
-    source.add_argument("--qrels", metavar="F", help="TREC qrels: qid iteration docid relevance")
+    source.add_argument(
+        "--qrels", metavar="F", help="TREC qrels: qid iteration docid relevance (default: none)"
+    )
     source.add_argument(
         "--run",
         metavar="NAME=F",
         action="extend",
         nargs="+",
         default=[],
-        help="a TREC run (qid Q0 docid rank score tag); NAME defaults to the file's stem",
+        help="a TREC run (qid Q0 docid rank score tag); NAME defaults to the file's stem "
+        "(default: none)",
     )
     source.add_argument(
         "--samples",
         metavar="[NAME=]F",
-        help="samples JSONL: per query its gold passages and one system's retrieval",
+        help="samples JSONL: per query its gold passages and one system's retrieval "
+        "(default: none)",
     )
     source.add_argument(
         "--pool",
         metavar="NAME=RUN",
         action="append",
         default=[],
-        help="use RUN (a run name or a run file) as NAME's retrieval pool for PROC",
+        help="use RUN (a run name or a run file) as NAME's retrieval pool for PROC "
+        "(default: NAME's own entries)",
     )
     labels = parser.add_argument_group("labels from a project (DB)")
     labels.add_argument(
         "--policy",
         choices=POLICIES,
         default="median",
-        help="how several annotators' grades resolve to one (default median, lower half)",
+        help="how several annotators' grades resolve to one (default: median, lower half)",
     )
-    labels.add_argument("--annotator", metavar="NAME", help="use one annotator's grades only")
+    labels.add_argument(
+        "--annotator", metavar="NAME", help="use one annotator's grades only (default: all)"
+    )
     labels.add_argument(
         "--fill-with-judge",
         action="store_true",
-        help="let judge suggestions grade pairs no human graded (off by default; reported)",
+        help="let judge suggestions grade pairs no human graded (default: off; reported)",
     )
     what = parser.add_argument_group("what to compute")
-    what.add_argument("-k", metavar="LIST", help="cutoffs, e.g. 5,10,20 (default 5)")
+    what.add_argument("-k", metavar="LIST", help="cutoffs, e.g. 5,10,20 (default: 5)")
     what.add_argument(
         "--metrics",
         metavar="LIST",
-        help="metrics or groups (set, classic, ranking, all), e.g. set,ndcg@10,mrr (default all)",
+        help="metrics or groups (set, classic, ranking, trec, all), e.g. set,ndcg@10,mrr; "
+        "trec_eval and ir_measures names too (P_5, map, nDCG@10, RR) (default: all)",
     )
-    what.add_argument("--per-query", action="store_true", help="add every query's values")
-    what.add_argument("--ci", action="store_true", help="bootstrap confidence intervals")
-    what.add_argument("--compare", action="store_true", help="paired randomization tests")
-    what.add_argument("--baseline", metavar="NAME", help="compare every run with this one only")
-    what.add_argument("--resamples", type=int, default=1000, metavar="N", help="bootstrap draws")
     what.add_argument(
-        "--permutations", type=int, default=10_000, metavar="N", help="randomization draws"
+        "--na",
+        choices=("skip", "zero"),
+        default="skip",
+        help="a query whose labels leave a metric undefined: left out of the mean (skip) or "
+        "counted as 0, as trec_eval does (zero) (default: skip)",
     )
-    what.add_argument("--seed", type=int, default=42, help="seed of all resampling (default 42)")
     what.add_argument(
-        "--confidence", type=float, default=0.95, metavar="P", help="interval level (0.95)"
+        "--judged-only",
+        action="store_true",
+        help="drop unjudged passages from each ranking before the classic metrics "
+        "(trec_eval -J) (default: off)",
+    )
+    what.add_argument(
+        "--per-query", action="store_true", help="add every query's values (default: off)"
+    )
+    what.add_argument(
+        "--ci", action="store_true", help="bootstrap confidence intervals (default: off)"
+    )
+    what.add_argument(
+        "--compare", action="store_true", help="paired randomization tests (default: off)"
+    )
+    what.add_argument(
+        "--baseline",
+        metavar="NAME",
+        help="compare every run with this one only (default: all pairs)",
+    )
+    what.add_argument(
+        "--adjust",
+        choices=("none", "holm", "bh"),
+        default="holm",
+        help="adjust --compare's p-values for multiple comparisons: Holm, Benjamini-Hochberg "
+        "or none (default: holm; the raw p-values are kept)",
+    )
+    what.add_argument(
+        "--resamples",
+        type=int,
+        default=1000,
+        metavar="N",
+        help=f"bootstrap draws, 1 to {MAX_RESAMPLES:,} (default: 1000)",
+    )
+    what.add_argument(
+        "--permutations",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help=f"randomization draws, 1 to {MAX_PERMUTATIONS:,} (default: 10000)",
+    )
+    what.add_argument(
+        "--seed", type=int, default=42, help="seed of all resampling, 0 to 2**63 - 2 (default: 42)"
+    )
+    what.add_argument(
+        "--confidence",
+        type=float,
+        default=0.95,
+        metavar="P",
+        help="interval level, between 0 and 1 (default: 0.95)",
     )
     conv = parser.add_argument_group("conventions (defaults from the metric spec)")
-    conv.add_argument("--grade-map", metavar="MAP", help="label:grade pairs for imported labels")
+    conv.add_argument(
+        "--grade-map",
+        metavar="MAP",
+        help="label:grade pairs for imported labels (default: 0:2,1:3,2:4,3:5, negative -> 1)",
+    )
     add_convention_options(conv)
-    conv.add_argument("--ctx-threshold", type=float, metavar="X", help="ctx_rank pass mark (80)")
+    conv.add_argument(
+        "--ctx-threshold", type=float, metavar="X", help="ctx_rank pass mark, 0-100 (default: 80)"
+    )
     out = parser.add_argument_group("output")
-    out.add_argument("--format", choices=FORMATS, default="table", help="output format")
-    out.add_argument("--output", "-o", metavar="F", help="write to F instead of stdout")
-    out.add_argument("--timings", action="store_true", help="print load and compute seconds")
+    out.add_argument(
+        "--format", choices=FORMATS, default="table", help="output format (default: table)"
+    )
+    out.add_argument(
+        "--output", "-o", metavar="F", help="write to F instead of stdout (default: stdout)"
+    )
+    out.add_argument(
+        "--timings", action="store_true", help="print load and compute seconds (default: off)"
+    )
     out.add_argument(
         "--reader",
         choices=("auto", "python", "polars"),
         default="auto",
         help="file reader: python for small inputs, polars (columnar) for large; "
-        "auto picks by size (8 MB); both give identical results",
+        "auto picks by size (8 MB); both give identical results (default: auto)",
     )
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, settle=settle_db)
+
+
+def settle_db(args: argparse.Namespace) -> None:
+    """``--run a.run project.db``: ``--run`` takes one or more files, so a project file
+    written after it lands among the runs. It is recognised by its SQLite header and
+    made the DB (or refused when a DB is given already)."""
+    projects = [spec for spec in args.run if "=" not in spec and is_sqlite(Path(spec))]
+    for spec in projects:
+        if getattr(args, "db", None):
+            raise UsageError(f"--run {spec!r} is a project file, not a TREC run")
+        args.db = spec
+        args.run = [other for other in args.run if other != spec]
 
 
 def run(args: argparse.Namespace) -> int:

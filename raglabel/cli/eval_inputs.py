@@ -7,14 +7,37 @@ from pathlib import Path
 
 from raglabel.analysis.evaluation import Options
 from raglabel.analysis.inputs import EvalRequest, Loaded, load
-from raglabel.cli.options import cutoffs_option, grade_map_option, metric_config, named_file
+from raglabel.cli.options import (
+    MAX_CUTOFF,
+    MAX_PERMUTATIONS,
+    MAX_RESAMPLES,
+    cutoffs_option,
+    grade_map_option,
+    metric_config,
+    named_file,
+)
 from raglabel.errors import UsageError
 from raglabel.metrics.names import MetricNameError, parse_metric_list
 
+_MAX_SEED = 2**63 - 2
+
+
+def _check_file(path: str | Path, option: str) -> None:
+    """A path a file option names must not be a directory (a missing file is the
+    reader's error, which names it)."""
+    if Path(path).is_dir():
+        raise UsageError(f"{option} {str(path)!r} is a folder, not a file")
+
 
 def _validate_counts(args: argparse.Namespace) -> None:
-    if args.resamples < 1 or args.permutations < 1:
-        raise UsageError("--resamples and --permutations must be at least 1")
+    if not 1 <= args.resamples <= MAX_RESAMPLES:
+        raise UsageError(f"--resamples must be from 1 to {MAX_RESAMPLES:,}, got {args.resamples}")
+    if not 1 <= args.permutations <= MAX_PERMUTATIONS:
+        raise UsageError(
+            f"--permutations must be from 1 to {MAX_PERMUTATIONS:,}, got {args.permutations}"
+        )
+    if not 0 <= args.seed <= _MAX_SEED:
+        raise UsageError(f"--seed must be from 0 to 2**63 - 2, got {args.seed}")
     if not 0.0 < args.confidence < 1.0:
         raise UsageError("--confidence must be between 0 and 1, e.g. 0.95")
     db = getattr(args, "db", None)
@@ -26,10 +49,30 @@ def _validate_counts(args: argparse.Namespace) -> None:
         raise UsageError("--qrels needs at least one --run NAME=FILE")
 
 
+def _check_files(args: argparse.Namespace, runs: list[tuple[str, Path]]) -> None:
+    if getattr(args, "db", None):
+        _check_file(args.db, "DB")
+    if args.qrels:
+        _check_file(args.qrels, "--qrels")
+    for _, path in runs:
+        _check_file(path, "--run")
+    if args.samples:
+        _check_file(named_file(args.samples, "--samples")[1], "--samples")
+    if getattr(args, "config", None):
+        _check_file(args.config, "--config")
+    output = getattr(args, "output", None)
+    if output and Path(output).is_dir():
+        raise UsageError(f"--output {output!r} is a folder; give the path of a file")
+
+
 def eval_request(args: argparse.Namespace) -> EvalRequest:
     _validate_counts(args)
+    runs = [named_file(spec, "--run") for spec in args.run]
+    _check_files(args, runs)
     config = metric_config(args)
     ks = sorted(cutoffs_option(args.k)) if args.k else [config.default_k]
+    if ks[-1] > MAX_CUTOFF:
+        raise UsageError(f"default_k {ks[-1]} is too large (at most 2**63 - 1)")
     try:
         metrics = parse_metric_list(args.metrics, ks)
     except MetricNameError as exc:
@@ -50,12 +93,15 @@ def eval_request(args: argparse.Namespace) -> EvalRequest:
         permutations=args.permutations,
         seed=args.seed,
         level=args.confidence,
+        na=getattr(args, "na", "skip"),
+        judged_only=getattr(args, "judged_only", False),
+        adjust=getattr(args, "adjust", "holm"),
     )
     return EvalRequest(
         options=options,
         cutoffs=ks,
         config=config,
-        runs=[named_file(spec, "--run") for spec in args.run],
+        runs=runs,
         qrels=Path(args.qrels) if args.qrels else None,
         samples=named_file(args.samples, "--samples") if args.samples else None,
         project=Path(db) if db else None,

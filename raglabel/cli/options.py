@@ -8,6 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from raglabel.errors import UsageError
 
+#: The largest cutoff (a signed 64-bit integer); metrics.names holds the same bound.
+MAX_CUTOFF = 2**63 - 1
+#: Upper bounds of eval's resampling options: far beyond any use, below a memory error.
+MAX_RESAMPLES = 100_000
+MAX_PERMUTATIONS = 100_000_000
+
 if TYPE_CHECKING:
     from raglabel.formats.maps import GradeMap
     from raglabel.metrics.config import MetricConfig
@@ -45,6 +51,8 @@ def cutoffs_option(text: str, option: str = "-k") -> list[int]:
             raise UsageError(f"{option}: {part.strip()!r} is not an integer") from None
         if k < 1:
             raise UsageError(f"{option}: cutoffs must be at least 1, got {k}")
+        if k > MAX_CUTOFF:
+            raise UsageError(f"{option}: cutoff {k} is too large (at most 2**63 - 1)")
         ks.append(k)
     return list(dict.fromkeys(ks))
 
@@ -53,14 +61,25 @@ def add_convention_options(group: Any) -> None:
     """The metric spec's conventions every metric-computing command takes (``group`` is a
     parser or an argument group)."""
     group.add_argument(
-        "--config", metavar="FILE", help="a TOML file with a [metrics] table of conventions"
+        "--config",
+        metavar="FILE",
+        help="a TOML file with a [metrics] table of conventions (default: none)",
     )
-    group.add_argument("--gain-map", metavar="MAP", help="grade:gain pairs for nDCG")
-    group.add_argument("--relevance-threshold", type=int, metavar="G", help="relevant: grade >= G")
-    group.add_argument("--harm-threshold", type=int, metavar="G", help="harm: grade <= G")
-    group.add_argument("--alpha", type=float, help="rarity exponent (1)")
-    group.add_argument("--cap4", type=float, help="cap of the grade-4 weight (1.0)")
-    group.add_argument("--cap3", type=float, help="cap of the grade-3 weight (0.25)")
+    group.add_argument(
+        "--gain-map", metavar="MAP", help="grade:gain pairs for nDCG (default: 3:1,4:2,5:3)"
+    )
+    group.add_argument(
+        "--relevance-threshold",
+        type=int,
+        metavar="G",
+        help="relevant: grade >= G, 1-5 (default: 4)",
+    )
+    group.add_argument(
+        "--harm-threshold", type=int, metavar="G", help="harm: grade <= G, 1-5 (default: 2)"
+    )
+    group.add_argument("--alpha", type=float, help="rarity exponent, >= 0 (default: 1)")
+    group.add_argument("--cap4", type=float, help="cap of the grade-4 weight (default: 1.0)")
+    group.add_argument("--cap3", type=float, help="cap of the grade-3 weight (default: 0.25)")
 
 
 def metric_config(args: argparse.Namespace) -> MetricConfig:

@@ -23,6 +23,10 @@ def ideal_dcg(
     n_queries = counts.shape[0]
     if n_queries == 0:
         return np.zeros(0)
+    # Ranks past a query's graded passages add nothing: the discount table never needs
+    # more entries than the most graded passages of a query, whatever k asks.
+    graded = counts[:, 1:].sum(axis=1)
+    k = np.minimum(k, graded)
     limit = int(max(int(k.max(initial=0)), 0))
     table = np.concatenate([[0.0], np.cumsum(discount(np.arange(limit, dtype=np.int64)))])
     order = np.argsort(-gains[:, 1:], axis=1, kind="stable") + 1

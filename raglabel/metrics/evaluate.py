@@ -12,11 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from raglabel.metrics.bpref import bpref
 from raglabel.metrics.config import GRADES, MetricConfig
 from raglabel.metrics.ctxrank import passes
 from raglabel.metrics.discount import discount, ideal_dcg
 from raglabel.metrics.labels import LabelSet, counts_from_grades
-from raglabel.metrics.names import MetricKey
+from raglabel.metrics.names import RANKED_LIST_METRICS, MetricKey
+from raglabel.metrics.precision import average_precision, r_precision
 from raglabel.metrics.run import RankedRun
 from raglabel.metrics.weights import grade_inversions, rarity_weights, top_k_gain
 
@@ -33,6 +35,7 @@ class QueryStats:
     weights: FloatArray  # (n_queries, 6), rarity weight of each grade
     gains: FloatArray  # (6,), nDCG gain of each grade; 0 for unjudged
     relevant: NDArray[np.int64]  # passages at or above the relevance threshold
+    nonrelevant: NDArray[np.int64]  # graded passages below it
     r4plus: NDArray[np.int64]
     r5: NDArray[np.int64]
     inverted: NDArray[np.bool_]
@@ -48,6 +51,7 @@ class QueryStats:
             weights=weights,
             gains=gains,
             relevant=counts[:, config.relevance_threshold :].sum(axis=1),
+            nonrelevant=counts[:, 1 : config.relevance_threshold].sum(axis=1),
             r4plus=counts[:, 4:].sum(axis=1),
             r5=counts[:, 5].copy(),
             inverted=grade_inversions(counts, weights),
@@ -155,6 +159,9 @@ class _RunView:
             out["precision"] = found / kf
         if "mrr" in bases:
             out["mrr"] = self.reciprocal_rank(rel_top)
+        if "ap" in bases:
+            where = np.flatnonzero(rel_top)
+            out["ap"] = average_precision(self.qidx[where], self.pos[where], stats.relevant)
         if "ndcg" in bases:
             dcg = self.count(top, stats.gains[g] * discount(self.pos))
             idcg = ideal_dcg(stats.labels.counts, np.broadcast_to(stats.gains, (self.n, 6)), kq)
@@ -190,6 +197,26 @@ class _RunView:
         rr[self.stats.relevant == 0] = np.nan
         return rr
 
+    def uncut(self, bases: set[str]) -> dict[str, FloatArray]:
+        """The measures without a cutoff, over the whole run."""
+        out: dict[str, FloatArray] = {}
+        if "mrr" in bases:
+            out["mrr"] = self.reciprocal_rank()
+        stats, run = self.stats, self.run
+        threshold = stats.config.relevance_threshold
+        if bases & {"ap", "rprec"}:
+            qidx, pos = run.locate(np.flatnonzero(run.grades >= threshold))
+            if "ap" in bases:
+                out["ap"] = average_precision(qidx, pos, stats.relevant)
+            if "rprec" in bases:
+                out["rprec"] = r_precision(qidx, pos, stats.relevant)
+        if "bpref" in bases:
+            judged = np.flatnonzero(run.grades)
+            qidx, _ = run.locate(judged)
+            relevant = run.grades[judged] >= threshold
+            out["bpref"] = bpref(qidx, relevant, stats.relevant, stats.nonrelevant)
+        return out
+
     def containment(self, top: NDArray[np.bool_]) -> FloatArray:
         if self.contains is None:
             return np.full(self.n, np.nan)
@@ -204,12 +231,22 @@ def evaluate_run(
     *,
     pool: RankedRun | None = None,
     answers: NDArray[np.bool_] | None = None,
+    judged_only: bool = False,
 ) -> dict[MetricKey, FloatArray]:
     """Per-query values (NaN = NA) of ``metrics`` for ``run``.
 
     ``answers`` marks the queries that have an expected answer; containment is NA for
-    the others (and for every query when the run carries no texts).
+    the others (and for every query when the run carries no texts). ``judged_only``
+    computes the ranked-list metrics (hit, recall, precision, MRR, nDCG, AP, R-precision,
+    bpref) on the condensed run, whose unjudged entries are removed.
     """
+    if judged_only:
+        ranked = [key for key in metrics if key.base in RANKED_LIST_METRICS]
+        rest = [key for key in metrics if key.base not in RANKED_LIST_METRICS]
+        parts = evaluate_run(stats, run, rest, pool=pool, answers=answers) if rest else {}
+        if ranked:
+            parts.update(evaluate_run(stats, run.judged_only(), ranked, pool=pool))
+        return {key: parts[key] for key in metrics}
     cut = [key.k for key in metrics if key.k is not None]
     max_k = max(cut, default=0)
     if run.k_override is not None:
@@ -220,7 +257,7 @@ def evaluate_run(
         by_k.setdefault(key.k, set()).add(key.base)
     results: dict[MetricKey, FloatArray] = {}
     for k, bases in by_k.items():
-        values = {"mrr": view.reciprocal_rank()} if k is None else view.at_k(k, bases)
+        values = view.uncut(bases) if k is None else view.at_k(k, bases)
         for base in bases:
             results[MetricKey(base, k)] = values[base]
     if answers is not None:
@@ -238,11 +275,19 @@ def evaluate_runs(
     config: MetricConfig | None = None,
     pools: dict[str, RankedRun] | None = None,
     answers: NDArray[np.bool_] | None = None,
+    judged_only: bool = False,
 ) -> dict[str, dict[MetricKey, FloatArray]]:
     """Evaluate several runs against one label set (weights computed once)."""
     stats = QueryStats.build(labels, config or MetricConfig())
     pools = pools or {}
     return {
-        run.name: evaluate_run(stats, run, metrics, pool=pools.get(run.name), answers=answers)
+        run.name: evaluate_run(
+            stats,
+            run,
+            metrics,
+            pool=pools.get(run.name),
+            answers=answers,
+            judged_only=judged_only,
+        )
         for run in runs
     }

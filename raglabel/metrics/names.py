@@ -1,7 +1,10 @@
-"""Metric names (``ndcg@10``, ``mrr``) and the groups a user may ask for."""
+"""Metric names (``ndcg@10``, ``mrr``), the groups a user may ask for, and the names
+other tools give the same measures (trec_eval's ``P_5``, ir_measures' ``nDCG@10``)."""
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass
 
 SET_METRICS = (
@@ -16,20 +19,51 @@ SET_METRICS = (
 )
 CLASSIC_METRICS = ("hit", "recall", "recall_all", "precision", "mrr", "ndcg", "containment")
 RANKING_METRICS = ("ctx_rank_prec", "ctx_rank_pass")
+#: trec_eval's ranked-list measures beside the classic ones: AP, R-precision, bpref.
+TREC_METRICS = ("ap", "rprec", "bpref")
 ALL_METRICS = SET_METRICS + CLASSIC_METRICS + RANKING_METRICS
+KNOWN_METRICS = ALL_METRICS + TREC_METRICS
 #: Metrics that also exist without a cutoff.
-UNCUT = frozenset({"mrr"})
+UNCUT = frozenset({"mrr", "ap", "rprec", "bpref"})
+#: Metrics that exist only without a cutoff.
+UNCUT_ONLY = frozenset({"rprec", "bpref"})
+#: The classic metrics: with ``--judged-only`` they see condensed lists.
+RANKED_LIST_METRICS = frozenset(
+    {"hit", "recall", "recall_all", "precision", "mrr", "ndcg", "ap", "rprec", "bpref"}
+)
 GROUPS: dict[str, tuple[str, ...]] = {
     "set": SET_METRICS,
     "classic": CLASSIC_METRICS,
     "ranking": RANKING_METRICS,
+    "trec": ("precision", "recall", "hit", "mrr", "ndcg", "ap", "rprec", "bpref"),
     "all": ALL_METRICS,
 }
+
+#: Names of other tools, lower case, without a cutoff: name -> raglabel's base.
+_PLAIN_ALIASES = {
+    "map": "ap",  # trec_eval
+    "recip_rank": "mrr",
+    "rr": "mrr",  # ir_measures
+    "r-prec": "rprec",
+}
+#: Bases of other tools' names that take a cutoff (``P_5``, ``P.5``, ``P@5``).
+_CUT_ALIASES = {
+    "p": "precision",
+    "r": "recall",
+    "ndcg_cut": "ndcg",
+    "map_cut": "ap",
+    "success": "hit",
+    "rr": "mrr",
+    "recip_rank": "mrr",
+}
+_TREC_CUT = re.compile(r"^(p|recall|ndcg_cut|map_cut|success)[._](\d+)$")
+#: The largest cutoff the engine takes (it must fit a signed 64-bit integer).
+MAX_CUTOFF = 2**63 - 1
 
 
 @dataclass(frozen=True, order=True)
 class MetricKey:
-    """One metric at one cutoff (``k`` is None for the uncut MRR)."""
+    """One metric at one cutoff (``k`` is None for an uncut metric such as MRR)."""
 
     base: str
     k: int | None
@@ -43,41 +77,85 @@ class MetricNameError(ValueError):
     """A metric list names something raglabel does not compute."""
 
 
+def _known_names() -> list[str]:
+    names = list(KNOWN_METRICS) + list(GROUPS)
+    names += ["P_5", "P.5", "P@5", "recall_100", "R@100", "ndcg_cut_10", "nDCG@10"]
+    names += ["recip_rank", "RR", "map", "map_cut_10", "AP", "Rprec", "bpref", "success_10"]
+    return names
+
+
+def _unknown(item: str) -> MetricNameError:
+    close = difflib.get_close_matches(item, _known_names(), n=1, cutoff=0.5)
+    if not close:
+        close = difflib.get_close_matches(item.lower(), [n.lower() for n in _known_names()], n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return MetricNameError(
+        f"unknown metric {item!r}{hint} Known: {', '.join(KNOWN_METRICS)}, the groups "
+        f"{', '.join(GROUPS)}, and trec_eval or ir_measures names (P_5, nDCG@10, map, ...)"
+    )
+
+
+def cutoff_value(text: str, what: str) -> int:
+    """A cutoff written in ``what``: an integer from 1 to 2**63 - 1."""
+    try:
+        k = int(text.strip())
+    except ValueError:
+        raise MetricNameError(f"cutoff of {what!r} is not an integer") from None
+    if k < 1:
+        raise MetricNameError(f"cutoff of {what!r} must be at least 1")
+    if k > MAX_CUTOFF:
+        raise MetricNameError(f"cutoff of {what!r} is too large (at most 2**63 - 1)")
+    return k
+
+
+def canonical(item: str) -> tuple[str, str | None]:
+    """``(base, cutoff text or None)`` of one metric name, aliases resolved; the base is
+    a group name or a metric of :data:`KNOWN_METRICS`."""
+    lowered = item.lower()
+    base, at, cut = lowered.partition("@")
+    if at:
+        if base in GROUPS or base in KNOWN_METRICS:
+            return base, cut
+        if base in _CUT_ALIASES:
+            return _CUT_ALIASES[base], cut
+        raise _unknown(item)
+    if base in GROUPS or base in KNOWN_METRICS:
+        return base, None
+    if base in _PLAIN_ALIASES:
+        return _PLAIN_ALIASES[base], None
+    match = _TREC_CUT.match(base)
+    if match:
+        return _CUT_ALIASES.get(match.group(1), match.group(1)), match.group(2)
+    raise _unknown(item)
+
+
 def parse_metric_list(text: str | None, ks: list[int]) -> list[MetricKey]:
     """Expand ``"set,ndcg@10,mrr"`` into metric keys, keeping the user's order.
 
-    A name without ``@k`` is computed at every cutoff of ``ks``; ``mrr`` alone is the
-    uncut reciprocal rank; a group name expands to its members. ``None`` means all
-    metrics, plus the uncut MRR.
+    A name without ``@k`` is computed at every cutoff of ``ks``; ``mrr`` and ``ap`` alone
+    are the uncut measures, ``rprec`` and ``bpref`` take no cutoff; a group name expands
+    to its members. Other tools' names (``P_5``, ``ndcg_cut.10``, ``map``, ``nDCG@10``,
+    ``RR``) are aliases of raglabel's. ``None`` means all metrics, plus the uncut MRR.
     """
     items = [part.strip() for part in (text or "all").split(",") if part.strip()]
     if not items:
         raise MetricNameError("the metric list is empty")
     keys: list[MetricKey] = []
     for item in items:
-        base, _, cut = item.partition("@")
-        base = base.lower()
+        base, cut = canonical(item)
         if base in GROUPS:
-            if cut:
+            if cut is not None:
                 raise MetricNameError(f"a group takes no cutoff: {item!r}")
             for member in GROUPS[base]:
-                keys.extend(MetricKey(member, k) for k in ks)
+                if member not in UNCUT_ONLY:
+                    keys.extend(MetricKey(member, k) for k in ks)
                 if member in UNCUT:
                     keys.append(MetricKey(member, None))
             continue
-        if base not in ALL_METRICS:
-            raise MetricNameError(
-                f"unknown metric {item!r}; known: {', '.join(ALL_METRICS)} "
-                f"or the groups {', '.join(GROUPS)}"
-            )
-        if cut:
-            try:
-                k = int(cut)
-            except ValueError:
-                raise MetricNameError(f"cutoff of {item!r} is not an integer") from None
-            if k < 1:
-                raise MetricNameError(f"cutoff of {item!r} must be at least 1")
-            keys.append(MetricKey(base, k))
+        if cut is not None:
+            if base in UNCUT_ONLY:
+                raise MetricNameError(f"{base} takes no cutoff: {item!r}")
+            keys.append(MetricKey(base, cutoff_value(cut, item)))
         elif base in UNCUT:
             keys.append(MetricKey(base, None))
         else:

@@ -95,6 +95,22 @@ class RankedRun:
         counts[:, 0] = self.lengths - counts[:, 1:].sum(axis=1)
         return counts
 
+    def judged_only(self) -> RankedRun:
+        """The condensed run: every query's list without its unjudged entries, in the same
+        order (trec_eval's ``-J``, pytrec_eval's ``judged_docs_only_flag``)."""
+        keep = self.grades > 0
+        if bool(keep.all()):
+            return self
+        lengths = np.bincount(self.qidx[keep], minlength=self.n_queries).astype(np.int64)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        return RankedRun(
+            name=self.name,
+            offsets=offsets,
+            grades=self.grades[keep],
+            contains=None if self.contains is None else self.contains[keep],
+            k_override=self.k_override,
+        )
+
     @classmethod
     def from_lists(
         cls,

@@ -90,6 +90,8 @@ class Comparison:
     ties: int
     losses: int
     queries: int
+    p_adjusted: float | None = None
+    """The p-value adjusted for every comparison of the report (config ``adjust``)."""
 
 
 def paired_randomization(
@@ -142,3 +144,34 @@ def paired_randomization(
         losses=losses,
         queries=n,
     )
+
+
+ADJUSTMENTS = ("none", "holm", "bh")
+
+
+def adjust_p_values(p_values: list[float | None], method: str) -> list[float | None]:
+    """p-values adjusted for multiple comparisons over the whole family given.
+
+    ``holm``: Holm's step-down (family-wise error); ``bh``: Benjamini-Hochberg (false
+    discovery rate); ``none``: unchanged. None entries (no query to compare) stay None
+    and are not part of the family.
+    """
+    if method not in ADJUSTMENTS:
+        raise ValueError(f"unknown adjustment {method!r}; known: {', '.join(ADJUSTMENTS)}")
+    present = [i for i, p in enumerate(p_values) if p is not None]
+    out: list[float | None] = list(p_values)
+    if method == "none" or not present:
+        return out
+    raw = np.array([p_values[i] for i in present], dtype=np.float64)
+    m = raw.size
+    order = np.argsort(raw, kind="stable")
+    ranked = raw[order]
+    if method == "holm":
+        scaled = np.maximum.accumulate(ranked * (m - np.arange(m)))
+    else:
+        scaled = np.minimum.accumulate((ranked * m / np.arange(1, m + 1))[::-1])[::-1]
+    adjusted = np.empty(m)
+    adjusted[order] = np.minimum(scaled, 1.0)
+    for i, value in zip(present, adjusted.tolist(), strict=True):
+        out[i] = value
+    return out
