@@ -374,7 +374,12 @@ EMPTY_FILES = [
         ["--beir", "beir"],
         "beir/qrels/test.tsv: has no judgments (only a header, or empty)",
     ),
-    Case("missing-input-file", {}, ["--qrels", "nope.txt"], "nope.txt: no such file"),
+    Case(
+        "missing-input-file",
+        {},
+        ["--qrels", "nope.txt"],
+        "argument --qrels: nope.txt: no such file",
+    ),
 ]
 
 PROJECT_ERRORS = [
@@ -413,7 +418,7 @@ USAGE_ERRORS = [
         "depth-zero",
         {"r.run": RUN_OK},
         ["--run", "r.run", "--depth", "0"],
-        "--depth must be at least 1",
+        "argument --depth: must be a whole number from 1 to 1,000,000, got 0",
     ),
     Case(
         "two-runs-one-name",
@@ -504,7 +509,10 @@ def test_import_error(
         code = int(exc.code or 0)
     out, err = capsys.readouterr()
     assert (code, out) == (2, "")
-    assert err == f"raglabel import: error: {case.message}\n"
+    *usage, last = err.splitlines()
+    assert last == f"raglabel import: error: {case.message}"
+    # argparse's own checks show the usage first; nothing else may come before the error.
+    assert all(line.startswith(("usage: ", " ")) for line in usage)
     assert fingerprint(Path(case.db)) == before
 
 

@@ -8,6 +8,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from raglabel.cli.arguments import int_in
 from raglabel.cli.options import add_convention_options, cutoffs_option, metric_config
 from raglabel.errors import UsageError
 
@@ -31,17 +32,25 @@ def register(commands: Any) -> None:
         ),
     )
     parser.add_argument("db", metavar="DB", help="the project file")
-    parser.add_argument("-k", metavar="LIST", default="10", help="cutoffs for run metrics (10)")
+    parser.add_argument(
+        "-k", metavar="LIST", default="10", help="cutoffs for run metrics (default: 10)"
+    )
     parser.add_argument(
         "--metrics",
         default=DEFAULT_METRICS,
         metavar="LIST",
-        help=f"run metrics to compare ({DEFAULT_METRICS}); 'none' to skip",
+        help=f"run metrics to compare, or 'none' (default: {DEFAULT_METRICS})",
     )
     parser.add_argument(
-        "--top", type=int, default=10, metavar="N", help="queries with most disagreement (10)"
+        "--top",
+        type=int_in(0, 100_000),
+        default=10,
+        metavar="N",
+        help="queries with most disagreement to list (default: 10)",
     )
-    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument(
+        "--format", choices=("table", "json"), default="table", help="output (default: table)"
+    )
     add_convention_options(parser.add_argument_group("metric conventions"))
     parser.set_defaults(handler=run)
 
@@ -51,8 +60,6 @@ def run(args: argparse.Namespace) -> int:
     from raglabel.metrics.names import MetricNameError, parse_metric_list
     from raglabel.storage.project import Project
 
-    if args.top < 0:
-        raise UsageError(f"--top must be 0 or more, got {args.top}")
     ks = cutoffs_option(args.k)
     metrics = []
     if args.metrics.strip().lower() != "none":

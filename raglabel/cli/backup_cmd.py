@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from raglabel.cli.arguments import new_file, project_file
 from raglabel.errors import InputError
 
 
@@ -20,8 +21,10 @@ def register(commands: Any) -> None:
             "existing file is never overwritten."
         ),
     )
-    parser.add_argument("db", metavar="DB", help="the project file")
-    parser.add_argument("copy", metavar="COPY", help="where the copy goes (must not exist)")
+    parser.add_argument("db", metavar="DB", type=project_file, help="the project file")
+    parser.add_argument(
+        "copy", metavar="COPY", type=new_file, help="where the copy goes (must not exist)"
+    )
     parser.set_defaults(handler=run)
 
 

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from raglabel.cli.arguments import output_file, project_file, writes_over_project
 from raglabel.cli.options import grade_map_option
 from raglabel.errors import UsageError
 from raglabel.storage.policies import POLICIES
@@ -21,15 +22,21 @@ def register(commands: Any) -> None:
             "grade, or with --history every event of the log."
         ),
     )
-    parser.add_argument("db", metavar="DB", help="the project file")
+    parser.add_argument("db", metavar="DB", type=project_file, help="the project file")
     target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--qrels", metavar="F", help="TREC qrels of the resolved grades")
-    target.add_argument("--jsonl", metavar="F", help="JSON Lines, one grade (or event) a line")
-    target.add_argument("--csv", metavar="F", help="CSV with a header, one grade (or event) a row")
+    target.add_argument(
+        "--qrels", metavar="F", type=output_file, help="TREC qrels of the resolved grades"
+    )
+    target.add_argument(
+        "--jsonl", metavar="F", type=output_file, help="JSON Lines, one grade (or event) a line"
+    )
+    target.add_argument(
+        "--csv", metavar="F", type=output_file, help="CSV with a header, one grade (or event) a row"
+    )
     parser.add_argument(
         "--grade-map",
         metavar="MAP",
-        help="label:grade pairs, used in reverse for qrels (default 0:2,1:3,2:4,3:5, <0:1)",
+        help="label:grade pairs, used in reverse for qrels (default: 0:2,1:3,2:4,3:5, <0:1)",
     )
     parser.add_argument(
         "--history", action="store_true", help="JSONL/CSV: every event, not current grades"
@@ -43,7 +50,7 @@ def register(commands: Any) -> None:
         "--policy",
         choices=POLICIES,
         default="median",
-        help="qrels: how several annotators' grades resolve to one (default median)",
+        help="qrels: how several annotators' grades resolve to one (default: median)",
     )
     parser.add_argument("--annotator", metavar="NAME", help="qrels: one annotator's grades only")
     parser.add_argument(
@@ -62,6 +69,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.suggestions and (args.qrels or args.history):
         raise UsageError("--suggestions goes with --jsonl or --csv, and not with --history")
+    if args.annotator is not None and not args.annotator.strip():
+        raise UsageError("--annotator must not be empty")
+    option = "qrels" if args.qrels else "jsonl" if args.jsonl else "csv"
+    output = getattr(args, option)
+    if writes_over_project(Path(output), Path(args.db)):
+        raise UsageError(f"--{option} {output}: is the project file (or its WAL); name another")
     with Project.open(args.db) as project:
         if args.qrels:
             choice = LabelChoice(args.policy, args.annotator, args.fill_with_judge)

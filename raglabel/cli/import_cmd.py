@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from raglabel.cli.arguments import input_file, int_in, is_sqlite, project_file
 from raglabel.cli.options import grade_map_option, named_file
 from raglabel.errors import UsageError
+
+#: The deepest pool: no run ranks more passages for one query than this.
+MAX_DEPTH = 1_000_000
+_SPLIT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 
 def register(commands: Any) -> None:
@@ -31,14 +37,29 @@ def register(commands: Any) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("db", metavar="DB", help="the project file (see raglabel init)")
-    parser.add_argument("--queries", metavar="F", help="queries: TSV qid<TAB>text, or JSONL")
     parser.add_argument(
-        "--passages", metavar="F", help="passages: JSONL (id, text, title, metadata), or TSV"
+        "db",
+        metavar="DB",
+        nargs="?",
+        type=project_file,
+        help="the project file (see raglabel init); it may also come last, after the --run files",
     )
-    parser.add_argument("--qrels", metavar="F", help="TREC qrels: qid iteration docid relevance")
     parser.add_argument(
-        "--grade-map", metavar="MAP", help="label:grade pairs for qrels (default 0:2,1:3,2:4,3:5)"
+        "--queries", metavar="F", type=input_file, help="queries: TSV qid<TAB>text, or JSONL"
+    )
+    parser.add_argument(
+        "--passages",
+        metavar="F",
+        type=input_file,
+        help="passages: JSONL (id, text, title, metadata), or TSV",
+    )
+    parser.add_argument(
+        "--qrels", metavar="F", type=input_file, help="TREC qrels: qid iteration docid relevance"
+    )
+    parser.add_argument(
+        "--grade-map",
+        metavar="MAP",
+        help="label:grade pairs for qrels (default: 0:2,1:3,2:4,3:5, negative labels 1)",
     )
     parser.add_argument(
         "--annotator",
@@ -51,27 +72,54 @@ def register(commands: Any) -> None:
         action="extend",
         nargs="+",
         default=[],
-        help="a TREC run; NAME defaults to the file's stem",
+        help="TREC runs, one or more per --run; NAME defaults to the file's stem",
     )
     parser.add_argument("--beir", metavar="DIR", help="a BEIR folder: corpus, queries and qrels")
-    parser.add_argument("--split", default="test", help="the BEIR qrels split (default test)")
+    parser.add_argument(
+        "--split", default="test", metavar="NAME", help="the BEIR qrels split (default: test)"
+    )
     parser.add_argument(
         "--samples", metavar="[NAME=]F", help="samples JSONL: queries, gold grades and one run"
     )
     parser.add_argument(
-        "--labels", metavar="F", help="a label file raglabel export wrote (JSONL or CSV)"
+        "--labels",
+        metavar="F",
+        type=input_file,
+        help="a label file raglabel export wrote (JSONL or CSV)",
     )
     parser.add_argument(
         "--depth",
-        type=int,
+        type=int_in(1, MAX_DEPTH),
         default=20,
         metavar="N",
-        help="pool depth: each run's top N passages per query become candidates (default 20)",
+        help=f"pool depth: each run's top N passages per query become candidates, 1 to"
+        f" {MAX_DEPTH:,} (default: 20)",
     )
     parser.add_argument(
         "--replace", action="store_true", help="replace runs that already have the same name"
     )
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, settle=settle_db)
+
+
+def settle_db(args: argparse.Namespace) -> None:
+    """DB given after ``--run a.run b.run``: argparse hands it to --run, which takes every
+    word up to the next option. The last of those words is the project when it is not a
+    run: a SQLite file, or a path that names no file and is not ``NAME=FILE``."""
+    if args.db is not None:
+        return
+    if not args.run:
+        raise UsageError("the following arguments are required: DB")
+    last = args.run[-1]
+    path = Path(last)
+    if path.is_dir():
+        raise UsageError(f"{last}: is a folder, not a project file")
+    if is_sqlite(path) or (not path.exists() and "=" not in last):
+        args.db = args.run.pop()
+        return
+    raise UsageError(
+        f"the project file DB is missing ({last!r}, the last word after --run, is a run);"
+        " give it first: raglabel import DB --run ..."
+    )
 
 
 @contextmanager
@@ -99,18 +147,24 @@ def run(args: argparse.Namespace) -> int:
     from raglabel.storage.importer import ImportRequest, run_import
     from raglabel.storage.project import Project
 
-    if args.depth < 1:
-        raise UsageError("--depth must be at least 1")
+    if args.annotator is not None and not args.annotator.strip():
+        raise UsageError("--annotator must not be empty")
+    if not _SPLIT.fullmatch(args.split):
+        raise UsageError(
+            f"--split {args.split!r}: a split is a plain name such as test, dev or train"
+        )
+    runs = [_checked(named_file(spec, "--run"), "--run") for spec in args.run]
+    samples = _checked(named_file(args.samples, "--samples"), "--samples") if args.samples else None
     request = ImportRequest(
         queries=_path(args.queries),
         passages=_path(args.passages),
         qrels=_path(args.qrels),
         grade_map=grade_map_option(args.grade_map),
         annotator=args.annotator,
-        runs=[named_file(spec, "--run") for spec in args.run],
+        runs=runs,
         beir=_path(args.beir),
         split=args.split,
-        samples=named_file(args.samples, "--samples") if args.samples else None,
+        samples=samples,
         labels=_path(args.labels),
         depth=args.depth,
         replace=args.replace,
@@ -138,6 +192,17 @@ def run(args: argparse.Namespace) -> int:
         how = ", ".join(f"{count} {kind}" for kind, count in sorted(summary.matched.items()))
         print(f"retrieved passages matched by: {how}")
     return 0
+
+
+def _checked(named: tuple[str, Path], option: str) -> tuple[str, Path]:
+    """A ``NAME=FILE`` whose file is there and is not a folder, checked before the import
+    reads anything."""
+    path = named[1]
+    if path.is_dir():
+        raise UsageError(f"{option} {path}: is a folder, not a file")
+    if not path.exists():
+        raise UsageError(f"{option} {path}: no such file")
+    return named
 
 
 def _path(value: str | None) -> Path | None:

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from raglabel.cli.arguments import float_in, int_in, project_file
 from raglabel.errors import UsageError
 
 if TYPE_CHECKING:
@@ -19,6 +20,17 @@ EXIT_INTERRUPTED = 130
 #: Tokens a reply of one short sentence takes, for --dry-run's estimate.
 REPLY_TOKENS = 40
 CHARS_PER_TOKEN = 4
+# Caps on the options (documented in --help and the README): each is far past any real
+# need and keeps a typo from planning a billion requests or sleeping for ever.
+MAX_DEPTH = 1_000_000
+MAX_REPEAT = 100
+MAX_TOKENS = 1_000_000
+MAX_CONCURRENCY = 1_000
+MAX_ATTEMPTS = 100
+MAX_TIMEOUT_S = 3_600
+MIN_RPM, MAX_RPM = 0.1, 1_000_000
+#: Answers one run may plan (pairs x models x repeats); narrow a bigger one.
+MAX_ANSWERS = 10_000_000
 
 
 def register(commands: Any) -> None:
@@ -31,7 +43,7 @@ def register(commands: Any) -> None:
             "never in their place. A second run sends only what is missing or failed."
         ),
     )
-    parser.add_argument("db", metavar="DB", help="the project file")
+    parser.add_argument("db", metavar="DB", type=project_file, help="the project file")
     parser.add_argument(
         "--base-url", required=True, metavar="URL", help="e.g. http://localhost:11434/v1"
     )
@@ -46,41 +58,96 @@ def register(commands: Any) -> None:
         "--api-key-env",
         default="OPENAI_API_KEY",
         metavar="VAR",
-        help="environment variable holding the API key (default OPENAI_API_KEY); the key is "
-        "never stored or printed",
+        help="environment variable holding the API key; the key is never stored or printed"
+        " (default: OPENAI_API_KEY)",
     )
     pick = parser.add_argument_group("which pairs (default: every ungraded candidate)")
     pick.add_argument(
         "--query", action="append", default=[], metavar="QID", help="only this query; repeatable"
     )
-    pick.add_argument("--depth", type=int, metavar="K", help="only candidates ranked <= K by a run")
+    pick.add_argument(
+        "--depth",
+        type=int_in(1, MAX_DEPTH),
+        metavar="K",
+        help=f"only candidates ranked <= K by a run, 1 to {MAX_DEPTH:,}",
+    )
     pick.add_argument(
         "--queue", action="store_true", help="in the labeling queue's order (with --limit)"
     )
-    pick.add_argument("--limit", type=int, metavar="N", help="at most N pairs")
+    pick.add_argument(
+        "--limit",
+        type=int_in(1, MAX_ANSWERS),
+        metavar="N",
+        help=f"at most N pairs, 1 to {MAX_ANSWERS:,}",
+    )
     pick.add_argument(
         "--include-graded",
         action="store_true",
         help="also pairs people graded, to measure the judge against them (raglabel agree)",
     )
+    pick.add_argument(
+        "--skip-missing-text",
+        action="store_true",
+        help="leave out pairs whose query or passage has no text, and say how many"
+        " (without it, such pairs stop the run before any request)",
+    )
     ask = parser.add_argument_group("how to ask")
     ask.add_argument(
         "--prompt", metavar="FILE", help="own prompt: {query} {passage} {fence} {title}"
     )
-    ask.add_argument("--repeat", type=int, default=1, metavar="N", help="answers per pair (1)")
-    ask.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (0)")
-    ask.add_argument("--max-tokens", type=int, default=256, metavar="N", help="reply limit (256)")
+    ask.add_argument(
+        "--repeat",
+        type=int_in(1, MAX_REPEAT),
+        default=1,
+        metavar="N",
+        help=f"answers per pair and model, 1 to {MAX_REPEAT} (default: 1)",
+    )
+    ask.add_argument(
+        "--temperature",
+        type=float_in(0, 2),
+        default=0.0,
+        metavar="T",
+        help="sampling temperature, 0 to 2 (default: 0)",
+    )
+    ask.add_argument(
+        "--max-tokens",
+        type=int_in(1, MAX_TOKENS),
+        default=256,
+        metavar="N",
+        help=f"reply limit, 1 to {MAX_TOKENS:,} (default: 256)",
+    )
     ask.add_argument(
         "--json-mode",
         action="store_true",
         help='send response_format {"type": "json_object"} (when the server supports it)',
     )
     load = parser.add_argument_group("load and faults")
-    load.add_argument("--concurrency", type=int, default=8, metavar="N", help="requests at once")
-    load.add_argument("--rpm", type=float, metavar="N", help="at most N requests per minute")
-    load.add_argument("--timeout", type=float, default=60.0, metavar="S", help="per request (60)")
     load.add_argument(
-        "--max-attempts", type=int, default=6, metavar="N", help="tries per answer (6)"
+        "--concurrency",
+        type=int_in(1, MAX_CONCURRENCY),
+        default=8,
+        metavar="N",
+        help=f"requests at once, 1 to {MAX_CONCURRENCY:,} (default: 8)",
+    )
+    load.add_argument(
+        "--rpm",
+        type=float_in(MIN_RPM, MAX_RPM),
+        metavar="N",
+        help=f"at most N requests per minute, {MIN_RPM:g} to {MAX_RPM:,} (default: no limit)",
+    )
+    load.add_argument(
+        "--timeout",
+        type=float_in(0, MAX_TIMEOUT_S, above=True),
+        default=60.0,
+        metavar="S",
+        help=f"seconds per request, the whole exchange, up to {MAX_TIMEOUT_S:,} (default: 60)",
+    )
+    load.add_argument(
+        "--max-attempts",
+        type=int_in(1, MAX_ATTEMPTS),
+        default=6,
+        metavar="N",
+        help=f"tries per answer, 1 to {MAX_ATTEMPTS} (default: 6)",
     )
     parser.add_argument(
         "--dry-run", action="store_true", help="print the calls and tokens it would take; send none"
@@ -89,23 +156,10 @@ def register(commands: Any) -> None:
 
 
 def _check(args: argparse.Namespace) -> None:
-    for option, value, low in (
-        ("--repeat", args.repeat, 1),
-        ("--concurrency", args.concurrency, 1),
-        ("--max-tokens", args.max_tokens, 1),
-        ("--max-attempts", args.max_attempts, 1),
-        ("--depth", args.depth, 1),
-        ("--limit", args.limit, 1),
-    ):
-        if value is not None and value < low:
-            raise UsageError(f"{option} must be at least {low}, got {value}")
-    for option, number in (("--timeout", args.timeout), ("--rpm", args.rpm)):
-        if number is not None and not number > 0:
-            raise UsageError(f"{option} must be above 0, got {number:g}")
-    if not 0 <= args.temperature <= 2:
-        raise UsageError(f"--temperature must be within 0..2, got {args.temperature:g}")
     if len(set(args.model)) != len(args.model):
         raise UsageError("--model: a model is named twice")
+    if any(not name.strip() for name in args.model):
+        raise UsageError("--model: a model name must not be empty")
 
 
 def params_of(args: argparse.Namespace) -> dict[str, Any]:
@@ -120,8 +174,8 @@ def run(args: argparse.Namespace) -> int:
     from raglabel.judge.client import endpoint_url, public_endpoint
     from raglabel.judge.prompt import Template
     from raglabel.judge.work import RunLimits
-    from raglabel.session.judging import JudgeSetup, execute
-    from raglabel.storage.judgments import Selection, Setting, plan, select_pairs
+    from raglabel.session.judging import JudgeSetup, execute, missing_text, text_refusal
+    from raglabel.storage.judgments import Selection, Setting, pick_pairs, plan
     from raglabel.storage.project import Project
 
     _check(args)
@@ -129,13 +183,41 @@ def run(args: argparse.Namespace) -> int:
     setting = Setting(public_endpoint(endpoint_url(args.base_url)), template, params_of(args))
     setup = JudgeSetup(setting, tuple(args.model), args.repeat, args.api_key_env, args.base_url)
     selection = Selection(
-        tuple(args.query), args.depth, args.queue, args.limit, args.include_graded
+        tuple(args.query),
+        args.depth,
+        args.queue,
+        args.limit,
+        args.include_graded,
+        args.skip_missing_text,
     )
     with Project.open(args.db) as project:
-        pairs = select_pairs(project.conn, selection)
+        picked = pick_pairs(project.conn, selection)
+        lacking = picked.without_text
+        pairs = [p for p in picked.pairs if p.has_text]
+        answers = len(pairs) * len(args.model) * args.repeat
+        if answers > MAX_ANSWERS:
+            raise UsageError(
+                f"{len(pairs):,} pairs x {len(args.model)} model(s) x {args.repeat} repeat(s)"
+                f" = {answers:,} answers, more than one run asks ({MAX_ANSWERS:,}); narrow it"
+                " with --query, --depth or --limit"
+            )
+        if lacking and args.skip_missing_text:
+            print(
+                f"raglabel judge: skipping {len(lacking)} pair(s) with no text to show the"
+                f" judge: {missing_text(lacking, args.db)}",
+                file=sys.stderr,
+            )
+        elif lacking and not args.dry_run:
+            raise UsageError(text_refusal(picked, args.db, skip_hint="--skip-missing-text"))
         work = plan(project.conn, pairs, setting, args.model, args.repeat)
         if args.dry_run:
             print(describe_plan(work, template, args.model, args.repeat))
+            if lacking and not args.skip_missing_text:
+                refusal = text_refusal(picked, args.db, skip_hint="--skip-missing-text")
+                print(
+                    f"note: the run would refuse (pairs without text are not counted above):"
+                    f" {refusal}"
+                )
             return 0
         if not work.slots:
             print(f"nothing to ask: {describe_plan(work, template, args.model, args.repeat)}")

@@ -40,9 +40,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command's arguments, with a positional an option's list took handed back
+    (each command that needs it sets ``settle``)."""
+    args = parser.parse_args(argv)
+    settle = getattr(args, "settle", None)
+    if settle is not None:
+        try:
+            settle(args)
+        except UsageError as exc:
+            parser.exit(EXIT_USAGE, f"raglabel {args.command}: error: {exc}\n")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     try:
         result: int = args.handler(args)
     except UsageError as exc:

@@ -24,6 +24,19 @@ class Pair:
     passage: str
     title: str
 
+    @property
+    def lacks_query(self) -> bool:
+        """No query text to show the judge (a project made from runs and qrels only)."""
+        return not self.query.strip()
+
+    @property
+    def lacks_passage(self) -> bool:
+        return not self.passage.strip()
+
+    @property
+    def has_text(self) -> bool:
+        return not (self.lacks_query or self.lacks_passage)
+
 
 @dataclass(frozen=True)
 class Slot:

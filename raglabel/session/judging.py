@@ -11,21 +11,23 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from shlex import quote
 from typing import Any
 
 from raglabel.errors import UsageError
 from raglabel.judge.backoff import RetryPolicy
 from raglabel.judge.prompt import Template
-from raglabel.judge.work import RunLimits, Tally
+from raglabel.judge.work import Pair, RunLimits, Tally
 from raglabel.storage.judgments import (
     FLUSH_AFTER_S,
     JudgmentLog,
+    Picked,
     Plan,
     Selection,
     Setting,
     latest_run,
+    pick_pairs,
     plan,
-    select_pairs,
 )
 from raglabel.storage.project import Project
 
@@ -168,6 +170,36 @@ def execute(
     return Finished(tally, status)
 
 
+def missing_text(lacking: list[Pair], db: str | Path) -> str:
+    """What lacks text among ``lacking`` and the import that adds it."""
+    queries = len({p.query_row for p in lacking if p.lacks_query})
+    passages = len({p.passage_row for p in lacking if p.lacks_passage})
+    parts = []
+    if queries:
+        verb = "query has" if queries == 1 else "queries have"
+        parts.append(f"{queries} {verb} no text (add it with raglabel import {db} --queries FILE)")
+    if passages:
+        verb = "passage has" if passages == 1 else "passages have"
+        parts.append(
+            f"{passages} {verb} no text (add it with raglabel import {db} --passages FILE)"
+        )
+    return " and ".join(parts)
+
+
+def text_refusal(picked: Picked, db: str | Path, *, whose: str = "the", skip_hint: str) -> str:
+    """Why a run refuses pairs with no query or passage text (the judge would grade an
+    empty string), how to add the text, and how to judge the others."""
+    lacking, total = len(picked.without_text), len(picked.pairs)
+    details = missing_text(picked.without_text, db)
+    if lacking == total:
+        return f"none of {whose} {total} pairs has text to show the judge: {details}"
+    verb = "has" if lacking == 1 else "have"
+    return (
+        f"{lacking} of {whose} {total} pairs {verb} no text to show the judge: {details};"
+        f" or judge the {total - lacking} others with {skip_hint}"
+    )
+
+
 def judge_query(
     path: Path,
     qid: str,
@@ -180,8 +212,13 @@ def judge_query(
     """Suggestions for one query's ungraded candidates, on a connection of its own (the
     app calls this from a worker thread while grading goes on)."""
     with Project.open(path) as project:
-        pairs = select_pairs(project.conn, Selection(queries=(qid,)))
-        work = plan(project.conn, pairs, setup.setting, setup.models, setup.repeats)
+        picked = pick_pairs(project.conn, Selection(queries=(qid,)))
+        if picked.without_text:
+            # As the CLI does without --skip-missing-text: the judge never grades an
+            # empty query or passage, and never leaves pairs out without saying so.
+            hint = f"raglabel judge {quote(str(path))} --query {quote(qid)} --skip-missing-text"
+            raise UsageError(text_refusal(picked, path, whose="this query's", skip_hint=hint))
+        work = plan(project.conn, picked.pairs, setup.setting, setup.models, setup.repeats)
         if not work.slots:
             return Finished(Tally(0, cached=work.cached), "done")
         return execute(

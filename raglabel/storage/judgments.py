@@ -40,6 +40,17 @@ class Selection:
     queue: bool = False  # in the labeling queue's order
     limit: int | None = None
     include_graded: bool = False  # also pairs people graded, to measure agreement
+    # Leave out pairs whose query or passage has no text (before the limit counts).
+    skip_missing_text: bool = False
+
+
+@dataclass(frozen=True)
+class Picked:
+    """The pairs a selection chose, and those of them with no text to show the judge:
+    left out of ``pairs`` under ``skip_missing_text``, else among them."""
+
+    pairs: list[Pair]
+    without_text: list[Pair]
 
 
 @dataclass(frozen=True)
@@ -67,6 +78,10 @@ class Plan:
 
 
 def select_pairs(conn: sqlite3.Connection, selection: Selection) -> list[Pair]:
+    return pick_pairs(conn, selection).pairs
+
+
+def pick_pairs(conn: sqlite3.Connection, selection: Selection) -> Picked:
     clauses: list[str] = []
     args: list[object] = []
     if selection.queries:
@@ -102,9 +117,14 @@ def select_pairs(conn: sqlite3.Connection, selection: Selection) -> list[Pair]:
     pairs = [Pair(*row[:7]) for row in rows]
     if selection.queue:
         pairs = _queue_order(conn, pairs, {(r[0], r[1]): r[7] for r in rows}, selection.depth)
+    if selection.skip_missing_text:
+        without_text = [p for p in pairs if not p.has_text]
+        pairs = [p for p in pairs if p.has_text]
     if selection.limit is not None:
         pairs = pairs[: selection.limit]
-    return pairs
+    if not selection.skip_missing_text:
+        without_text = [p for p in pairs if not p.has_text]
+    return Picked(pairs, without_text)
 
 
 def _queue_order(

@@ -1,0 +1,131 @@
+"""Argument types that refuse absurd values while parsing, before anything is opened.
+
+Each is an argparse ``type``: a bad value becomes argparse's own usage error, which names
+the option (``argument --depth: must be a whole number from 1 to 1,000,000, got 0``) and
+exits 2. Numbers are bounded, so no value reaches an allocation, a sleep or SQLite that
+it would overflow; paths are checked for being a folder where a file is wanted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+#: The first bytes of every SQLite file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """Whole numbers from ``low`` to ``high``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            shown = text if len(text) <= 40 else text[:40] + "..."
+            raise argparse.ArgumentTypeError(f"{shown!r} is not a whole number") from None
+        if not low <= value <= high:
+            shown = str(value) if len(str(value)) <= 40 else "a number that large"
+            raise argparse.ArgumentTypeError(
+                f"must be a whole number from {low:,} to {high:,}, got {shown}"
+            )
+        return value
+
+    return parse
+
+
+def float_in(low: float, high: float, *, above: bool = False) -> Callable[[str], float]:
+    """Finite numbers from ``low`` (or just above it, with ``above``) to ``high``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            shown = text if len(text) <= 40 else text[:40] + "..."
+            raise argparse.ArgumentTypeError(f"{shown!r} is not a number") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text.strip()}")
+        if (value <= low if above else value < low) or value > high:
+            bound = f"above {_shown(low)}" if above else f"at least {_shown(low)}"
+            raise argparse.ArgumentTypeError(
+                f"must be {bound} and at most {_shown(high)}, got {value:g}"
+            )
+        return value
+
+    return parse
+
+
+def _shown(number: float) -> str:
+    return f"{int(number):,}" if number == int(number) else f"{number:g}"
+
+
+def input_file(text: str) -> str:
+    """A file to read: it exists and is not a folder."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a folder, not a file")
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{text}: no such file")
+    return text
+
+
+def output_file(text: str) -> str:
+    """A file to write: not a folder, and in a folder that exists."""
+    path = Path(text)
+    if not text or path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a folder; give the path of a file")
+    parent = path.parent
+    if not parent.is_dir():
+        what = f"{str(parent)!r} is a file, not a folder"
+        if not parent.exists():
+            what = f"folder {str(parent)!r} does not exist"
+        raise argparse.ArgumentTypeError(f"{text}: {what}")
+    return text
+
+
+def project_file(text: str) -> str:
+    """An existing project file's path: a folder is named as one (opening it says the rest)."""
+    if Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a folder, not a project file")
+    return text
+
+
+def new_file(text: str) -> str:
+    """A file to create: not a folder, in a folder that exists."""
+    if Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a folder; give the path of a new file")
+    return output_file(text)
+
+
+def is_sqlite(path: Path) -> bool:
+    """Whether ``path`` is a readable file that starts as SQLite files do."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (through links, case-folding file systems or
+    different spellings), or would once ``a`` is created."""
+    try:
+        return a.exists() and b.exists() and a.samefile(b)
+    except OSError:
+        return False
+
+
+def project_companions(db: Path) -> list[Path]:
+    """The project file and the files SQLite keeps beside it."""
+    return [db, *(db.with_name(db.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]
+
+
+def writes_over_project(target: Path, db: Path) -> bool:
+    """Whether writing ``target`` would overwrite the project ``db`` or its WAL."""
+    resolved = target.resolve()
+    for companion in project_companions(db):
+        if companion.resolve() == resolved or same_file(target, companion):
+            return True
+    return False
