@@ -19,6 +19,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 
 from raglabel.cli.main import main
+from raglabel.metrics.config import MetricConfig
 from raglabel.session.options import AppOptions
 from raglabel.tui.app import GradingApp, create_app
 from raglabel.tui.screens.adjudicate import AdjudicationScreen
@@ -299,6 +300,20 @@ async def test_enter_opens_a_query_and_grades_update_the_queries_screen(db: Path
         assert progress == f"{row.graded}/{row.candidates}" and row.graded == 1
 
     await drive(db, scenario)
+
+
+@pytest.mark.parametrize(("threshold", "expected"), [(2, "2 or lower"), (1, "1 or lower")])
+async def test_help_defines_the_panel_metrics_in_force(
+    db: Path, threshold: int, expected: str
+) -> None:
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        await pilot.press("K", "question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        shown = " ".join(str(static.content) for static in app.screen.query(Static))
+        assert f"Harm@10: share of the top 10 graded {expected}" in shown
+        assert "RA-nWG@10:" in shown and "Judged@10:" in shown
+
+    await drive(db, scenario, config=MetricConfig(harm_threshold=threshold))
 
 
 async def test_help_runs_and_palette(db: Path) -> None:

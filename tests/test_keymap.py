@@ -63,6 +63,9 @@ def test_binding_ids_and_defaults() -> None:
         "palette": "ctrl+p",
         "queries": "q",
         "runs": "r",
+        "review": "v",
+        "search": "b",
+        "metrics": "m",
     }
     assert list(BINDING_IDS)[:6] == ["grade_1", "grade_2", "grade_3", "grade_4", "grade_5", "clear"]
     for _, description in BINDING_IDS.values():

@@ -84,7 +84,7 @@ def test_upgrade_keeps_every_grade(
     assert {name: read(path, sql) for name, sql in KEPT.items()} == before
     after = read(path, "SELECT * FROM suggestion ORDER BY id")
     # Old suggestions keep their columns; the new ones are empty for them.
-    assert [row[:7] for row in after] == suggestions
+    assert [row[:7] for row in after] == [row[:7] for row in suggestions]
     assert all(row[7:] == (None,) * 7 for row in after)
     assert_sound(path)
 
@@ -130,3 +130,13 @@ def test_todays_features_work_on_an_upgraded_file(
     models = {json.loads(line)["model"] for line in target.read_text().splitlines()}
     assert models == ({"gpt-x", "llama", "new"} if version >= 2 else {"new"})
     assert_sound(path)
+
+
+def test_upgrade_builds_the_search_index_for_the_passages_there(old: tuple[int, Path]) -> None:
+    from raglabel.storage.search import search_passages
+
+    _, path = old
+    with Project.open(path) as project:
+        hits = search_passages(project.conn, "billing month")
+        assert [hit.passage for hit in hits] == ["d2"]
+        assert [hit.passage for hit in search_passages(project.conn, "export")] == ["d3"]

@@ -357,3 +357,57 @@ def test_runs_read_in_the_background_score_as_if_read_at_once(
     assert hole is not None
     assert later.grade(hole.query, hole.pid, 4).grade == 4
     later.close()
+
+
+# -- issue 13: clear of nothing, the review of marks, search over the corpus -------------
+
+
+def test_review_lists_standing_marks_newest_first(demo_db: Path) -> None:
+    session = GradingSession.open(AppOptions(project=demo_db, annotator="ann"))
+    try:
+        a, b = session.catalog.candidates[25][:2]
+        session.skip(25, a, "duplicate")
+        session.flag(25, a, "old price")
+        flag_b = session.flag(26, b)
+        session.undo()  # the flag on b goes
+        rows = session.review()
+        assert [(r.query, r.pid, r.kind, r.note) for r in rows] == [
+            (25, a, "flag", "old price"),
+            (25, a, "skip", "duplicate"),
+        ]
+        assert flag_b.kind == "flag"
+        notes = session.mark_notes(25)[a]
+        assert notes == {"skip": "duplicate", "flag": "old price"}
+        row = next(r for r in session.passages(25) if r.pid == a)
+        assert (row.skip_reason, row.flag_note) == ("duplicate", "old price")
+    finally:
+        session.close()
+
+
+def test_search_grades_count_like_any_other(demo_db: Path) -> None:
+    from raglabel.storage.labels import own_grades
+
+    session = GradingSession.open(AppOptions(project=demo_db, annotator="ann"))
+    try:
+        q = 25
+        pool = set(session.catalog.candidates[q])
+        hits = session.search(q, "encryption keys")
+        assert hits and hits == sorted(hits, key=lambda h: -h.score)
+        outside = next(h for h in hits if not h.in_pool)
+        assert outside.pid not in pool
+        session.include(q, outside.pid)
+        assert outside.pid in {r.pid for r in session.passages(q)}
+        change = session.grade(q, outside.pid, 4)
+        assert change.grade == 4 and outside.pid in session.catalog.candidates[q]
+        assert session.query_row(q).graded == 1
+        row_id = session.catalog.queries[q].row_id
+        assert (row_id, outside.ext_id, 4) in own_grades(session.project.conn, "ann")
+    finally:
+        session.close()
+    reopened = GradingSession.open(AppOptions(project=demo_db, annotator="ann"))
+    try:
+        assert outside.pid is not None
+        ext = outside.ext_id
+        assert ext in {reopened.catalog.passage_ext[p] for p in reopened.catalog.candidates[q]}
+    finally:
+        reopened.close()

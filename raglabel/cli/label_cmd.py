@@ -100,8 +100,12 @@ def _add_app_options(parser: argparse.ArgumentParser) -> None:
         "-k",
         metavar="LIST",
         default=DEFAULT_CUTOFFS,
-        help=f"cutoffs K cycles through; the first is shown first (default {DEFAULT_CUTOFFS})",
+        help=f"cutoffs K cycles through; the first is shown first (default: {DEFAULT_CUTOFFS})",
     )
+
+
+#: Whose grades they are when neither --annotator nor the environment names anyone.
+FALLBACK_ANNOTATOR = "annotator"
 
 
 def annotator_name(option: str | None) -> str:
@@ -114,7 +118,22 @@ def annotator_name(option: str | None) -> str:
         value = os.environ.get(variable, "").strip()
         if value:
             return value
-    return "annotator"
+    return FALLBACK_ANNOTATOR
+
+
+def _say_fallback(args: argparse.Namespace) -> None:
+    """Grades made under the fallback name are easy to mistake for nobody's: say so."""
+    if args.annotator is None and annotator_name(None) == FALLBACK_ANNOTATOR:
+        print(
+            f"grading as {FALLBACK_ANNOTATOR!r}: ${ENV_ANNOTATOR} and $USER are empty "
+            f"(choose a name with --annotator NAME, or set ${ENV_ANNOTATOR})",
+            file=sys.stderr,
+        )
+
+
+def _say_saved(path: Path) -> None:
+    print("every grade was saved as you gave it", file=sys.stderr)
+    print(f"your grades are in {path}", file=sys.stderr)
 
 
 def _require_terminal() -> None:
@@ -179,7 +198,11 @@ def run_label(args: argparse.Namespace) -> int:
     # Opened (and upgraded, if an older raglabel made it) here, so a wrong file fails
     # before the app takes the screen; the app opens it again itself.
     Project.open(options.project).close()
-    return _start_app(options)
+    _say_fallback(args)
+    try:
+        return _start_app(options)
+    finally:
+        _say_saved(options.project)
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -200,7 +223,8 @@ def run_demo(args: argparse.Namespace) -> int:
         f"as {options.annotator}'s, {summary.runs} runs)",
         file=sys.stderr,
     )
+    _say_fallback(args)
     try:
         return _start_app(options)
     finally:
-        print(f"your grades are in {path}", file=sys.stderr)
+        _say_saved(path)

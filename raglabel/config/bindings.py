@@ -35,8 +35,11 @@ BINDING_IDS: dict[str, tuple[str, str]] = {
     "filter": ("slash", "filter"),
     "help": ("question_mark", "help"),
     "palette": ("ctrl+p", "command palette"),
-    "queries": ("q", "back to the queries"),
+    "queries": ("q", "back to the queries; quit from there"),
     "runs": ("r", "runs"),
+    "review": ("v", "review skipped and flagged passages"),
+    "search": ("b", "browse: search the whole corpus"),
+    "metrics": ("m", "show or hide all metrics"),
 }
 
 MODIFIERS = ("ctrl", "shift", "alt", "meta", "super", "hyper")

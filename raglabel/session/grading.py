@@ -24,12 +24,12 @@ from raglabel.session.catalog import (
     load_runs,
 )
 from raglabel.session.gradebook import GradeBook, entry_grades
-from raglabel.session.live_metrics import Hole, LiveMetrics, QueryPanel
+from raglabel.session.live_metrics import PANEL_METRICS, Hole, LiveMetrics, QueryPanel
 from raglabel.session.options import AppOptions
 from raglabel.session.suggestions import Suggestion, query_suggestions
 from raglabel.storage import adjudication
 from raglabel.storage.labels import graders, own_grades, resolved_grades
-from raglabel.storage.marks import standing_marks
+from raglabel.storage.marks import all_marks, standing_marks
 from raglabel.storage.project import Project
 
 if TYPE_CHECKING:
@@ -68,6 +68,35 @@ class PassageRow:
     ranks: tuple[int | None, ...]  # 1-based rank in each run, None when absent
     skipped: bool
     flagged: bool
+    skip_reason: str | None = None  # the latest standing skip's reason
+    flag_note: str | None = None  # the latest standing flag's note ("" when none was given)
+
+
+@dataclass(frozen=True)
+class SearchRow:
+    """A passage of the corpus that matches a search, with its grade in view."""
+
+    pid: int
+    ext_id: str
+    title: str
+    snippet: str  # matches between [ and ]
+    score: float  # BM25, higher is better
+    grade: int | None
+    in_pool: bool  # a candidate of the query already
+
+
+@dataclass(frozen=True)
+class ReviewRow:
+    """A passage this annotator skipped or flagged, as the review screen lists it."""
+
+    query: int
+    pid: int
+    query_ext: str
+    passage_ext: str
+    kind: str  # "skip" or "flag"
+    note: str
+    grade: int | None  # the grade in view now
+    at: str  # when the mark was made
 
 
 @dataclass(frozen=True)
@@ -102,6 +131,8 @@ class GradingSession:
     _holes: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
 
     _waiting: bool = False  # runs still to come: not yet read, or read but not scored
+    # Per query, passages outside its pool the annotator opened from a search.
+    _extra: dict[int, list[int]] = field(default_factory=dict)
     _pending: Future[_LoadedRuns] | None = None
 
     @classmethod
@@ -258,12 +289,14 @@ class GradingSession:
         pool = list(cat.candidates[q])
         listed = set(pool)
         pool += [h.pid for h in self.board.holes(q, self.k) if h.pid not in listed]
+        listed = set(pool)
+        pool += [pid for pid in self._extra.get(q, []) if pid not in listed]
         ranks = [{ext: rank for rank, ext in enumerate(run.ranked(q), 1)} for run in cat.runs]
         suggestions = {
             cat.pid(ext): s
             for ext, s in query_suggestions(self.project, cat.queries[q].row_id).items()
         }
-        marks = self.marks(q)
+        notes = self.mark_notes(q)
         titles = self._titles(pool)
         rows = []
         for pid in pool:
@@ -278,15 +311,54 @@ class GradingSession:
                     own=own,
                     suggestion=suggestions.get(pid),
                     ranks=tuple(r.get(cat.passage_ext[pid]) for r in ranks),
-                    skipped="skip" in marks.get(pid, ()),
-                    flagged="flag" in marks.get(pid, ()),
+                    skipped="skip" in notes.get(pid, {}),
+                    flagged="flag" in notes.get(pid, {}),
+                    skip_reason=notes.get(pid, {}).get("skip"),
+                    flag_note=notes.get(pid, {}).get("flag"),
                 )
             )
         return rows
 
+    def search(self, q: int, text: str, limit: int = 50) -> list[SearchRow]:
+        """Passages of the whole corpus matching words of ``text`` (BM25 order),
+        with their grade for query ``q``: what no run retrieved can be found and graded."""
+        from raglabel.storage.search import search_passages
+
+        pool = set(self.catalog.candidates[q])
+        rows = []
+        for hit in search_passages(self.project.conn, text, limit):
+            pid = self.catalog.pid(hit.passage)
+            rows.append(
+                SearchRow(
+                    pid,
+                    hit.passage,
+                    hit.title,
+                    hit.snippet,
+                    hit.score,
+                    self.book.grade_of(q, pid),
+                    pid in pool,
+                )
+            )
+        return rows
+
+    def include(self, q: int, pid: int) -> None:
+        """Show passage ``pid`` among query ``q``'s passages from now on (a search hit
+        outside the pool); grading it makes it a candidate for good."""
+        if pid not in self.catalog.candidates[q] and pid not in self._extra.get(q, []):
+            self._extra.setdefault(q, []).append(pid)
+
     def passage(self, pid: int) -> Passage:
         found = load_passages(self.project, self.catalog, [pid])
         return found.get(pid) or Passage(pid, self.catalog.passage_ext[pid], "", "")
+
+    def metric_definitions(self) -> list[str]:
+        """What each of the panel's metrics measures at the current K, with the
+        conventions in force (``Harm@5: share of the top 5 graded 2 or lower``)."""
+        from raglabel.metrics.definitions import definitions
+        from raglabel.metrics.names import MetricKey
+
+        keys = [MetricKey(name, self.k) for name in PANEL_METRICS]
+        return definitions(keys, self.options.config)
 
     def panel(self, q: int) -> QueryPanel:
         self.ensure_runs()
@@ -316,6 +388,8 @@ class GradingSession:
         return self._write(q, pid, "grade", grade=grade, timing=timing, accepted=accepted)
 
     def clear(self, q: int, pid: int, timing: Timing | None = None) -> Change:
+        """Clear this annotator's grade (the app asks ``own_grade`` first: it writes no
+        clear for a passage without one)."""
         return self._write(q, pid, "clear", timing=timing)
 
     def skip(self, q: int, pid: int, reason: str, timing: Timing | None = None) -> Change:
@@ -396,6 +470,11 @@ class GradingSession:
                 self._own[(q, pid)] = done.grade
             shown = self._resolved(q, pid)
         self.book.set(q, pid, shown)
+        if kind == "grade" and pid not in self.catalog.candidates[q]:
+            # The log made the pair a candidate (a passage found by search).
+            self.catalog.candidates[q].append(pid)
+            if pid in self._extra.get(q, []):
+                self._extra[q].remove(pid)
         self._refresh_query(q)
         return Change(q, pid, shown, done.event_id, kind)
 
@@ -438,12 +517,36 @@ class GradingSession:
 
     def marks(self, q: int) -> dict[int, set[str]]:
         """Passages this annotator skipped or flagged on query ``q`` (and did not undo)."""
-        found: dict[int, set[str]] = {}
-        for passage, kind in standing_marks(
+        return {pid: set(kinds) for pid, kinds in self.mark_notes(q).items()}
+
+    def mark_notes(self, q: int) -> dict[int, dict[str, str]]:
+        """Each skipped or flagged passage of query ``q``: its latest reason or note by
+        kind ("" for a flag without a note)."""
+        found: dict[int, dict[str, str]] = {}
+        for _, passage, kind, note, _ in standing_marks(
             self.project.conn, self.annotator, self.catalog.queries[q].row_id
         ):
-            found.setdefault(self.catalog.pid(passage), set()).add(kind)
+            found.setdefault(self.catalog.pid(passage), {})[kind] = note or ""
         return found
+
+    def review(self) -> list[ReviewRow]:
+        """Every passage this annotator skipped or flagged (and did not undo), newest
+        first; a passage both skipped and flagged is listed once for each."""
+        rows: list[ReviewRow] = []
+        seen: set[tuple[int, int, str]] = set()
+        for query_ext, passage, kind, note, at in reversed(
+            all_marks(self.project.conn, self.annotator)
+        ):
+            q = self.catalog.query_by_ext(query_ext)
+            if q is None:
+                continue
+            pid = self.catalog.pid(passage)
+            if (q, pid, kind) in seen:
+                continue
+            seen.add((q, pid, kind))
+            grade = self.book.grade_of(q, pid)
+            rows.append(ReviewRow(q, pid, query_ext, passage, kind, note or "", grade, at))
+        return rows
 
     def _titles(self, pids: list[int]) -> dict[int, str]:
         found = load_passages(self.project, self.catalog, pids)

@@ -132,6 +132,13 @@ def record(project: Project, event: GradeEvent) -> Recorded:
             _check_target(conn, event, (query_id, passage_id, annotator))
         cursor = conn.execute(_INSERT, event_row(event, query_id, passage_id, annotator))
         event_id = int(cursor.lastrowid or 0)
+        if event.kind == "grade":
+            # A graded pair is a candidate, as an imported grade's is: a passage found
+            # by searching the corpus joins its query's pool when it is graded.
+            conn.execute(
+                "INSERT OR IGNORE INTO candidate (query_id, passage_id) VALUES (?, ?)",
+                (query_id, passage_id),
+            )
         refresh(conn, [(query_id, passage_id, annotator)])
         standing = current(conn, query_id, passage_id, annotator)
     return Recorded(event_id, event.query, event.passage, standing)

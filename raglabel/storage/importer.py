@@ -32,6 +32,7 @@ from raglabel.storage.labelfile import LabelLine, read_label_file
 from raglabel.storage.matching import PassageIndex
 from raglabel.storage.project import Project, now
 from raglabel.storage.runs import Ranking, Run, rank_trec_file, store
+from raglabel.storage.search import reindex
 
 #: Default pool depth: how many of each run's top passages per query become candidates.
 DEFAULT_DEPTH = 20
@@ -97,6 +98,10 @@ def run_import(
         if parsed.labels:
             assert request.labels is not None
             _write_labels(conn, parsed.labels, summary)
+        if parsed.passages or parsed.samples:
+            # In the same transaction: the search index never lags the passages.
+            step("indexing passages for search")
+            reindex(conn)
     return summary
 
 

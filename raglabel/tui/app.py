@@ -38,14 +38,18 @@ class GradingApp(App[int]):
     TITLE = "raglabel"
     COMMANDS = App.COMMANDS | {LabelCommands}
     COMMAND_PALETTE_BINDING = "ctrl+p"
-    # Below 120 columns the Grade screen stacks its list above the passage and metrics.
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]  # noqa: RUF012
+    # Below 140 columns the Grade screen stacks its list above the passage and metrics:
+    # side by side, a list half as wide would cut titles and run names to stubs.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (140, "-wide")]  # noqa: RUF012
     BINDINGS: ClassVar[list[BindingType]] = [
         bind("undo", "undo"),
         bind("runs", "runs"),
         bind("help", "help"),
+        bind("review", "review", show=False),
         bind("palette", "command_palette", show=False),
     ]
+    #: Actions of the app's own keys that would act on a screen below the Help screen.
+    _NOT_ON_HELP = frozenset({"undo", "runs", "help", "command_palette", "review"})
 
     def __init__(self, session: GradingSession) -> None:
         super().__init__()
@@ -53,6 +57,13 @@ class GradingApp(App[int]):
         self.dirty: set[int] = set()  # queries whose row on the Queries screen is stale
         self.all_dirty = False
         self.judging: str | None = None  # the query the judge is working on, if any
+        # The metrics key's choice: None lets each Grade screen fit the panel to its size.
+        self.metrics_open: bool | None = None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # The Help screen reads like a page over the app: no key shown there (and none
+        # hidden) acts on the screen below it; its own keys close it.
+        return not (isinstance(self.screen, HelpScreen) and action in self._NOT_ON_HELP)
 
     def on_mount(self) -> None:
         self.set_keymap(self.session.options.keymap)
@@ -152,6 +163,16 @@ class GradingApp(App[int]):
         while len(self.screen_stack) > 2 and not isinstance(self.screen, QueriesScreen):
             self.pop_screen()
 
+    def action_review(self) -> None:
+        from raglabel.tui.screens.review import ReviewScreen
+
+        if not isinstance(self.screen, ReviewScreen):
+            self.push_screen(ReviewScreen())
+
+    def action_quit_saved(self) -> None:
+        """Quit: every grade was committed as it was given, so nothing is left to save."""
+        self.exit(0)
+
     def action_runs(self, select: str | None = None) -> None:
         if isinstance(self.screen, RunsScreen):
             return
@@ -159,7 +180,9 @@ class GradingApp(App[int]):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.session.options.keymap))
+            self.push_screen(
+                HelpScreen(self.session.options.keymap, self.session.metric_definitions())
+            )
 
     def action_adjudicate(self) -> None:
         from raglabel.tui.screens.adjudicate import AdjudicationScreen

@@ -27,12 +27,29 @@ _FOOTER = {
     "prev_query": "prev q",
     "queries": "queries",
     "palette": "palette",
+    "review": "review",
+    "search": "corpus",
+    "metrics": "metrics",
 }
 
 
-def bind(binding_id: str, action: str, *, show: bool = True, priority: bool = False) -> Binding:
+def bind(
+    binding_id: str,
+    action: str,
+    *,
+    show: bool = True,
+    priority: bool = False,
+    label: str | None = None,
+) -> Binding:
     keys, description = BINDING_IDS[binding_id]
-    label = _FOOTER.get(binding_id, description)
+    label = label or _FOOTER.get(binding_id, description)
     return Binding(
         keys, action, label, show=show, priority=priority, id=binding_id, tooltip=description
     )
+
+
+def first_key(keymap: dict[str, str], binding_id: str) -> str:
+    """The first key bound to ``binding_id`` (as remapped), as a person would type it."""
+    keys = keymap.get(binding_id, BINDING_IDS[binding_id][0])
+    key = keys.split(",")[0].strip()
+    return {"slash": "/", "question_mark": "?"}.get(key, key)

@@ -11,15 +11,16 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from raglabel.session.grading import Change, PassageRow, Timing
-from raglabel.tui.keys import bind
+from raglabel.tui.keys import bind, first_key
 from raglabel.tui.screens.confirm import ConfirmScreen
 from raglabel.tui.screens.prompt import PromptScreen
 from raglabel.tui.widgets.format import GRADE_NAMES
-from raglabel.tui.widgets.metrics_panel import MetricsPanel
+from raglabel.tui.widgets.metrics_panel import MetricsPanel, full_height
 from raglabel.tui.widgets.passage_list import PassageList
 from raglabel.tui.widgets.passage_view import PassageView
 from raglabel.tui.widgets.status import SaveMark
@@ -30,6 +31,19 @@ if TYPE_CHECKING:
 #: A pause longer than this between two actions counts as this long: time away from
 #: the keyboard is not time spent grading.
 IDLE_CAP_MS = 30_000
+#: Lines of passage text the Grade screen keeps in view before it shows the whole
+#: metrics panel; below that the panel folds into one line (the metrics key unfolds it).
+PASSAGE_LINES = 8
+#: From this width on the list and the passage stand side by side (the app's breakpoint).
+WIDE = 140
+
+
+def metrics_fit(width: int, height: int, runs: int) -> bool:
+    """Whether the whole metrics panel fits beside at least ``PASSAGE_LINES`` of the
+    passage in a terminal of this size."""
+    body = height - 5  # the query's two header lines (three when it wraps), status, footer
+    side = body if width >= WIDE else body - max(5, body * 3 // 10)  # the list takes 30%
+    return side - full_height(runs) - 2 >= PASSAGE_LINES  # 2: the passage's border
 
 
 class GradeScreen(Screen[None]):
@@ -47,6 +61,8 @@ class GradeScreen(Screen[None]):
         bind("next_query", "next_query"),
         bind("prev_query", "prev_query", show=False),
         bind("cycle_k", "cycle_k"),
+        bind("search", "search"),
+        bind("metrics", "toggle_metrics"),
         bind("queries", "app.queries"),
         Binding("escape", "back", show=False),
     ]
@@ -77,8 +93,30 @@ class GradeScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        panel = self.query_one(MetricsPanel)
+        panel.toggle_key = first_key(self.glapp.session.options.keymap, "metrics")
+        self._fit_metrics(self.app.size.width, self.app.size.height)
         self.load(self.qi, self.focus_pid)
         self.query_one(PassageList).focus()
+
+    def on_resize(self, event: Resize) -> None:
+        self._fit_metrics(event.size.width, event.size.height)
+
+    def _fit_metrics(self, width: int, height: int) -> None:
+        """The whole panel when it leaves the passage room, else one line; the metrics
+        key overrides this until the app closes."""
+        chosen = self.glapp.metrics_open
+        fits = metrics_fit(width, height, len(self.glapp.session.catalog.run_names))
+        self.query_one(MetricsPanel).set_compact(not (fits if chosen is None else chosen))
+
+    def action_search(self) -> None:
+        from raglabel.tui.screens.search import SearchScreen
+
+        self.app.push_screen(SearchScreen(self.qi))
+
+    def action_toggle_metrics(self) -> None:
+        self.glapp.metrics_open = self.query_one(MetricsPanel).compact
+        self._fit_metrics(self.app.size.width, self.app.size.height)
 
     def on_screen_resume(self) -> None:
         # Grades, K or the annotator may have changed on a screen above this one.
@@ -131,7 +169,9 @@ class GradeScreen(Screen[None]):
         passage = None if pid is None else session.passage(pid)
         row = None if pid is None else self.rows.get(pid)
         suggestion = None if row is None else row.suggestion
-        self.query_one(PassageView).show(passage, session.catalog.queries[self.qi].text, suggestion)
+        self.query_one(PassageView).show(
+            passage, session.catalog.queries[self.qi].text, suggestion, row
+        )
 
     def select(self, pid: int) -> None:
         self.query_one(PassageList).select(pid)
@@ -162,10 +202,18 @@ class GradeScreen(Screen[None]):
             own = change.grade if session.blind else session.own_grade(change.query, change.pid)
             row = replace(row, grade=change.grade, own=own)
             if change.kind in {"skip", "flag", "undo"}:  # a grade or clear leaves marks alone
-                flags = session.marks(change.query).get(change.pid, set())
-                row = replace(row, skipped="skip" in flags, flagged="flag" in flags)
+                notes = session.mark_notes(change.query).get(change.pid, {})
+                row = replace(
+                    row,
+                    skipped="skip" in notes,
+                    flagged="flag" in notes,
+                    skip_reason=notes.get("skip"),
+                    flag_note=notes.get("flag"),
+                )
             self.rows[change.pid] = row
             self.query_one(PassageList).update(row)
+            if change.pid == self.current:
+                self.query_one(PassageView).show_marks(row)
         self.query_one(MetricsPanel).show(self.glapp.session.panel(self.qi))
         self._show_head()
 
@@ -220,6 +268,10 @@ class GradeScreen(Screen[None]):
         self._write("grade", grade)
 
     def action_clear(self) -> None:
+        if self.current is not None and self.glapp.session.own_grade(self.qi, self.current) is None:
+            # An event that changes nothing would only clutter the log (and the undo).
+            self.query_one(SaveMark).note("Nothing to clear: you have not graded this passage.")
+            return
         self._write("clear", advance=False)
 
     def action_accept(self) -> None:

@@ -92,18 +92,30 @@ NOTES = Text.assemble(
 )
 
 
+def metrics_text(definitions: list[str]) -> Text:
+    """The panel's metrics as computed now: each name with its definition in force."""
+    text = Text("The metrics panel, at the current K\n", style="bold")
+    for line in definitions:
+        name, _, meaning = line.partition(": ")
+        text.append(name, style="bold")
+        text.append(f": {meaning}\n")
+    return text
+
+
 class HelpScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark", "app.pop_screen", "close help")
     ]
 
-    def __init__(self, keymap: dict[str, str]) -> None:
+    def __init__(self, keymap: dict[str, str], definitions: list[str]) -> None:
         super().__init__()
         self.keymap = keymap
+        self.definitions = definitions
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Static(rubric_table())
             yield Static(NOTES)
+            yield Static(metrics_text(self.definitions))
             yield Static(key_table(self.keymap))
         yield Footer()

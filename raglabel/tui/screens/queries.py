@@ -31,10 +31,14 @@ MAX_SHOWN = 500
 
 class QueriesScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
+        # The key that goes back to the queries elsewhere quits here; first, so the
+        # narrowest footer still shows it.
+        bind("queries", "app.quit_saved", label="quit"),
         bind("filter", "filter"),
         Binding("o", "sort", "sort"),
         bind("cycle_k", "cycle_k"),
         bind("queue", "queue"),
+        bind("review", "app.review"),
         bind("down", "down", show=False),
         bind("up", "up", show=False),
         Binding("escape", "clear_filter", "clear filter", show=False),

@@ -21,8 +21,51 @@ _HEADERS = {
 }
 
 
+def full_height(runs: int) -> int:
+    """Lines the whole panel takes for this many runs: its table (a header and a row
+    per run), grade counts, weights, a possible inversion warning and the border."""
+    return (runs or 1) + 1 + 2 + 1 + 2
+
+
+def one_line(panel: QueryPanel, key: str) -> Text:
+    """The panel folded into one line: each run's RA-nWG, and how to see the rest."""
+    out = Text(f"{key}", style="bold reverse")
+    out.append(" all metrics · ", style="dim")
+    out.append(f"RA-nWG@{panel.k} ", style="bold")
+    if not panel.values:
+        out.append("no runs in this project", style="dim")
+    for i, (run, values) in enumerate(panel.values.items()):
+        out.append(("  " if i else "") + f"{run} ")
+        out.append(number(values["ra_nwg"], 2), style="bold")
+    if panel.inverted:
+        out.append("  ⚠ inversion", style="bold red")
+    out.no_wrap = True
+    out.overflow = "ellipsis"
+    return out
+
+
 class MetricsPanel(Static):
+    """The live metrics; compact, it is one line, so a short terminal keeps the passage."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.compact = False
+        self.toggle_key = "m"
+        self._panel: QueryPanel | None = None
+
+    def set_compact(self, compact: bool) -> None:
+        if compact == self.compact and self.has_class("-compact") == compact:
+            return
+        self.compact = compact
+        self.set_class(compact, "-compact")
+        if self._panel is not None:
+            self.show(self._panel)
+
     def show(self, panel: QueryPanel) -> None:
+        self._panel = panel
+        if self.compact:
+            self.update(one_line(panel, self.toggle_key))
+            return
         table = Table(box=None, pad_edge=False, header_style="bold", expand=True)
         table.add_column(f"@{panel.k}", no_wrap=True)
         for name in _HEADERS.values():

@@ -9,6 +9,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from raglabel.session.catalog import Passage
+from raglabel.session.grading import PassageRow
 from raglabel.session.suggestions import Suggestion
 
 # Words too common to be worth highlighting in a passage.
@@ -67,7 +68,9 @@ _STOP = frozenset(
 
 def query_terms(query: str) -> list[str]:
     words = re.findall(r"\w+", query.casefold())
-    return sorted({w for w in words if len(w) > 2 and w not in _STOP}, key=len, reverse=True)
+    # Longest first (the highlight tries them in order), ties alphabetically: a set's
+    # order changes from one run to the next.
+    return sorted({w for w in words if len(w) > 2 and w not in _STOP}, key=lambda w: (-len(w), w))
 
 
 def highlighted(text: str, terms: list[str]) -> Text:
@@ -91,27 +94,55 @@ def judge_line(s: Suggestion | None) -> Text:
     return out
 
 
+def mark_line(row: PassageRow | None) -> Text:
+    """The annotator's own skip reason and flag note on this passage, if any."""
+    out = Text()
+    if row is None:
+        return out
+    if row.skip_reason is not None:
+        out.append("skipped: ", style="bold yellow")
+        out.append(row.skip_reason)
+    if row.flag_note is not None:
+        if out:
+            out.append("  ")
+        out.append("⚑ flagged", style="bold red")
+        out.append(f": {row.flag_note}" if row.flag_note else " (no note)")
+    return out
+
+
 class PassageView(VerticalScroll):
+    """The passage's id and title ride on the border, so every line inside is text."""
+
+    def show_marks(self, row: PassageRow | None) -> None:
+        marks = self.query_one("#passage-marks", Static)
+        line = mark_line(row)
+        marks.update(line)
+        marks.display = bool(line)
+
     def compose(self):  # type: ignore[no-untyped-def]
-        yield Static(id="passage-title")
+        yield Static(id="passage-marks")
         yield Static(id="passage-judge")
         yield Static(id="passage-text")
 
     def show(
-        self, passage: Passage | None, query: str, suggestion: Suggestion | None = None
+        self,
+        passage: Passage | None,
+        query: str,
+        suggestion: Suggestion | None = None,
+        row: PassageRow | None = None,
     ) -> None:
-        title = self.query_one("#passage-title", Static)
         body = self.query_one("#passage-text", Static)
         judge = self.query_one("#passage-judge", Static)
         judge.update(judge_line(suggestion))
         judge.display = suggestion is not None
+        self.show_marks(row)
         if passage is None:
-            title.update("")
+            self.border_title = None
             body.update(Text("No candidate passages for this query.", style="dim"))
             return
         head = Text(passage.ext_id, style="bold")
         if passage.title:
             head.append(f" · {passage.title}")
-        title.update(head)
+        self.border_title = head
         body.update(highlighted(passage.text or "(no text stored)", query_terms(query)))
         self.scroll_home(animate=False)

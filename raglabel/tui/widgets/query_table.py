@@ -4,15 +4,21 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.coordinate import Coordinate
+from textual.events import Resize
 from textual.message import Message
 from textual.widgets import DataTable
 
 from raglabel.session.grading import QueryRow
+from raglabel.tui.widgets.columns import PAD, fit_columns, set_widths
 from raglabel.tui.widgets.format import number, short_run
 
 #: Rows added before the first paint, and rows added per step after it.
 FIRST_PAGE = 100
 CHUNK = 200
+#: A score column is never narrower than its number ("0.359").
+SCORE_WIDTH = 5
+#: The query text keeps this much before run names are shortened.
+TEXT_WANTED = 48
 
 
 def _progress(row: QueryRow) -> Text:
@@ -48,11 +54,24 @@ class QueryTable(DataTable[Text | str]):
         # Fixed widths: sizing columns to their content measures every cell, which
         # costs most of a second with thousands of queries.
         self.add_column("query", key="id", width=self.id_width)
-        self.add_column("progress", key="progress", width=9)
+        self.add_column("progress", key="progress", width=8)
         self.add_column("holes", key="holes", width=5)
         for i, name in enumerate(self.run_names):
             self.add_column(short_run(name, 9), key=f"run{i}", width=9)
         self.add_column("text", key="text", width=200)
+
+    def on_resize(self, event: Resize) -> None:
+        """Run names in full and the query text to the edge, as far as the width allows."""
+        fixed = self.id_width + 8 + 5 + 3 * PAD
+        runs, text = fit_columns(
+            event.size.width, fixed, self.run_names, floor=SCORE_WIDTH, want_text=TEXT_WANTED
+        )
+        widths: dict[str, tuple[int, str | None]] = {
+            f"run{i}": (width, name)
+            for i, (width, name) in enumerate(zip(runs, self.run_names, strict=True))
+        }
+        widths["text"] = (max(text, 10), None)
+        set_widths(self, widths)
 
     def show(self, rows: list[QueryRow], current: int | None = None) -> None:
         """Rows in this order; the first screenful at once, the rest after it is painted.
