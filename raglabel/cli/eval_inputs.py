@@ -8,7 +8,6 @@ from pathlib import Path
 from raglabel.analysis.evaluation import Options
 from raglabel.analysis.inputs import EvalRequest, Loaded, load
 from raglabel.cli.options import (
-    MAX_CUTOFF,
     MAX_PERMUTATIONS,
     MAX_RESAMPLES,
     cutoffs_option,
@@ -17,7 +16,7 @@ from raglabel.cli.options import (
     named_file,
 )
 from raglabel.errors import UsageError
-from raglabel.metrics.names import MetricNameError, parse_metric_list
+from raglabel.metrics.names import MAX_CUTOFF, MetricNameError, parse_metric_list
 
 _MAX_SEED = 2**63 - 2
 

@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from raglabel.errors import UsageError
 
-#: The largest cutoff (a signed 64-bit integer); metrics.names holds the same bound.
-MAX_CUTOFF = 2**63 - 1
 #: Upper bounds of eval's resampling options: far beyond any use, below a memory error.
 MAX_RESAMPLES = 100_000
 MAX_PERMUTATIONS = 100_000_000
@@ -43,17 +41,14 @@ def grade_map_option(text: str | None) -> GradeMap | None:
 
 def cutoffs_option(text: str, option: str = "-k") -> list[int]:
     """Cutoffs like ``5,10,20``: positive integers in the order given, repeats dropped."""
+    from raglabel.metrics.names import parse_cutoff
+
     ks: list[int] = []
     for part in text.split(","):
         try:
-            k = int(part.strip())
-        except ValueError:
-            raise UsageError(f"{option}: {part.strip()!r} is not an integer") from None
-        if k < 1:
-            raise UsageError(f"{option}: cutoffs must be at least 1, got {k}")
-        if k > MAX_CUTOFF:
-            raise UsageError(f"{option}: cutoff {k} is too large (at most 2**63 - 1)")
-        ks.append(k)
+            ks.append(parse_cutoff(part))
+        except ValueError as exc:
+            raise UsageError(f"{option}: {exc}") from None
     return list(dict.fromkeys(ks))
 
 

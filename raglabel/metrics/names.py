@@ -95,17 +95,25 @@ def _unknown(item: str) -> MetricNameError:
     )
 
 
-def cutoff_value(text: str, what: str) -> int:
-    """A cutoff written in ``what``: an integer from 1 to 2**63 - 1."""
+def parse_cutoff(text: str) -> int:
+    """A cutoff: an integer from 1 to 2**63 - 1, else a ValueError that says why."""
     try:
         k = int(text.strip())
     except ValueError:
-        raise MetricNameError(f"cutoff of {what!r} is not an integer") from None
+        raise ValueError(f"{text.strip()!r} is not an integer") from None
     if k < 1:
-        raise MetricNameError(f"cutoff of {what!r} must be at least 1")
+        raise ValueError(f"cutoffs must be at least 1, got {k}")
     if k > MAX_CUTOFF:
-        raise MetricNameError(f"cutoff of {what!r} is too large (at most 2**63 - 1)")
+        raise ValueError(f"cutoff {k} is too large (at most 2**63 - 1)")
     return k
+
+
+def cutoff_value(text: str, what: str) -> int:
+    """The cutoff written in the metric name ``what``."""
+    try:
+        return parse_cutoff(text)
+    except ValueError as exc:
+        raise MetricNameError(f"cutoff of {what!r}: {exc}") from None
 
 
 def canonical(item: str) -> tuple[str, str | None]:
