@@ -349,7 +349,7 @@ def test_no_option_swallows_the_project_file(work: Path, command: str, option: s
         str(work / "out.txt") if w == "OUT" else str(work / "copy.db") if w == "COPY" else w
         for w in REQUIRED.get(command, [])
     ]
-    if command == "export" and option in ("--qrels", "--jsonl", "--csv"):
+    if command == "export" and option in ("--qrels", "--jsonl", "--csv", "--answer-grades"):
         extra = []
     args = parse_args(parser, [command, option, _value_for(action, work), db, *extra])
     assert args.db == db

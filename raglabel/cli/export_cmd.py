@@ -33,6 +33,12 @@ def register(commands: Any) -> None:
     target.add_argument(
         "--csv", metavar="F", type=output_file, help="CSV with a header, one grade (or event) a row"
     )
+    target.add_argument(
+        "--answer-grades",
+        metavar="F",
+        type=output_file,
+        help="JSON Lines of each annotator's current answer grades (system, sample, criterion)",
+    )
     parser.add_argument(
         "--grade-map",
         metavar="MAP",
@@ -71,10 +77,27 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--suggestions goes with --jsonl or --csv, and not with --history")
     if args.annotator is not None and not args.annotator.strip():
         raise UsageError("--annotator must not be empty")
-    option = "qrels" if args.qrels else "jsonl" if args.jsonl else "csv"
-    output = getattr(args, option)
+    if args.answer_grades and (args.suggestions or args.history):
+        raise UsageError("--answer-grades goes without --suggestions and --history")
+    option = (
+        "answer-grades"
+        if args.answer_grades
+        else "qrels"
+        if args.qrels
+        else "jsonl"
+        if args.jsonl
+        else "csv"
+    )
+    output = getattr(args, option.replace("-", "_"))
     if writes_over_project(Path(output), Path(args.db)):
         raise UsageError(f"--{option} {output}: is the project file (or its WAL); name another")
+    if args.answer_grades:
+        from raglabel.storage.answers import export_answer_grades
+
+        with Project.open(args.db) as project:
+            count = export_answer_grades(project.conn, Path(args.answer_grades))
+        print(f"wrote {count} answer grades to {args.answer_grades}")
+        return 0
     with Project.open(args.db) as project:
         if args.qrels:
             choice = LabelChoice(args.policy, args.annotator, args.fill_with_judge)

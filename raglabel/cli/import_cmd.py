@@ -88,6 +88,20 @@ def register(commands: Any) -> None:
         help="a label file raglabel export wrote (JSONL or CSV)",
     )
     parser.add_argument(
+        "--answers",
+        metavar="NAME=F",
+        action="append",
+        default=[],
+        help="a system's answer file (raglabel, ragas, DeepEval or RAGChecker JSONL/JSON);"
+        " repeatable; re-importing NAME replaces its samples",
+    )
+    parser.add_argument(
+        "--answer-grades",
+        metavar="F",
+        type=input_file,
+        help="human answer grades JSONL (raglabel export --answer-grades)",
+    )
+    parser.add_argument(
         "--depth",
         type=int_in(1, MAX_DEPTH),
         default=20,
@@ -168,12 +182,16 @@ def run(args: argparse.Namespace) -> int:
         labels=_path(args.labels),
         depth=args.depth,
         replace=args.replace,
+        answers=[_checked(named_file(spec, "--answers"), "--answers") for spec in args.answers],
+        answer_grades=_path(args.answer_grades),
     )
     names = [name for name, _ in request.runs] + ([request.samples[0]] if request.samples else [])
+    names += [name for name, _ in request.answers]
     if len(set(names)) != len(names):
         raise UsageError("two runs have the same name; name them with --run NAME=FILE")
     steps = sum(bool(x) for x in (args.queries, args.passages, args.qrels, args.beir, args.samples))
     steps += 2 * len(request.runs) + bool(args.labels) + 1
+    steps += len(request.answers) + bool(args.answer_grades)
     if steps == 1:
         raise UsageError("nothing to import: give --queries, --passages, --qrels, --run, ...")
     with Project.open(args.db) as project, _progress(steps) as bar:
@@ -188,6 +206,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"raglabel import: warning: {warning}", file=sys.stderr)
     parts = [f"{what}: {count}" for what, count in summary.counts.items() if count]
     print(f"imported into {args.db}: {', '.join(parts) or 'nothing new'}")
+    for note in summary.notes:
+        print(note)
     if summary.matched:
         how = ", ".join(f"{count} {kind}" for kind, count in sorted(summary.matched.items()))
         print(f"retrieved passages matched by: {how}")

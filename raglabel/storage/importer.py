@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from raglabel.formats.answer_grades import AnswerGrade, read_answer_grades
+from raglabel.formats.answers import AnswerFile, read_answers
 from raglabel.formats.corpus import (
     PassageRecord,
     QueryRecord,
@@ -26,6 +28,7 @@ from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import repeated_passages
 from raglabel.formats.rows import QrelsRows, read_qrels_rows
 from raglabel.formats.samples import Sample, gold_grades, samples_in
+from raglabel.storage.answers import write_answer_grades, write_system
 from raglabel.storage.grades import GradeEvent, append_many, event_row
 from raglabel.storage.items import annotator_id, ensure_passages, ensure_queries
 from raglabel.storage.labelfile import LabelLine, read_label_file
@@ -52,6 +55,8 @@ class ImportRequest:
     labels: Path | None = None
     depth: int = DEFAULT_DEPTH
     replace: bool = False
+    answers: Sequence[tuple[str, Path]] = ()  # (system, answer file)
+    answer_grades: Path | None = None
 
 
 @dataclass
@@ -59,6 +64,7 @@ class ImportSummary:
     counts: Counter[str] = field(default_factory=Counter)
     matched: Counter[str] = field(default_factory=Counter)
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # one line each, printed after the counts
 
 
 @dataclass
@@ -69,6 +75,8 @@ class _Parsed:
     runs: list[Run] = field(default_factory=list)
     samples: list[tuple[int, Sample]] = field(default_factory=list)
     labels: list[LabelLine] = field(default_factory=list)
+    answers: list[tuple[str, Path, AnswerFile]] = field(default_factory=list)
+    answer_grades: list[tuple[int, AnswerGrade]] = field(default_factory=list)
 
 
 Progress = Callable[[str], None]
@@ -98,7 +106,16 @@ def run_import(
         if parsed.labels:
             assert request.labels is not None
             _write_labels(conn, parsed.labels, summary)
-        if parsed.passages or parsed.samples:
+        if parsed.answers:
+            _write_answers(conn, request, parsed, summary)
+        if request.answer_grades is not None:
+            summary.counts["answer grades"] += write_answer_grades(
+                conn,
+                request.answer_grades,
+                parsed.answer_grades,
+                f"answer-grades:{request.answer_grades.name}",
+            )
+        if parsed.passages or parsed.samples or parsed.answers:
             # In the same transaction: the search index never lags the passages.
             step("indexing passages for search")
             reindex(conn)
@@ -136,7 +153,39 @@ def _parse(request: ImportRequest, step: Progress) -> _Parsed:
     if request.labels:
         step(f"reading {request.labels}")
         parsed.labels = [line for _, line in read_label_file(request.labels)]
+    for name, path in request.answers:
+        step(f"reading answers of {name!r} from {path}")
+        parsed.answers.append((name, path, read_answers(path)))
+    if request.answer_grades:
+        step(f"reading {request.answer_grades}")
+        parsed.answer_grades = list(read_answer_grades(request.answer_grades))
     return parsed
+
+
+def _write_answers(
+    conn: sqlite3.Connection, request: ImportRequest, parsed: _Parsed, summary: ImportSummary
+) -> None:
+    index = PassageIndex(conn.execute("SELECT ext_id, text FROM passage WHERE text IS NOT NULL"))
+    for name, path, answers in parsed.answers:
+        done = write_system(
+            conn, name, path, answers, index, depth=request.depth, replace_run=request.replace
+        )
+        summary.counts["answer samples"] += done.samples
+        summary.counts["queries added"] += done.queries_added
+        summary.counts["runs"] += 1
+        how = ", ".join(f"{n} by {kind}" for kind, n in sorted(done.matched_queries.items()))
+        line = f"answers of {name!r}: {answers.format} format, {done.samples} samples"
+        line += f" (questions matched: {how})"
+        if done.replaced:
+            line += f"; replaced the {done.replaced} samples imported before"
+        summary.notes.append(line)
+        if done.repeated_queries:
+            summary.warnings.append(
+                f"answers of {name!r}: {len(done.repeated_queries)} samples repeat a query"
+                f" (first {done.repeated_queries[0]!r}); run {name!r} ranks each query's"
+                " first sample's contexts"
+            )
+    summary.matched.update(index.counts)
 
 
 def _json(value: dict[str, Any] | None) -> str | None:

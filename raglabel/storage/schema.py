@@ -214,6 +214,73 @@ MIGRATIONS: tuple[Migration, ...] = (
         INSERT INTO passage_fts (passage_fts) VALUES ('rebuild');
         """,
     ),
+    Migration(
+        5,
+        "answer files: each system's answers with their contexts, and human answer grades",
+        """
+        -- A system is one answer file's producer (NAME of --answers NAME=FILE). Its row is
+        -- kept across re-imports, which replace its samples, so grades keep their system.
+        CREATE TABLE answer_system (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            format TEXT NOT NULL,
+            source TEXT NOT NULL,
+            imported_at TEXT NOT NULL
+        );
+        -- question: as the file gave it (the query may be matched by id or text);
+        -- answer and reference NULL when missing or empty (criteria needing them are NA);
+        -- reference: JSON, a string or a list of key facts; metadata: JSON object.
+        CREATE TABLE answer_sample (
+            id INTEGER PRIMARY KEY,
+            system_id INTEGER NOT NULL REFERENCES answer_system(id),
+            sample_id TEXT NOT NULL,
+            query_id INTEGER NOT NULL REFERENCES query(id),
+            question TEXT,
+            answer TEXT,
+            reference TEXT,
+            metadata TEXT,
+            line INTEGER NOT NULL,
+            UNIQUE (system_id, sample_id)
+        );
+        -- Contexts in file order (position 0-based); rank is the file's ranks entry, if any;
+        -- text is the chunk as retrieved (NULL when the file named the passage by id only).
+        CREATE TABLE answer_context (
+            sample_id INTEGER NOT NULL REFERENCES answer_sample(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL CHECK (position >= 0),
+            passage_id INTEGER NOT NULL REFERENCES passage(id),
+            rank INTEGER CHECK (rank IS NULL OR rank >= 0),
+            text TEXT,
+            PRIMARY KEY (sample_id, position)
+        ) WITHOUT ROWID;
+        -- Human (and later judge) answer grades: append-only, like event, with the same
+        -- kinds and meaning (current grade = last grade or clear no undo reverted). A
+        -- table of its own because event's item is a (query, passage) pair, NOT NULL and
+        -- referenced by current_grade, labels and every passage-level reader. Keyed by
+        -- the sample's id text, so a re-import of the system keeps its grades.
+        CREATE TABLE answer_event (
+            id INTEGER PRIMARY KEY,
+            system_id INTEGER NOT NULL REFERENCES answer_system(id),
+            sample_id TEXT NOT NULL,
+            criterion TEXT NOT NULL
+                CHECK (criterion IN ('faithfulness', 'answer_relevancy', 'context_recall')),
+            annotator_id INTEGER NOT NULL REFERENCES annotator(id),
+            kind TEXT NOT NULL CHECK (kind IN ('grade', 'clear', 'undo')),
+            grade INTEGER CHECK (grade BETWEEN 1 AND 5),
+            unsupported TEXT,
+            target INTEGER REFERENCES answer_event(id),
+            source TEXT NOT NULL DEFAULT 'human',
+            model TEXT,
+            origin TEXT,
+            shown_at TEXT,
+            graded_at TEXT NOT NULL,
+            active_ms INTEGER CHECK (active_ms IS NULL OR active_ms >= 0),
+            CHECK ((kind = 'grade') = (grade IS NOT NULL)),
+            CHECK ((kind = 'undo') = (target IS NOT NULL))
+        );
+        CREATE INDEX answer_event_item
+            ON answer_event (system_id, sample_id, criterion, annotator_id);
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
