@@ -22,8 +22,9 @@ import make_v2_project
 TARGET = Path(__file__).with_name("project-v3.db")
 
 
-def build(path: Path) -> None:
-    make_v1_project.build(path, version=3)
+def build(path: Path, version: int = 3) -> None:
+    """Version 2's content at schema ``version`` (3 or later)."""
+    make_v1_project.build(path, version=version)
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("BEGIN")
@@ -41,6 +42,9 @@ def build(path: Path) -> None:
             " VALUES (?, ?, ?, ?, ?, ?)",
             make_v2_project.SUGGESTIONS,
         )
+        if version >= 4:
+            # The full-text index (version 4) is built from the passages stored.
+            conn.execute("INSERT INTO passage_fts (passage_fts) VALUES ('rebuild')")
         conn.execute("COMMIT")
     finally:
         conn.close()

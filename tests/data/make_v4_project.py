@@ -10,41 +10,19 @@ file lacks and its upgrade creates empty. The file holds version 2's content
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 import make_v1_project
-import make_v2_project
+import make_v3_project
 
 TARGET = Path(__file__).with_name("project-v4.db")
 
 
 def build(path: Path) -> None:
-    make_v1_project.build(path, version=4)
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        conn.execute("BEGIN")
-        conn.executemany(
-            "INSERT INTO event (id, query_id, passage_id, annotator_id, kind, grade, source,"
-            " model, accepted_suggestion, origin, graded_at)"
-            " VALUES (?, ?, ?, ?, 'grade', ?, ?, ?, ?, 'app', ?)",
-            make_v2_project.EVENTS,
-        )
-        conn.executemany(
-            "INSERT INTO current_grade VALUES (?, ?, ?, ?, ?)", make_v2_project.CURRENT
-        )
-        conn.executemany(
-            "INSERT INTO suggestion (query_id, passage_id, model, grade, reason, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            make_v2_project.SUGGESTIONS,
-        )
-        conn.execute("INSERT INTO passage_fts (passage_fts) VALUES ('rebuild')")
-        conn.execute("COMMIT")
-    finally:
-        conn.close()
+    make_v3_project.build(path, version=4)
 
 
 if __name__ == "__main__":
