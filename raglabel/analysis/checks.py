@@ -103,7 +103,11 @@ def run_warnings(stats: QueryStats, run: RankedRun, path: Path | None) -> list[s
     if n == 0:
         return []
     covered = int((run.lengths > 0).sum())
-    hint = run_file_hint(path) if path is not None else None
+    missing_labels = stats.labels.n_graded and not bool((run.grades > 0).any())
+    # The file is read again only when something is wrong and its columns may say why.
+    hint = None
+    if path is not None and (covered == 0 or missing_labels):
+        hint = run_file_hint(path)
     tail = f" ({hint})" if hint else ""
     if covered == 0:
         return [
@@ -116,7 +120,7 @@ def run_warnings(stats: QueryStats, run: RankedRun, path: Path | None) -> list[s
             f"run {run.name!r} retrieves nothing for {n - covered} of the {n} labeled "
             "queries; they score 0 (trec_eval leaves them out of its means unless -c)"
         )
-    if stats.labels.n_graded and not bool((run.grades > 0).any()):
+    if missing_labels:
         fields = first_fields(path) if path is not None and not hint else None
         if fields and len(fields) >= 6 and _number(fields[2]) and not fields[2].isdigit():
             tail = f" (its third column holds {fields[2]}: are docid and score swapped?)"
