@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Literal, Self
+from typing import Annotated, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from raglabel.errors import InputError
 from raglabel.formats.jsonl import Identifier, validated
+from raglabel.metrics.criteria import Criterion
 
-Criterion = Literal["faithfulness", "answer_relevancy", "context_recall"]
-CRITERIA: tuple[Criterion, ...] = ("faithfulness", "answer_relevancy", "context_recall")
 Span = tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)]]
 
 

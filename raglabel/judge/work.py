@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 
 from raglabel.judge.backoff import RetryPolicy
+from raglabel.metrics.criteria import missing_input
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,77 @@ class Slot:
 
 
 @dataclass(frozen=True)
+class Chunk:
+    """One retrieved context of an answer sample."""
+
+    position: int  # 0-based, in the file's order
+    pid: str
+    text: str  # as retrieved, else the stored passage's text, else ""
+    rank: int | None  # the file's ``ranks`` entry (0 = first), if it gave one
+
+
+@dataclass(frozen=True)
+class AnswerItem:
+    """One system's answer sample, with everything a criterion may need."""
+
+    system_row: int
+    system: str
+    sample_id: str
+    query_row: int
+    qid: str
+    question: str  # the sample's question, else the query's text, else ""
+    answer: str  # "" when the system gave none
+    reference: str | tuple[str, ...] | None  # a gold answer, or a list of key facts
+    contexts: tuple[Chunk, ...]
+    # Texts of the passages people graded relevant for the query: what context_recall
+    # checks against when there is no reference.
+    gold: tuple[str, ...] = ()
+
+    def missing(self, criterion: str) -> str | None:
+        """Why ``criterion`` is NA for this sample (see metrics.criteria), or None."""
+        has_reference = bool(self.reference)
+        if criterion == "context_recall":
+            has_reference = has_reference or bool(self.gold)
+        return missing_input(
+            criterion,
+            question=bool(self.question.strip()),
+            answer=bool(self.answer.strip()),
+            contexts=bool(self.contexts),
+            reference=has_reference,
+        )
+
+    def evaluated_order(self) -> list[int]:
+        """Context positions in the order they are scored: by ``ranks`` when the file gave
+        them (ties by position), else as listed."""
+        return sorted(
+            range(len(self.contexts)),
+            key=lambda i: (self.contexts[i].rank if self.contexts[i].rank is not None else i, i),
+        )
+
+
+@dataclass(frozen=True)
+class AnswerSlot:
+    """One answer wanted about an answer sample: a criterion (or ``ctx_rank_prec``),
+    asked of one model, for the ``repeat``-th time."""
+
+    item: AnswerItem
+    criterion: str
+    model: str
+    repeat: int
+    cache_key: str
+    text_key: str
+
+
+@dataclass(frozen=True)
+class ChunkGrade:
+    position: int  # 1-based, as the judge is shown the chunks
+    grade: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class Outcome:
-    slot: Slot
+    slot: Slot | AnswerSlot
     grade: int | None
     reason: str | None
     raw: str | None  # every reply text received for the slot, the repair's included
@@ -61,10 +131,12 @@ class Outcome:
     latency_ms: int | None
     prompt_tokens: int | None
     completion_tokens: int | None
+    # ctx_rank_prec's reply: one grade per chunk, in position order (no single grade).
+    chunks: tuple[ChunkGrade, ...] | None = None
 
     @property
     def ok(self) -> bool:
-        return self.grade is not None
+        return self.error is None
 
 
 @dataclass

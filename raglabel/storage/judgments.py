@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from raglabel.errors import UsageError
 from raglabel.judge.flags import flag_passage
@@ -198,7 +198,8 @@ class JudgmentLog:
         *,
         api_key_env: str | None,
         limits: str | None = None,
-    ) -> JudgmentLog:
+        kind: str = "passages",
+    ) -> Self:
         # Answers can always be asked for again, so this connection (which writes only
         # judgments) skips the fsync per commit: a power cut may cost the last few
         # answers, never consistency, and the event loop no longer stalls on the disk.
@@ -211,8 +212,8 @@ class JudgmentLog:
             )
             cursor = project.conn.execute(
                 "INSERT INTO judge_run (endpoint, models, prompt_version, params, api_key_env,"
-                " repeats, limits, started_at, status)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running')",
+                " repeats, limits, started_at, status, kind)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)",
                 (
                     setting.endpoint,
                     json.dumps(list(models)),
@@ -222,6 +223,7 @@ class JudgmentLog:
                     repeats,
                     limits,
                     now(),
+                    kind,
                 ),
             )
         return cls(project, setting, int(cursor.lastrowid or 0))
@@ -245,20 +247,22 @@ class JudgmentLog:
         if not self._buffer:
             return
         batch, self._buffer = self._buffer, []
-        stamp = now()
         with self.project.write():
-            conn = self.project.conn
-            conn.executemany(
-                "INSERT INTO judgment (run_id, query_id, passage_id, model, repeat, cache_key,"
-                " text_key, status, grade, reason, raw, error, attempts, repaired, latency_ms,"
-                " prompt_tokens, completion_tokens, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [_judgment_row(self.run_id, o, stamp) for o in batch],
-            )
-            groups = {(o.slot.pair, o.slot.model, o.slot.text_key) for o in batch if o.ok}
-            for pair, model, texts in groups:
-                flagged = flag_passage(pair.query, pair.passage)
-                self._suggest(conn, pair, model, texts, flagged)
+            self._write(self.project.conn, batch, now())
+
+    def _write(self, conn: sqlite3.Connection, batch: list[Outcome], stamp: str) -> None:
+        conn.executemany(
+            "INSERT INTO judgment (run_id, query_id, passage_id, model, repeat, cache_key,"
+            " text_key, status, grade, reason, raw, error, attempts, repaired, latency_ms,"
+            " prompt_tokens, completion_tokens, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [_judgment_row(self.run_id, o, stamp) for o in batch],
+        )
+        slots = [o.slot for o in batch if o.ok and isinstance(o.slot, Slot)]
+        groups = {(slot.pair, slot.model, slot.text_key) for slot in slots}
+        for pair, model, texts in groups:
+            flagged = flag_passage(pair.query, pair.passage)
+            self._suggest(conn, pair, model, texts, flagged)
 
     def _suggest(
         self,
@@ -335,6 +339,7 @@ class JudgmentLog:
 
 def _judgment_row(run_id: int, o: Outcome, stamp: str) -> tuple[object, ...]:
     s = o.slot
+    assert isinstance(s, Slot)
     return (
         run_id,
         s.pair.query_row,
@@ -362,7 +367,8 @@ def latest_run(conn: sqlite3.Connection) -> sqlite3.Row | None:
     try:
         found: sqlite3.Row | None = conn.execute(
             "SELECT r.*, p.text AS prompt_text FROM judge_run r"
-            " JOIN prompt p ON p.version = r.prompt_version ORDER BY r.id DESC LIMIT 1"
+            " JOIN prompt p ON p.version = r.prompt_version WHERE r.kind = 'passages'"
+            " ORDER BY r.id DESC LIMIT 1"
         ).fetchone()
     finally:
         conn.row_factory = None

@@ -281,6 +281,50 @@ MIGRATIONS: tuple[Migration, ...] = (
             ON answer_event (system_id, sample_id, criterion, annotator_id);
         """,
     ),
+    Migration(
+        6,
+        "judge answers about answer samples: one per (sample, criterion, model, repeat)",
+        """
+        -- A run judges passages or answers; the app reruns the latest passage run only.
+        ALTER TABLE judge_run ADD COLUMN kind TEXT NOT NULL DEFAULT 'passages'
+            CHECK (kind IN ('passages', 'answers'));
+        -- Like judgment, for an answer sample. criterion is one of the three answer
+        -- criteria, or ctx_rank_prec, whose reply grades every chunk (chunks: JSON list
+        -- of {"position", "grade", "reason"}, positions 1-based, one per context) and has
+        -- no single grade. Keyed by the sample's id text, as answer_event is, so a
+        -- re-import keeps the answers; text_key names the texts they were about, so an
+        -- answer about texts that changed no longer counts.
+        CREATE TABLE answer_judgment (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES judge_run(id),
+            system_id INTEGER NOT NULL REFERENCES answer_system(id),
+            sample_id TEXT NOT NULL,
+            criterion TEXT NOT NULL CHECK (criterion IN
+                ('faithfulness', 'answer_relevancy', 'context_recall', 'ctx_rank_prec')),
+            model TEXT NOT NULL,
+            repeat INTEGER NOT NULL CHECK (repeat >= 0),
+            cache_key TEXT NOT NULL,
+            text_key TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+            grade INTEGER CHECK (grade BETWEEN 1 AND 5),
+            chunks TEXT,
+            reason TEXT,
+            raw TEXT,
+            error TEXT,
+            attempts INTEGER NOT NULL CHECK (attempts >= 0),
+            repaired INTEGER NOT NULL DEFAULT 0 CHECK (repaired IN (0, 1)),
+            latency_ms INTEGER,
+            prompt_tokens INTEGER,
+            completion_tokens INTEGER,
+            created_at TEXT NOT NULL,
+            CHECK ((status = 'ok') = (grade IS NOT NULL OR chunks IS NOT NULL)),
+            CHECK ((status = 'failed') = (error IS NOT NULL)),
+            CHECK ((criterion = 'ctx_rank_prec') = (grade IS NULL) OR status = 'failed')
+        );
+        CREATE INDEX answer_judgment_cache ON answer_judgment (cache_key, status);
+        CREATE INDEX answer_judgment_item ON answer_judgment (system_id, sample_id, criterion);
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
