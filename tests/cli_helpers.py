@@ -5,6 +5,7 @@ Tests take these through the ``cli`` and ``judge_argv`` fixtures of tests/confte
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 from typing import Protocol
@@ -37,3 +38,16 @@ def judge_argv(db: Path, base_url: str, *extra: str) -> list[str]:
     """``raglabel judge`` as a child process, with model ``m``, for fault tests."""
     args = [sys.executable, "-m", "raglabel", "judge", str(db), "--base-url", base_url]
     return [*args, "--model", "m", *extra]
+
+
+def child(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``raglabel ARGS`` as a child process: for what only a fresh interpreter shows
+    (start-up imports, exit codes from ``python -m``, the real stdout encoding)."""
+    return subprocess.run(
+        [sys.executable, "-m", "raglabel", *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+        timeout=300,
+    )

@@ -5,11 +5,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import child
 from pydantic import TypeAdapter
 
 from raglabel.cli.main import build_parser, main
@@ -29,14 +28,8 @@ def files(tmp_path: Path) -> dict[str, Path]:
     return paths
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "raglabel", *args], capture_output=True, text=True, check=False
-    )
-
-
 def eval_json(files: dict[str, Path], *extra: str) -> Report:
-    result = run_cli(
+    result = child(
         "eval",
         "--qrels",
         str(files["qrels"]),
@@ -107,7 +100,7 @@ def test_ctx_rank_details_with_per_query(files: dict[str, Path]) -> None:
 
 @pytest.mark.parametrize("fmt", ["table", "markdown", "csv"])
 def test_text_formats(files: dict[str, Path], fmt: str) -> None:
-    result = run_cli(
+    result = child(
         "eval", "--qrels", str(files["qrels"]), "--run", str(files["good"]), "--format", fmt
     )
     assert result.returncode == 0, result.stderr
@@ -120,7 +113,7 @@ def test_text_formats(files: dict[str, Path], fmt: str) -> None:
 
 def test_output_file(files: dict[str, Path], tmp_path: Path) -> None:
     target = tmp_path / "report.json"
-    result = run_cli(
+    result = child(
         "eval",
         "--qrels",
         str(files["qrels"]),
@@ -142,7 +135,7 @@ def test_samples_evaluation(tmp_path: Path) -> None:
         ' "actual_output": {"retrieved": [{"id": "b", "text": "x"}, {"id": "a", "text": "42!"}]},'
         ' "expected_answer": "42"}\n'
     )
-    result = run_cli("eval", "--samples", str(path), "-k", "1,2", "--format", "json")
+    result = child("eval", "--samples", str(path), "-k", "1,2", "--format", "json")
     assert result.returncode == 0, result.stderr
     mean = json.loads(result.stdout)["runs"]["s"]["mean"]
     assert mean["containment@1"] == 0.0 and mean["containment@2"] == 1.0
@@ -165,7 +158,7 @@ def test_samples_evaluation(tmp_path: Path) -> None:
 )
 def test_usage_errors_exit_2(files: dict[str, Path], args: list[str], fragment: str) -> None:
     subst = {"QRELS": str(files["qrels"]), "GOOD": str(files["good"])}
-    result = run_cli("eval", *[subst.get(a, a) for a in args])
+    result = child("eval", *[subst.get(a, a) for a in args])
     assert result.returncode == 2
     assert result.stdout == ""
     import re
@@ -176,7 +169,7 @@ def test_usage_errors_exit_2(files: dict[str, Path], args: list[str], fragment: 
 def test_bad_input_file_exits_2_with_file_and_line(files: dict[str, Path], tmp_path: Path) -> None:
     bad = tmp_path / "bad.run"
     bad.write_text("q1 Q0 a 1 0.5 t\nq1 Q0 b 2 oops t\n")
-    result = run_cli("eval", "--qrels", str(files["qrels"]), "--run", str(bad))
+    result = child("eval", "--qrels", str(files["qrels"]), "--run", str(bad))
     assert result.returncode == 2
     assert f"{bad}:2: score 'oops' is not a number" in result.stderr
     assert result.stdout == ""
@@ -185,7 +178,7 @@ def test_bad_input_file_exits_2_with_file_and_line(files: dict[str, Path], tmp_p
 def test_unknown_query_and_duplicate_warn(files: dict[str, Path], tmp_path: Path) -> None:
     odd = tmp_path / "odd.run"
     odd.write_text("q1 Q0 a 1 0.5 t\nq1 Q0 a 2 0.4 t\nq7 Q0 a 1 0.5 t\n")
-    result = run_cli("eval", "--qrels", str(files["qrels"]), "--run", str(odd))
+    result = child("eval", "--qrels", str(files["qrels"]), "--run", str(odd))
     assert result.returncode == 0
     assert "warning: run 'odd': 1 query not in the labels skipped (q7)" in result.stderr
     assert "repeated passage id(s) dropped" in result.stderr
@@ -202,7 +195,5 @@ def test_pool_option_changes_proc(files: dict[str, Path]) -> None:
 
 
 def test_timings_go_to_stderr(files: dict[str, Path]) -> None:
-    result = run_cli(
-        "eval", "--qrels", str(files["qrels"]), "--run", str(files["good"]), "--timings"
-    )
+    result = child("eval", "--qrels", str(files["qrels"]), "--run", str(files["good"]), "--timings")
     assert "timings: load=" in result.stderr

@@ -7,10 +7,10 @@ import csv
 import io
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import child
 
 from raglabel.metrics.config import MetricConfig
 from raglabel.metrics.definitions import definition, definitions
@@ -21,17 +21,6 @@ QRELS = "q1 0 a 3\nq1 0 b 2\nq1 0 c 0\nq2 0 e 1\nq2 0 f 3\nq3 0 g 2\nq3 0 h 0\n"
 GOOD = "q1 Q0 a 1 0.9 g\nq1 Q0 b 2 0.8 g\nq1 Q0 x 3 0.7 g\nq2 Q0 f 1 0.9 g\nq3 Q0 g 1 0.5 g\n"
 WEAK = "q1 Q0 c 1 0.9 w\nq1 Q0 a 2 0.8 w\nq2 Q0 e 1 0.9 w\nq3 Q0 h 1 0.9 w\nq3 Q0 g 2 0.1 w\n"
 BINARY = "q1 0 a 1\nq1 0 b 0\nq2 0 e 1\nq2 0 f 0\n"
-
-
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "raglabel", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=cwd,
-        timeout=120,
-    )
 
 
 @pytest.fixture
@@ -45,7 +34,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
 
 
 def both(files: dict[str, Path], *extra: str) -> subprocess.CompletedProcess[str]:
-    return cli(
+    return child(
         "eval",
         "--qrels",
         str(files["qrels"]),
@@ -108,7 +97,7 @@ def test_report_uses_canonical_names(files: dict[str, Path]) -> None:
 
 
 def test_binary_qrels_with_the_default_map_warn_with_the_fix(files: dict[str, Path]) -> None:
-    done = cli(
+    done = child(
         "eval", "--qrels", str(files["binary"]), "--run", str(files["good"]), "--format", "json"
     )
     assert done.returncode == 0, done.stderr
@@ -116,7 +105,7 @@ def test_binary_qrels_with_the_default_map_warn_with_the_fix(files: dict[str, Pa
     assert "--grade-map 0:2,1:5" in done.stderr
     warnings = json.loads(done.stdout)["warnings"]
     assert any("--grade-map 0:2,1:5" in w for w in warnings)
-    fixed = cli(
+    fixed = child(
         "eval", "--qrels", str(files["binary"]), "--run", str(files["good"]),
         "--grade-map", "0:2,1:5",
     )  # fmt: skip
@@ -126,7 +115,7 @@ def test_binary_qrels_with_the_default_map_warn_with_the_fix(files: dict[str, Pa
 def test_run_sharing_no_query(files: dict[str, Path], tmp_path: Path) -> None:
     other = tmp_path / "other.run"
     other.write_text("Q1 Q0 a 1 0.9 t\nQ2 Q0 f 1 0.9 t\n")
-    done = cli("eval", "--qrels", str(files["qrels"]), "--run", str(other), "--format", "json")
+    done = child("eval", "--qrels", str(files["qrels"]), "--run", str(other), "--format", "json")
     assert done.returncode == 0
     assert "shares no query with the labels" in done.stderr
     assert any("shares no query" in w for w in json.loads(done.stdout)["warnings"])
@@ -135,34 +124,34 @@ def test_run_sharing_no_query(files: dict[str, Path], tmp_path: Path) -> None:
 def test_run_missing_most_queries(files: dict[str, Path], tmp_path: Path) -> None:
     thin = tmp_path / "thin.run"
     thin.write_text("q1 Q0 a 1 0.9 t\n")
-    done = cli("eval", "--qrels", str(files["qrels"]), "--run", str(thin))
+    done = child("eval", "--qrels", str(files["qrels"]), "--run", str(thin))
     assert "retrieves nothing for 2 of the 3 labeled queries" in done.stderr
     # and not for a run that has them all
     assert "retrieves nothing" not in both(files).stderr
 
 
 def test_qrels_given_as_a_run(files: dict[str, Path]) -> None:
-    done = cli("eval", "--qrels", str(files["qrels"]), "--run", str(files["qrels"]))
+    done = child("eval", "--qrels", str(files["qrels"]), "--run", str(files["qrels"]))
     assert done.returncode == 2
     assert "looks like qrels" in done.stderr and "--qrels" in done.stderr
     assert "Traceback" not in done.stderr
 
 
 def test_run_given_as_qrels(files: dict[str, Path]) -> None:
-    done = cli("eval", "--qrels", str(files["good"]), "--run", str(files["good"]))
+    done = child("eval", "--qrels", str(files["good"]), "--run", str(files["good"]))
     assert "looks like a run" in done.stderr
 
 
 def test_docid_and_score_swapped(files: dict[str, Path], tmp_path: Path) -> None:
     swapped = tmp_path / "swapped.run"
     swapped.write_text("q1 Q0 0.9 1 a t\nq1 Q0 0.8 2 b t\n")
-    done = cli("eval", "--qrels", str(files["qrels"]), "--run", str(swapped))
+    done = child("eval", "--qrels", str(files["qrels"]), "--run", str(swapped))
     assert done.returncode == 2
     assert "docid and score swapped" in done.stderr
     # numeric passage ids: the file loads, but nothing in it has a label
     numeric = tmp_path / "numeric.run"
     numeric.write_text("q1 Q0 0.9 1 17 t\nq2 Q0 0.8 2 18 t\nq3 Q0 0.7 1 19 t\n")
-    done = cli("eval", "--qrels", str(files["qrels"]), "--run", str(numeric))
+    done = child("eval", "--qrels", str(files["qrels"]), "--run", str(numeric))
     assert done.returncode == 0
     assert "none of its 3 entries has a label" in done.stderr
     assert "docid and score swapped" in done.stderr
@@ -252,9 +241,9 @@ def test_huge_cutoff_is_computed_with_a_note(files: dict[str, Path]) -> None:
 def test_agree_shares_the_cutoff_and_metric_checks(tmp_path: Path) -> None:
     missing = str(tmp_path / "none.db")
     for extra in (["-k", str(2**64)], ["-k", "0"], ["--metrics", "nDCG@0"], ["--metrics", "ndcgg"]):
-        done = cli("agree", missing, *extra)
+        done = child("agree", missing, *extra)
         assert done.returncode == 2 and "Traceback" not in done.stderr, extra
-    done = cli("agree", missing, "--metrics", "ndcg_cutt_10")
+    done = child("agree", missing, "--metrics", "ndcg_cutt_10")
     assert "did you mean" in done.stderr
 
 
@@ -263,19 +252,21 @@ def test_agree_shares_the_cutoff_and_metric_checks(tmp_path: Path) -> None:
 
 def _project(tmp_path: Path, files: dict[str, Path]) -> Path:
     db = tmp_path / "project.db"
-    assert cli("init", str(db)).returncode == 0
-    done = cli("import", str(db), "--qrels", str(files["qrels"]), "--run", f"good={files['good']}")
+    assert child("init", str(db)).returncode == 0
+    done = child(
+        "import", str(db), "--qrels", str(files["qrels"]), "--run", f"good={files['good']}"
+    )
     assert done.returncode == 0, done.stderr
     return db
 
 
 def test_run_does_not_swallow_the_project(files: dict[str, Path], tmp_path: Path) -> None:
     db = _project(tmp_path, files)
-    done = cli("eval", "--run", f"weak={files['weak']}", str(db), "--format", "json")
+    done = child("eval", "--run", f"weak={files['weak']}", str(db), "--format", "json")
     assert done.returncode == 0, done.stderr
     assert set(json.loads(done.stdout)["runs"]) == {"good", "weak"}
     # with a DB given already, a project file among the runs is refused by name
-    done = cli("eval", str(db), "--run", str(db))
+    done = child("eval", str(db), "--run", str(db))
     assert done.returncode == 2 and "is a project file, not a TREC run" in done.stderr
 
 
@@ -293,13 +284,13 @@ def test_a_directory_given_as_a_file(files: dict[str, Path], tmp_path: Path, opt
         args[args.index(option) + 1] = str(folder)
     else:
         args += [option, str(folder)]
-    done = cli("eval", *args)
+    done = child("eval", *args)
     assert done.returncode == 2, done.stderr
     assert "is a folder" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_compare_with_one_run_says_so(files: dict[str, Path]) -> None:
-    done = cli("eval", "--qrels", str(files["qrels"]), "--run", str(files["good"]), "--compare")
+    done = child("eval", "--qrels", str(files["qrels"]), "--run", str(files["good"]), "--compare")
     assert done.returncode == 0
     assert "only one run, so nothing to compare" in done.stderr
 
@@ -365,15 +356,15 @@ def test_adjusted_p_values(files: dict[str, Path], tmp_path: Path) -> None:
     args = ["--qrels", str(files["qrels"]), "--run", f"good={files['good']}"]
     args += [f"weak={files['weak']}", f"third={third}", "--metrics", "ndcg@3,mrr,precision@1"]
     args += ["--compare", "--format", "json", "--permutations", "2000"]
-    holm = json.loads(cli("eval", *args).stdout)
+    holm = json.loads(child("eval", *args).stdout)
     assert holm["config"]["adjust"] == "holm"
     raws = [c["p_value"] for c in holm["compare"]]
     assert [c["p_adjusted"] for c in holm["compare"]] == adjust_p_values(raws, "holm")
     assert all(c["p_adjusted"] >= c["p_value"] for c in holm["compare"])
     assert any(c["p_adjusted"] > c["p_value"] for c in holm["compare"])
-    none = json.loads(cli("eval", *args, "--adjust", "none").stdout)
+    none = json.loads(child("eval", *args, "--adjust", "none").stdout)
     assert all(c["p_adjusted"] == c["p_value"] for c in none["compare"])
-    assert "p (holm)" in cli("eval", *args[:-2], "--format", "markdown").stdout
+    assert "p (holm)" in child("eval", *args[:-2], "--format", "markdown").stdout
 
 
 def test_adjustment_by_hand() -> None:
@@ -387,7 +378,7 @@ def test_adjustment_by_hand() -> None:
 
 
 def test_help_shows_defaults_and_no_stray_percent() -> None:
-    done = cli("eval", "--help")
+    done = child("eval", "--help")
     assert "%%" not in done.stdout
     body = " ".join(done.stdout.split())
     for text in ("(default: 1000)", "(default: 42)", "(default: skip)", "(default: holm"):

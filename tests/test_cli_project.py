@@ -14,13 +14,12 @@ import io
 import json
 import shutil
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from cli_helpers import child
 
 from raglabel.cli.main import build_parser, main
 from raglabel.storage.grades import GradeEvent, record, undo_last
@@ -35,15 +34,6 @@ RUNS = {name: DEMO / "runs" / f"{name}.run" for name in RUN_NAMES}
 
 
 # -- helpers ---------------------------------------------------------------------------
-
-
-def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "raglabel", *map(str, args)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 def ok(cli: Cli, *args: str | Path) -> str:
@@ -160,7 +150,7 @@ def assert_unchanged(db: Path, before: list[str], before_digest: str) -> None:
 
 def test_init_creates_an_empty_project(tmp_path: Path) -> None:
     db = tmp_path / "new.db"
-    result = run_cli("init", db)
+    result = child("init", db)
     assert result.returncode == 0, result.stderr
     assert str(db) in result.stdout
     assert scalar(db, "PRAGMA application_id") == APPLICATION_ID
@@ -191,7 +181,7 @@ def test_init_never_overwrites(tmp_path: Path, cli: Cli) -> None:
 
 def test_init_missing_directory(tmp_path: Path) -> None:
     db = tmp_path / "no" / "such" / "dir" / "p.db"
-    result = run_cli("init", db)
+    result = child("init", db)
     assert result.returncode == 2
     assert f"raglabel init: error: argument DB: {db}: folder " in result.stderr
     assert "does not exist" in result.stderr and "Traceback" not in result.stderr
@@ -203,8 +193,8 @@ def test_init_missing_directory(tmp_path: Path) -> None:
 
 def test_import_demo_corpus_qrels_and_runs(tmp_path: Path) -> None:
     db = tmp_path / "demo.db"
-    assert run_cli("init", db).returncode == 0
-    result = run_cli(
+    assert child("init", db).returncode == 0
+    result = child(
         "import",
         db,
         "--queries",
@@ -895,7 +885,7 @@ def test_project_commands_have_help(cli: Cli, command: str, options: list[str]) 
 
 
 def test_help_via_the_console_entry_point() -> None:
-    result = run_cli("--help")
+    result = child("--help")
     assert result.returncode == 0
     for command in ("init", "import", "export", "eval", "label", "demo"):
         assert command in result.stdout
