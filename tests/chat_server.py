@@ -54,6 +54,22 @@ Kinds:
 ``httpjson``
     Status 200, ``Content-Type: application/json``, but the body is an HTML page.
 
+``fenced``
+    A good reply wrapped in a Markdown code fence (```json ... ```), as many models send.
+``fewer``, ``more``, ``repeat``, ``noreason``
+    For a chunk request (below): one chunk entry left out, one extra entry for a chunk
+    that does not exist, the last entry naming chunk 1 again, or a chunk graded below 5
+    with an empty reason (every grade is then 4). Any other request succeeds.
+
+Chunk requests
+--------------
+A request whose user text has lines ``Chunk I of N:`` (the judge's ctx_rank_prec prompt)
+is a chunk request for N chunks (the ``chunk_count`` option decides; it may be replaced).
+Its reply is ``{"chunks": [{"position": i, "grade": g, "reason": "..."}, ...]}``, one
+entry per chunk. The grades, from ``chunk_grader`` (default `default_chunk_grader`): a
+marker ``[[chunks=5,3,1]]`` gives them (as many as there are chunks), else chunk i gets a
+stable hash of the text and i, 1-5. ``range`` makes the first chunk's grade 7.
+
 Random faults: with ``fault_rate`` p, each request without a marker gets, with
 probability p, a kind drawn uniformly from ``fault_kinds``, from a ``random.Random(seed)``.
 Because requests race for the generator, the sequence is reproducible only for requests
@@ -82,10 +98,14 @@ from types import TracebackType
 from typing import Any, cast
 
 __all__ = [
+    "CHUNK_FAULT_KINDS",
     "DEFAULT_FAULT_KINDS",
     "FAULT_KINDS",
     "ChatServer",
     "RequestRecord",
+    "chunk_content",
+    "default_chunk_count",
+    "default_chunk_grader",
     "default_grader",
 ]
 
@@ -107,14 +127,32 @@ FAULT_KINDS = frozenset(
     }
 )
 
-#: What random faults draw from by default: every kind that needs no argument.
-DEFAULT_FAULT_KINDS: tuple[str, ...] = tuple(sorted(FAULT_KINDS - {"ok", "slow"}))
+#: Kinds that shape a chunk reply (a plain grade request ignores them).
+CHUNK_FAULT_KINDS = frozenset({"fewer", "more", "repeat", "noreason"})
+FAULT_KINDS = FAULT_KINDS | CHUNK_FAULT_KINDS | {"fenced"}
+
+#: What random faults draw from by default: every kind of the first set that needs no
+#: argument (kept as it was, so seeded fault sequences of existing tests do not move).
+DEFAULT_FAULT_KINDS: tuple[str, ...] = (
+    "429",
+    "500",
+    "502",
+    "503",
+    "badjson",
+    "drop",
+    "httpjson",
+    "nonjson",
+    "range",
+    "truncated",
+)
 
 COMPLETIONS_PATH = "/v1/chat/completions"
 
 _FAULT_MARKER = re.compile(r"\[\[fault:([A-Za-z0-9_.-]+):([^\]]*)\]\]")
 _GRADE_MARKER = re.compile(r"\[\[grade=(\d)\]\]")
 _DELIMITER_LIKE = re.compile(r"[A-Za-z0-9]{16,}")
+_CHUNK_HEADING = re.compile(r"^Chunk (\d+) of (\d+):$", re.MULTILINE)
+_CHUNKS_MARKER = re.compile(r"\[\[chunks=([1-9](?:,[1-9])*)\]\]")
 
 
 def default_grader(text: str) -> int:
@@ -125,6 +163,45 @@ def default_grader(text: str) -> int:
     stable = _DELIMITER_LIKE.sub("", _FAULT_MARKER.sub("", text))
     digest = hashlib.sha256(stable.encode("utf-8")).digest()
     return 1 + int.from_bytes(digest[:8], "big") % 5
+
+
+def default_chunk_count(text: str) -> int | None:
+    """N when the text holds ``Chunk I of N:`` lines (a chunk request), else None."""
+    found = _CHUNK_HEADING.search(text)
+    return int(found.group(2)) if found is not None else None
+
+
+def default_chunk_grader(text: str, count: int) -> list[int]:
+    """The grades a ``[[chunks=...]]`` marker gives, else one stable hash per chunk."""
+    marker = _CHUNKS_MARKER.search(text)
+    if marker is not None:
+        given = [int(g) for g in marker.group(1).split(",")]
+        return (given * count)[:count] if given else []
+    stable = _DELIMITER_LIKE.sub("", _FAULT_MARKER.sub("", text))
+    grades = []
+    for i in range(1, count + 1):
+        digest = hashlib.sha256(f"{stable}\x1f{i}".encode()).digest()
+        grades.append(1 + int.from_bytes(digest[:8], "big") % 5)
+    return grades
+
+
+def chunk_content(grades: list[int], kind: str) -> str:
+    """A chunk reply for ``grades``, shaped by the fault ``kind``."""
+    if kind == "noreason":
+        grades = [4] * len(grades)
+    entries = [
+        {"position": i, "grade": g, "reason": "" if kind == "noreason" else f"Stub grade {g}."}
+        for i, g in enumerate(grades, 1)
+    ]
+    if kind == "range" and entries:
+        entries[0]["grade"] = 7
+    elif kind == "fewer" and entries:
+        entries.pop()
+    elif kind == "more":
+        entries.append({"position": len(grades) + 1, "grade": 3, "reason": "No such chunk."})
+    elif kind == "repeat" and len(entries) > 1:
+        entries[-1]["position"] = 1
+    return json.dumps({"chunks": entries})
 
 
 def _parse_kind(kind: str) -> tuple[str, float | None]:
@@ -322,7 +399,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
 
         grade = chat.grader(user_text)
-        if name == "nonjson":
+        chunks = chat.chunk_count(user_text)
+        if chunks is not None and name not in {"nonjson", "badjson"}:
+            content = chunk_content(chat.chunk_grader(user_text, chunks), name)
+        elif name == "nonjson":
             content = f"I would rate this a {grade} because the passage addresses the query."
         elif name == "badjson":
             content = f'{{"grade": {grade}, "reason": "cut off'
@@ -330,6 +410,8 @@ class _Handler(BaseHTTPRequestHandler):
             content = json.dumps({"grade": 7, "reason": "Out of scale on purpose."})
         else:
             content = json.dumps({"grade": grade, "reason": f"Stub grade {grade}."})
+        if name == "fenced":
+            content = f"```json\n{content}\n```"
         reply = chat.completion(body, all_text, content)
 
         if name == "truncated":
@@ -384,6 +466,10 @@ class ChatServer:
     :param fault_kinds: what random faults are drawn from, uniformly.
     :param seed: the seed of the random faults.
     :param retry_after: the Retry-After, in seconds, of a ``429`` without ``@S``.
+    :param chunk_count: the number of chunks a request's user text asks to grade, or
+        None for a plain grade request; `default_chunk_count` by default.
+    :param chunk_grader: maps (user text, chunk count) to one grade per chunk;
+        `default_chunk_grader` by default.
     """
 
     def __init__(
@@ -396,6 +482,8 @@ class ChatServer:
         fault_kinds: Sequence[str] = DEFAULT_FAULT_KINDS,
         seed: int = 0,
         retry_after: float = 1.0,
+        chunk_count: Callable[[str], int | None] | None = None,
+        chunk_grader: Callable[[str, int], list[int]] | None = None,
     ) -> None:
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError("fault_rate must be within [0, 1]")
@@ -410,6 +498,8 @@ class ChatServer:
         self.fault_kinds = tuple(kind.strip() for kind in fault_kinds)
         self.seed = seed
         self.retry_after = retry_after
+        self.chunk_count: Callable[[str], int | None] = chunk_count or default_chunk_count
+        self.chunk_grader: Callable[[str, int], list[int]] = chunk_grader or default_chunk_grader
 
         # One lock guards the records, the per-key counts, the in-flight figures and
         # the random generator: handlers run on many threads at once.

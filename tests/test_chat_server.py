@@ -266,3 +266,66 @@ def test_shutdown_is_prompt_with_open_connections(
     # The pooled connection was closed too, and nothing listens on the port any more.
     with pytest.raises(httpx.TransportError):
         client.post(url, json={"model": "m", "messages": []})
+
+
+CHUNK_PROMPT = (
+    "Grade each chunk.\nChunk 1 of 3:\nfirst\nChunk 2 of 3:\nsecond\nChunk 3 of 3:\nthird"
+)
+
+
+def _chunks(response: httpx.Response) -> list[dict[str, Any]]:
+    entries = json.loads(_content(response))["chunks"]
+    assert isinstance(entries, list)
+    return entries
+
+
+def test_a_chunk_request_gets_one_grade_per_chunk(server: ChatServer, client: httpx.Client) -> None:
+    marked = _chunks(_post(client, server, CHUNK_PROMPT + " [[chunks=5,3,1]]"))
+    assert marked == [
+        {"position": 1, "grade": 5, "reason": "Stub grade 5."},
+        {"position": 2, "grade": 3, "reason": "Stub grade 3."},
+        {"position": 3, "grade": 1, "reason": "Stub grade 1."},
+    ]
+    hashed = [e["grade"] for e in _chunks(_post(client, server, CHUNK_PROMPT))]
+    again = [e["grade"] for e in _chunks(_post(client, server, CHUNK_PROMPT))]
+    assert hashed == again and len(hashed) == 3 and all(1 <= g <= 5 for g in hashed)
+
+
+@pytest.mark.parametrize(
+    ("kind", "positions", "grades"),
+    [
+        ("fewer", [1, 2], [5, 3]),
+        ("more", [1, 2, 3, 4], [5, 3, 1, 3]),
+        ("repeat", [1, 2, 1], [5, 3, 1]),
+        ("range", [1, 2, 3], [7, 3, 1]),
+        ("noreason", [1, 2, 3], [4, 4, 4]),
+    ],
+)
+def test_chunk_faults_shape_the_chunk_reply(
+    server: ChatServer, client: httpx.Client, kind: str, positions: list[int], grades: list[int]
+) -> None:
+    text = CHUNK_PROMPT + f" [[chunks=5,3,1]] [[fault:c:{kind}]]"
+    entries = _chunks(_post(client, server, text))
+    assert [e["position"] for e in entries] == positions
+    assert [e["grade"] for e in entries] == grades
+    if kind == "noreason":
+        assert {e["reason"] for e in entries} == {""}
+    # Played once: the next request for the key succeeds in full.
+    assert len(_chunks(_post(client, server, text))) == 3
+
+
+def test_chunk_faults_leave_a_plain_grade_request_alone(
+    server: ChatServer, client: httpx.Client
+) -> None:
+    reply = _post(client, server, "[[grade=2]] [[fault:g:fewer]]")
+    assert json.loads(_content(reply)) == {"grade": 2, "reason": "Stub grade 2."}
+
+
+def test_fenced_wraps_the_reply_in_a_code_fence(server: ChatServer, client: httpx.Client) -> None:
+    content = _content(_post(client, server, "[[grade=4]] [[fault:f:fenced]]"))
+    assert content.startswith("```json\n") and content.endswith("\n```")
+    assert json.loads(content[len("```json\n") : -len("\n```")])["grade"] == 4
+    chunks = _content(_post(client, server, CHUNK_PROMPT + " [[fault:h:fenced]]"))
+    assert chunks.startswith("```json\n") and '"chunks"' in chunks
+    prose = _content(_post(client, server, CHUNK_PROMPT + " [[fault:k:nonjson]]"))
+    assert prose.startswith("I would rate this")

@@ -1,4 +1,5 @@
-"""``raglabel judge``: LLM suggestions for candidate pairs over a chat-completions API."""
+"""``raglabel judge``: LLM suggestions for candidate pairs over a chat-completions API,
+and with ``--answers`` the judge's grades of answer samples per criterion."""
 
 from __future__ import annotations
 
@@ -14,11 +15,27 @@ from raglabel.errors import UsageError
 if TYPE_CHECKING:
     from raglabel.judge.prompt import Template
     from raglabel.judge.work import Tally
+    from raglabel.session.answer_judging import AnswerFinished
+    from raglabel.storage.answer_judgments import AnswerPlan
     from raglabel.storage.judgments import Plan
 
 EXIT_INTERRUPTED = 130
 #: Tokens a reply of one short sentence takes, for --dry-run's estimate.
 REPLY_TOKENS = 40
+#: And a ctx_rank_prec reply: its frame, then one entry per chunk.
+CHUNKS_REPLY_TOKENS, CHUNK_REPLY_TOKENS = 10, 30
+#: Options of a passage run that mean nothing for answers, refused with --answers.
+PASSAGE_ONLY = {
+    "prompt": "--prompt",
+    "depth": "--depth",
+    "queue": "--queue",
+    "limit": "--limit",
+    "include_graded": "--include-graded",
+    "skip_missing_text": "--skip-missing-text",
+}
+#: Flagged samples named one per line after a run; the rest are counted.
+SHOW_FLAGGED = 10
+SHOW_REASONS = 5
 CHARS_PER_TOKEN = 4
 # Caps on the options (documented in --help and the README): each is far past any real
 # need and keeps a typo from planning a billion requests or sleeping for ever.
@@ -60,6 +77,27 @@ def register(commands: Any) -> None:
         metavar="VAR",
         help="environment variable holding the API key; the key is never stored or printed"
         " (default: OPENAI_API_KEY)",
+    )
+    answers = parser.add_argument_group(
+        "answers (judge answer samples instead of passages; see the spec's criteria)"
+    )
+    answers.add_argument(
+        "--answers",
+        action="store_true",
+        help="grade each answer sample 1-5 per criterion (one call per sample and criterion)",
+    )
+    answers.add_argument(
+        "--criteria",
+        metavar="LIST",
+        help="with --answers: comma-separated among faithfulness, answer_relevancy,"
+        " context_recall, ctx_rank_prec (default: all four)",
+    )
+    answers.add_argument(
+        "--system",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with --answers: only this answer system; repeatable (default: all)",
     )
     pick = parser.add_argument_group("which pairs (default: every ungraded candidate)")
     pick.add_argument(
@@ -114,7 +152,8 @@ def register(commands: Any) -> None:
         type=int_in(1, MAX_TOKENS),
         default=256,
         metavar="N",
-        help=f"reply limit, 1 to {MAX_TOKENS:,} (default: 256)",
+        help=f"reply limit, 1 to {MAX_TOKENS:,} (default: 256; with --answers a"
+        " ctx_rank_prec call gets at least 64 + 48 per chunk)",
     )
     ask.add_argument(
         "--json-mode",
@@ -169,7 +208,28 @@ def params_of(args: argparse.Namespace) -> dict[str, Any]:
     return params
 
 
+def _check_answers(args: argparse.Namespace) -> None:
+    """Options that belong to one kind of run only are refused with the other."""
+    if args.answers:
+        for dest, option in PASSAGE_ONLY.items():
+            if getattr(args, dest) not in (None, False):
+                raise UsageError(f"{option}: applies to passage runs, not with --answers")
+        return
+    if args.criteria is not None:
+        raise UsageError("--criteria: only with --answers")
+    if args.system:
+        raise UsageError("--system: only with --answers")
+
+
 def run(args: argparse.Namespace) -> int:
+    _check(args)
+    _check_answers(args)
+    if args.answers:
+        return run_answers(args)
+    return run_passages(args)
+
+
+def run_passages(args: argparse.Namespace) -> int:
     from raglabel.judge.backoff import RetryPolicy
     from raglabel.judge.client import endpoint_url, public_endpoint
     from raglabel.judge.prompt import Template
@@ -178,7 +238,6 @@ def run(args: argparse.Namespace) -> int:
     from raglabel.storage.judgments import Selection, Setting, pick_pairs, plan
     from raglabel.storage.project import Project
 
-    _check(args)
     template = Template.from_file(Path(args.prompt)) if args.prompt else Template.builtin()
     setting = Setting(public_endpoint(endpoint_url(args.base_url)), template, params_of(args))
     setup = JudgeSetup(setting, tuple(args.model), args.repeat, args.api_key_env, args.base_url)
@@ -240,6 +299,128 @@ def run(args: argparse.Namespace) -> int:
     if finished.status == "interrupted":
         return EXIT_INTERRUPTED
     return 1 if finished.tally.stopped or finished.tally.failed else 0
+
+
+def run_answers(args: argparse.Namespace) -> int:
+    from raglabel.judge.backoff import RetryPolicy
+    from raglabel.judge.client import endpoint_url, public_endpoint
+    from raglabel.judge.work import RunLimits
+    from raglabel.session import answer_judging
+    from raglabel.session.judging import JudgeSetup
+    from raglabel.storage.project import Project
+
+    criteria = answer_judging.parse_criteria(args.criteria)
+    if len(set(args.system)) != len(args.system):
+        raise UsageError("--system: a system is named twice")
+    endpoint = public_endpoint(endpoint_url(args.base_url))
+    setting = answer_judging.answer_setting(endpoint, params_of(args))
+    setup = JudgeSetup(setting, tuple(args.model), args.repeat, args.api_key_env, args.base_url)
+    with Project.open(args.db) as project:
+        items = answer_judging.pick_items(project, args.system, args.query)
+        planned = len(items) * len(criteria) * len(args.model) * args.repeat
+        if planned > MAX_ANSWERS:
+            raise UsageError(
+                f"{len(items):,} samples x {len(criteria)} criteria x {len(args.model)}"
+                f" model(s) x {args.repeat} repeat(s) = {planned:,} answers, more than one run"
+                f" asks ({MAX_ANSWERS:,}); narrow it with --system, --criteria or --query"
+            )
+        work = answer_judging.plan(project, items, criteria, setup)
+        if args.dry_run:
+            print(describe_answer_plan(work, criteria, args.model, args.repeat))
+            return 0
+        if not work.slots:
+            print(
+                f"nothing to ask: {describe_answer_plan(work, criteria, args.model, args.repeat)}"
+            )
+            return 0
+        if setup.api_key() is None:
+            print(
+                f"raglabel judge: note: ${args.api_key_env} is not set; sending requests "
+                "without an API key (fine for local servers)",
+                file=sys.stderr,
+            )
+        bar = ProgressLine()
+        limits = RunLimits(
+            args.concurrency, args.rpm, RetryPolicy(attempts=args.max_attempts), args.timeout
+        )
+        try:
+            finished = answer_judging.execute(project, work, setup, limits, on_progress=bar.update)
+        finally:
+            bar.close()
+    print(answer_summary(finished, work))
+    if finished.status == "interrupted":
+        return EXIT_INTERRUPTED
+    return 1 if finished.tally.stopped or finished.tally.failed else 0
+
+
+def describe_answer_plan(
+    work: AnswerPlan, criteria: tuple[str, ...], models: list[str], repeats: int
+) -> str:
+    from raglabel.judge.answer_prompt import render
+    from raglabel.metrics.criteria import RANKING
+
+    prompt_chars = 0
+    reply_tokens = 0
+    by_criterion = dict.fromkeys(criteria, 0)
+    for slot in work.slots:
+        prompt_chars += len(render(slot.item, slot.criterion))
+        by_criterion[slot.criterion] += 1
+        if slot.criterion == RANKING:
+            reply_tokens += CHUNKS_REPLY_TOKENS + CHUNK_REPLY_TOKENS * len(slot.item.contexts)
+        else:
+            reply_tokens += REPLY_TOKENS
+    total = work.items * len(models) * repeats
+    counts = ", ".join(f"{name} {count}" for name, count in by_criterion.items())
+    lines = [
+        f"{len(work.slots)} requests to send for {work.items} (sample, criterion) pairs"
+        f" x {len(models)} model(s) x {repeats} repeat(s) = {total} answers"
+        f" ({work.cached} already answered); by criterion: {counts};"
+        f" about {prompt_chars // CHARS_PER_TOKEN:,} prompt tokens and {reply_tokens:,} reply"
+        " tokens, before any retry or repair"
+    ]
+    lines.extend(_skipped(work))
+    return "\n".join(lines)
+
+
+def _skipped(work: AnswerPlan) -> list[str]:
+    """The (sample, criterion) pairs never sent because an input is missing, by reason."""
+    from raglabel.metrics.criteria import NA_REASONS
+
+    if not work.skipped:
+        return []
+    total = sum(work.skipped.values())
+    lines = [f"not asked, inputs missing (NA): {total}"]
+    for (criterion, reason), count in sorted(work.skipped.items()):
+        lines.append(f"  {criterion}: {count} {reason} ({NA_REASONS.get(reason, reason)})")
+    return lines
+
+
+def answer_summary(finished: AnswerFinished, work: AnswerPlan) -> str:
+    usage = finished.usage
+    both = usage.prompt_tokens + usage.completion_tokens
+    lines = [
+        summary(finished.tally, finished.status),
+        f"tokens reported by the endpoint: {usage.prompt_tokens:,} prompt +"
+        f" {usage.completion_tokens:,} completion = {both:,} over {usage.requests:,} answers",
+    ]
+    if finished.failures:
+        kinds = ", ".join(f"{count} {kind}" for kind, count in finished.failures.most_common())
+        lines.append(f"failures by reason: {kinds}")
+        for reason, count in finished.reasons.most_common(SHOW_REASONS):
+            lines.append(f"  {count} x {reason}")
+        if len(finished.reasons) > SHOW_REASONS:
+            lines.append(f"  ... and {len(finished.reasons) - SHOW_REASONS} other reasons")
+    lines.extend(_skipped(work))
+    if finished.flagged:
+        lines.append(
+            f"flagged for a human look (text aimed at the grader): {len(finished.flagged)}"
+            " sample(s); their judge grades deserve a check"
+        )
+        for flagged in finished.flagged[:SHOW_FLAGGED]:
+            lines.append(f"  {flagged.system}/{flagged.sample_id}: {'; '.join(flagged.why)}")
+        if len(finished.flagged) > SHOW_FLAGGED:
+            lines.append(f"  ... and {len(finished.flagged) - SHOW_FLAGGED} more")
+    return "\n".join(lines)
 
 
 def describe_plan(work: Plan, template: Template, models: list[str], repeats: int) -> str:

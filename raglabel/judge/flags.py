@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 # --- normalisation -------------------------------------------------------------------
@@ -345,6 +346,24 @@ def flag_text(text: str, query: str = "") -> str | None:
     if found is not None:
         return f"addresses the grader: {found!r}"
     return _stuffing(query, text) if query else None
+
+
+def flag_sample(question: str, answer: str, contexts: Sequence[str]) -> list[str]:
+    """What in one answer sample needs a human look before its judge grades are trusted:
+    ``answer: why`` and ``context N: why`` (N 1-based), in that order.
+
+    The answer is checked for text aimed at the grader only: an answer is meant to
+    repeat the question's words. Each context is checked as a passage for the question.
+    """
+    found: list[str] = []
+    why = flag_text(answer)
+    if why is not None:
+        found.append(f"answer: {why}")
+    for number, context in enumerate(contexts, 1):
+        why = flag_text(context, question)
+        if why is not None:
+            found.append(f"context {number}: {why}")
+    return found
 
 
 def flag_passage(query: str, passage: str) -> str | None:

@@ -27,8 +27,9 @@ class Problem:
     text: str
 
 
-def parse_reply(content: str) -> JudgeReply | Problem:
-    body = _unfence(content.strip())
+def load_object(content: str) -> dict[str, object] | Problem:
+    """The one JSON object a reply must be (a code fence around it tolerated)."""
+    body = unfence(content.strip())
     if not body:
         return Problem("the reply was empty")
     try:
@@ -40,6 +41,13 @@ def parse_reply(content: str) -> JudgeReply | Problem:
         return Problem("it is not valid JSON: nested too deeply")
     if not isinstance(data, dict):
         return Problem(f"it is JSON but not an object (got {type(data).__name__})")
+    return data
+
+
+def parse_reply(content: str) -> JudgeReply | Problem:
+    data = load_object(content)
+    if isinstance(data, Problem):
+        return data
     try:
         reply = JudgeReply.model_validate(data)
     except ValidationError as exc:
@@ -49,7 +57,7 @@ def parse_reply(content: str) -> JudgeReply | Problem:
     return reply
 
 
-def _unfence(body: str) -> str:
+def unfence(body: str) -> str:
     """The inside of one Markdown code fence around the whole reply, which many models
     add even when told not to; the JSON inside must still be the entire content."""
     if body.startswith("```") and body.endswith("```") and len(body) >= 6:

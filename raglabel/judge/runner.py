@@ -1,10 +1,13 @@
 """Driving a judge run: a pool of workers, each getting one answer slot at a time.
 
-A slot is one answer wanted for (query, passage, model, repeat). A worker renders the
-prompt, sends it (retrying what is worth retrying), reads the reply strictly, asks once
-for a repair, and hands the outcome to ``on_outcome``, which the caller persists. An
-outcome is either a grade or a recorded failure; a cancelled run (Ctrl-C) hands over
-everything that finished and leaves the rest for the next run.
+A slot is one answer wanted: about (query, passage) for a passage run (``Slot``), about
+(answer sample, criterion) for an answer run (``AnswerSlot``), of one model, for one
+repeat. A worker renders the prompt, sends it (retrying what is worth retrying), reads
+the reply strictly, asks once for a repair, and hands the outcome to ``on_outcome``,
+which the caller persists. What to ask and how to read it depends on the slot's kind
+(``asking.py``); the pool, retries, pauses and limits are the same for both. An outcome
+is either a grade or a recorded failure; a cancelled run (Ctrl-C) hands over everything
+that finished and leaves the rest for the next run.
 """
 
 from __future__ import annotations
@@ -15,10 +18,13 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from raglabel.judge.asking import AnswerAsking, Asking, PassageAsking, Reading
 from raglabel.judge.client import ChatClient, ChatError, Completion
-from raglabel.judge.prompt import Template, repair_request
-from raglabel.judge.reply import JudgeReply, parse_reply
-from raglabel.judge.work import Outcome, RunLimits, Slot, Tally
+from raglabel.judge.prompt import Template
+from raglabel.judge.reply import Problem
+from raglabel.judge.work import AnswerSlot, Outcome, RunLimits, Slot, Tally
+
+AnySlot = Slot | AnswerSlot
 
 
 class JudgeStoppedError(Exception):
@@ -36,7 +42,7 @@ class JudgeRun:
     def __init__(
         self,
         client: ChatClient,
-        template: Template,
+        template: Template | None,
         *,
         params: dict[str, Any],
         limits: RunLimits,
@@ -46,7 +52,10 @@ class JudgeRun:
         rng: random.Random | None = None,
     ) -> None:
         self.client = client
-        self.template = template
+        # The passage prompt; None for a run of answer slots only (the builtin then).
+        self.template = template or Template.builtin()
+        self._passages: Asking[Slot] = PassageAsking(self.template)
+        self._answers: Asking[AnswerSlot] = AnswerAsking()
         self.params = params
         self.limits = limits
         self.on_outcome = on_outcome
@@ -61,7 +70,7 @@ class JudgeRun:
         self._answered = False  # any HTTP response at all: the endpoint is reachable
         self.tally = Tally(0)
 
-    async def run(self, slots: Sequence[Slot], cached: int = 0) -> Tally:
+    async def run(self, slots: Sequence[AnySlot], cached: int = 0) -> Tally:
         self.tally = Tally(len(slots), cached=cached)
         queue = deque(slots)
         self._progress()
@@ -80,7 +89,7 @@ class JudgeRun:
         self._progress()
         return self.tally
 
-    async def _worker(self, queue: deque[Slot]) -> None:
+    async def _worker(self, queue: deque[AnySlot]) -> None:
         while queue and self.tally.stopped is None and not self.should_stop():
             slot = queue.popleft()
             self.tally.in_flight += 1
@@ -102,25 +111,35 @@ class JudgeRun:
             self.on_outcome(outcome)
             self._progress()
 
-    async def _answer(self, slot: Slot) -> Outcome:
-        pair = slot.pair
-        prompt = self.template.render(pair.query, pair.passage, pair.title)
+    def _read(self, slot: AnySlot, content: str) -> Reading | Problem:
+        if isinstance(slot, Slot):
+            return self._passages.read(slot, content)
+        return self._answers.read(slot, content)
+
+    async def _answer(self, slot: AnySlot) -> Outcome:
+        if isinstance(slot, Slot):
+            prompt = self._passages.prompt(slot)
+            params = self._passages.params(slot, self.params)
+        else:
+            prompt = self._answers.prompt(slot)
+            params = self._answers.params(slot, self.params)
         messages = [{"role": "user", "content": prompt}]
         replies: list[str] = []
         attempts = 0
         latency = prompt_tokens = completion_tokens = 0
         while True:
             try:
-                completion, used = await self._send(slot.model, messages)
+                completion, used = await self._send(slot.model, messages, params)
             except _SlotFailedError as exc:
-                return self._failed(slot, exc.reason, replies, attempts + exc.attempts)
+                spent = (latency, prompt_tokens, completion_tokens)
+                return self._failed(slot, exc.reason, replies, attempts + exc.attempts, spent)
             attempts += used
             latency += completion.latency_ms
             prompt_tokens += completion.prompt_tokens or 0
             completion_tokens += completion.completion_tokens or 0
             replies.append(self.client.redact(completion.content))
-            parsed = parse_reply(completion.content)
-            if isinstance(parsed, JudgeReply):
+            parsed = self._read(slot, completion.content)
+            if isinstance(parsed, Reading):
                 return Outcome(
                     slot,
                     parsed.grade,
@@ -132,27 +151,59 @@ class JudgeRun:
                     latency,
                     prompt_tokens or None,
                     completion_tokens or None,
+                    parsed.chunks,
                 )
             if len(replies) > 1:
                 reason = f"unusable reply after one repair: {parsed.text}"
-                return self._failed(slot, reason, replies, attempts)
+                spent = (latency, prompt_tokens, completion_tokens)
+                return self._failed(slot, reason, replies, attempts, spent)
             self.tally.repairs += 1
             messages = [
                 *messages,
                 {"role": "assistant", "content": completion.content},
-                {"role": "user", "content": repair_request(parsed.text)},
+                {"role": "user", "content": self._repair(slot, parsed)},
             ]
 
-    def _failed(self, slot: Slot, reason: str, replies: list[str], attempts: int) -> Outcome:
-        raw = _joined(replies) if replies else None
-        return Outcome(slot, None, None, raw, reason, attempts, len(replies) > 1, None, None, None)
+    def _repair(self, slot: AnySlot, problem: Problem) -> str:
+        if isinstance(slot, Slot):
+            return self._passages.repair(slot, problem)
+        return self._answers.repair(slot, problem)
 
-    async def _send(self, model: str, messages: list[dict[str, str]]) -> tuple[Completion, int]:
+    def _failed(
+        self,
+        slot: AnySlot,
+        reason: str,
+        replies: list[str],
+        attempts: int,
+        spent: tuple[int, int, int] | None = None,
+    ) -> Outcome:
+        raw = _joined(replies) if replies else None
+        latency = prompt_tokens = completion_tokens = None
+        if spent is not None and isinstance(slot, AnswerSlot):
+            # An answer run reports what it cost; replies that could not be read were
+            # paid for too. (Passage failures keep storing no figures, as they always did.)
+            latency, prompt_tokens, completion_tokens = (n or None for n in spent)
+        return Outcome(
+            slot,
+            None,
+            None,
+            raw,
+            reason,
+            attempts,
+            len(replies) > 1,
+            latency,
+            prompt_tokens,
+            completion_tokens,
+        )
+
+    async def _send(
+        self, model: str, messages: list[dict[str, str]], params: dict[str, Any]
+    ) -> tuple[Completion, int]:
         policy = self.limits.retry
         for attempt in range(1, policy.attempts + 1):
             await self._wait_turn()
             try:
-                completion = await self.client.complete(model, messages, self.params)
+                completion = await self.client.complete(model, messages, params)
             except ChatError as exc:
                 self._answered = self._answered or not exc.connect
                 if exc.fatal:

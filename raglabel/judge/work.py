@@ -182,3 +182,21 @@ class RunLimits:
     requests_per_minute: float | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeout_s: float = 60.0  # per request, the whole exchange
+
+
+def failure_kind(error: str) -> str:
+    """The kind of a slot's failure, for counting: the reason without the details that
+    differ from slot to slot (which attempt, the server's own words, the parse error)."""
+    for prefix in (
+        "unusable reply after one repair",
+        "timed out",
+        "connection dropped",
+        "cannot connect",
+        "unexpected error",
+    ):
+        if error.startswith(prefix):
+            return prefix
+    if error.startswith("HTTP "):
+        return error[:8]  # "HTTP 503"
+    head = error.split(":", 1)[0].split(" (", 1)[0]
+    return head[:60]

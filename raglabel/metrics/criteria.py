@@ -24,12 +24,14 @@ NO_ANSWER: Final = "no_answer"
 NO_CONTEXTS: Final = "no_contexts"
 NO_REFERENCE: Final = "no_reference"
 JUDGE_FAILED: Final = "judge_failed"
+NO_USEFUL_CHUNK: Final = "no_useful_chunk"
 NA_REASONS: Final[dict[str, str]] = {
     NO_QUESTION: "the sample has no question",
     NO_ANSWER: "the system gave no answer",
     NO_CONTEXTS: "the system retrieved no contexts",
     NO_REFERENCE: "no reference answer and no passage graded relevant for the query",
     JUDGE_FAILED: "the judge's reply could not be read, even after one repair",
+    NO_USEFUL_CHUNK: "no chunk helps (every chunk graded 2 or lower): the ideal ranking is empty",
 }
 
 

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from shlex import quote
@@ -17,7 +17,7 @@ from typing import Any
 from raglabel.errors import UsageError
 from raglabel.judge.backoff import RetryPolicy
 from raglabel.judge.prompt import Template
-from raglabel.judge.work import Pair, RunLimits, Tally
+from raglabel.judge.work import AnswerSlot, Pair, RunLimits, Slot, Tally
 from raglabel.storage.judgments import (
     FLUSH_AFTER_S,
     JudgmentLog,
@@ -112,9 +112,6 @@ def execute(
 ) -> Finished:
     """Ask for every slot of ``work``; each answer is on disk within about half a second
     of arriving, and the run record says how it ended even on Ctrl-C."""
-    from raglabel.judge.client import ChatClient
-    from raglabel.judge.runner import JudgeRun
-
     api_key = setup.api_key()  # refused here, before the run is recorded as started
     log = JudgmentLog.start(
         project,
@@ -124,7 +121,40 @@ def execute(
         api_key_env=setup.api_key_env,
         limits=limits_to_json(limits),
     )
-    tally = Tally(len(work.slots), cached=work.cached)
+    return drive(
+        log,
+        work.slots,
+        work.cached,
+        setup,
+        limits,
+        api_key=api_key,
+        template=setup.setting.template,
+        on_progress=on_progress,
+        should_stop=should_stop,
+        transport=transport,
+    )
+
+
+def drive(
+    log: JudgmentLog,
+    slots: Sequence[Slot | AnswerSlot],
+    cached: int,
+    setup: JudgeSetup,
+    limits: RunLimits,
+    *,
+    api_key: str | None,
+    template: Template | None,
+    on_progress: Callable[[Tally], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    transport: Any = None,
+) -> Finished:
+    """The run driver passage and answer runs share: the HTTP workers, a timer that
+    flushes ``log`` while they work, and the run record closed whatever happens.
+    ``template`` is the passage prompt (None for a run of answer slots)."""
+    from raglabel.judge.client import ChatClient
+    from raglabel.judge.runner import JudgeRun
+
+    tally = Tally(len(slots), cached=cached)
     status = "interrupted"
     try:
         client = ChatClient(
@@ -136,7 +166,7 @@ def execute(
         )
         runner = JudgeRun(
             client,
-            setup.setting.template,
+            template,
             params=setup.setting.params,
             limits=limits,
             on_outcome=log.add,
@@ -149,17 +179,17 @@ def execute(
                 await asyncio.sleep(FLUSH_AFTER_S / 2)
                 log.flush_if_due()
 
-        async def drive() -> None:
+        async def work() -> None:
             timer = asyncio.create_task(flusher())
             try:
-                await runner.run(work.slots, cached=work.cached)
+                await runner.run(slots, cached=cached)
             finally:
                 timer.cancel()
                 await client.aclose()
 
         # On Ctrl-C asyncio.run has cancelled the workers; what they finished is logged.
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(drive())
+            asyncio.run(work())
         tally = runner.tally
         if tally.stopped:
             status = "stopped"
