@@ -66,6 +66,14 @@ def test_binding_ids_and_defaults() -> None:
         "review": "v",
         "search": "b",
         "metrics": "m",
+        "answers": "w",
+        "next_criterion": "l,right",
+        "prev_criterion": "h,left",
+        "next_sentence": "right_square_bracket",
+        "prev_sentence": "left_square_bracket",
+        "unsupported": "i",
+        "contexts_down": "pagedown",
+        "contexts_up": "pageup",
     }
     assert list(BINDING_IDS)[:6] == ["grade_1", "grade_2", "grade_3", "grade_4", "grade_5", "clear"]
     for _, description in BINDING_IDS.values():

@@ -40,6 +40,16 @@ BINDING_IDS: dict[str, tuple[str, str]] = {
     "review": ("v", "review skipped and flagged passages"),
     "search": ("b", "browse: search the whole corpus"),
     "metrics": ("m", "show or hide all metrics"),
+    # The Answers view (grading RAG answers); the grade, clear, up and down keys above
+    # act there too.
+    "answers": ("w", "grade the query's answers"),
+    "next_criterion": ("l,right", "answers: next criterion"),
+    "prev_criterion": ("h,left", "answers: previous criterion"),
+    "next_sentence": ("right_square_bracket", "answers: next sentence"),
+    "prev_sentence": ("left_square_bracket", "answers: previous sentence"),
+    "unsupported": ("i", "answers: mark sentence unsupported"),
+    "contexts_down": ("pagedown", "answers: scroll the contexts down"),
+    "contexts_up": ("pageup", "answers: scroll the contexts up"),
 }
 
 MODIFIERS = ("ctrl", "shift", "alt", "meta", "super", "hyper")

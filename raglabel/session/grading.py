@@ -35,6 +35,8 @@ from raglabel.storage.project import Project
 if TYPE_CHECKING:
     # The grade log's models import pydantic, which costs a tenth of the app's start;
     # they load on the first write, or in the runs thread after the first paint.
+    # Answers, likewise, load when the Answers view first opens.
+    from raglabel.session.answers import AnswerChange, AnswerGrading
     from raglabel.storage.grades import EventKind, Recorded
 
 #: A pair whose annotators disagree, as the lead's screen lists them.
@@ -134,6 +136,10 @@ class GradingSession:
     # Per query, passages outside its pool the annotator opened from a search.
     _extra: dict[int, list[int]] = field(default_factory=dict)
     _pending: Future[_LoadedRuns] | None = None
+    # The kind ("passage" or "answer") of each action this session wrote and has not
+    # undone, oldest first: undo takes them back in the order they were made.
+    _actions: list[str] = field(default_factory=list)
+    _answers: AnswerGrading | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def open(
@@ -216,6 +222,8 @@ class GradingSession:
     def reload(self) -> None:
         """Read every grade again (another annotator's work, a switch of annotator)."""
         conn = self.project.conn
+        if self._answers is not None:
+            self._answers.passages_changed()
         self.book = GradeBook(self.catalog)
         self.board.book = self.book
         pairs = own_grades(conn, self.annotator) if self.blind else resolved_grades(conn)
@@ -258,6 +266,9 @@ class GradingSession:
         if not name:
             raise ValueError("an annotator needs a name")
         self.annotator = name
+        self._actions.clear()  # another annotator's log: their own latest action is undone
+        if self._answers is not None:
+            self._answers.forget()  # marks waiting for a grade were the other annotator's
         self.reload()
 
     # -- what the screens show ---------------------------------------------------------
@@ -417,16 +428,63 @@ class GradingSession:
             shown_at=timing.shown_at,
             active_ms=timing.active_ms,
         )
+        self.note_action("passage")
         return self._apply(done, "grade")
 
-    def undo(self) -> Change | None:
-        """Revert this annotator's latest action, on whatever query it was."""
+    @property
+    def answers(self) -> AnswerGrading:
+        """The answers side of the session (grading RAG answers), made on first use."""
+        if self._answers is None:
+            from raglabel.session.answers import AnswerGrading
+
+            self._answers = AnswerGrading(self)
+        return self._answers
+
+    def waiting_marks(self) -> int:
+        """Answers whose unsupported marks wait for a faithfulness grade (not yet saved);
+        0 when the answers were never opened, without loading them."""
+        return 0 if self._answers is None else self._answers.waiting_marks()
+
+    def note_action(self, kind: str) -> None:
+        """Put a written action on the undo stack ("passage" or "answer")."""
+        self._actions.append(kind)
+
+    def undo(self) -> Change | AnswerChange | None:
+        """Revert this annotator's latest action, on whatever query it was: a passage's
+        grade, skip or flag, or an answer's grade or marks.
+
+        Actions of this session are undone in the order they were made. Before them
+        (the app was closed and opened again) the two logs are weighed by when their
+        latest actions were made.
+        """
+        kind = self._actions.pop() if self._actions else self._latest_kind()
+        if kind is None:
+            return None
+        first, then = (
+            (self.answers.undo, self._undo_passage)
+            if kind == "answer"
+            else (self._undo_passage, self.answers.undo)
+        )
+        # The other log answers when this one has nothing left (another window undid it).
+        return first() or then()
+
+    def _undo_passage(self) -> Change | None:
         from raglabel.storage.grades import undo_last
 
         done = undo_last(self.project, self.annotator, origin="app")
         if done is None:
             return None
         return self._apply(done, "undo")
+
+    def _latest_kind(self) -> str | None:
+        from raglabel.storage.answers import last_undoable_answer_at
+        from raglabel.storage.grades import last_undoable_at
+
+        passage = last_undoable_at(self.project.conn, self.annotator)
+        answer = last_undoable_answer_at(self.project.conn, self.annotator)
+        if answer is None:
+            return None if passage is None else "passage"
+        return "answer" if passage is None or answer > passage else "passage"
 
     def _write(
         self,
@@ -454,7 +512,9 @@ class GradingSession:
             active_ms=timing.active_ms,
             accepted_suggestion=True if accepted else None,
         )
-        return self._apply(record(self.project, event), kind)
+        done = record(self.project, event)
+        self.note_action("passage")
+        return self._apply(done, kind)
 
     def _apply(self, done: Recorded, kind: str) -> Change:
         self.ensure_runs()
@@ -470,6 +530,8 @@ class GradingSession:
                 self._own[(q, pid)] = done.grade
             shown = self._resolved(q, pid)
         self.book.set(q, pid, shown)
+        if self._answers is not None:
+            self._answers.passages_changed()
         if kind == "grade" and pid not in self.catalog.candidates[q]:
             # The log made the pair a candidate (a passage found by search).
             self.catalog.candidates[q].append(pid)

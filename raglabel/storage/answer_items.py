@@ -46,12 +46,19 @@ def answer_items(
         rows = [row for row in rows if row[5] in keep]
     rows = [row for row in rows if row[2] in wanted]
     chunks: dict[int, list[Chunk]] = defaultdict(list)
-    for sample, position, pid, text, rank in conn.execute(
-        "SELECT c.sample_id, c.position, p.ext_id, coalesce(c.text, p.text, ''), c.rank"
-        " FROM answer_context c JOIN passage p ON p.id = c.passage_id"
-        " ORDER BY c.sample_id, c.position"
-    ):
-        chunks[sample].append(Chunk(position, pid, text, rank))
+    everything = len(rows) == conn.execute("SELECT count(*) FROM answer_sample").fetchone()[0]
+    # One query's samples (the app) read only their own contexts; the whole set (eval,
+    # the judge) reads the table in one pass.
+    parts = [None] if everything else [rows[i : i + 900] for i in range(0, len(rows), 900)]
+    for part in parts:
+        where = "" if part is None else f" WHERE c.sample_id IN ({', '.join('?' * len(part))})"
+        for sample, position, pid, text, rank in conn.execute(
+            "SELECT c.sample_id, c.position, p.ext_id, coalesce(c.text, p.text, ''), c.rank"
+            f" FROM answer_context c JOIN passage p ON p.id = c.passage_id{where}"
+            " ORDER BY c.sample_id, c.position",
+            [] if part is None else [row[0] for row in part],
+        ):
+            chunks[sample].append(Chunk(position, pid, text, rank))
     gold = _gold(conn, {row[4] for row in rows}, relevance_threshold)
     items = []
     for row_id, system_row, system, sample_id, query_row, qid, question, answer, ref in rows:
@@ -88,7 +95,8 @@ def _gold(
     if not query_rows:
         return {}
     relevant: dict[int, list[str]] = defaultdict(list)
-    for query_row, pid, grade in resolved_grades(conn):
+    only = next(iter(query_rows)) if len(query_rows) == 1 else None
+    for query_row, pid, grade in resolved_grades(conn, query_row=only):
         if query_row in query_rows and grade >= threshold:
             relevant[query_row].append(pid)
     if not relevant:

@@ -12,18 +12,21 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from raglabel.errors import InputError
 from raglabel.formats.answer_grades import AnswerGrade
 from raglabel.formats.answers import AnswerFile, ordered
+from raglabel.formats.sentences import Span
 from raglabel.formats.text import content_id, normalize
-from raglabel.storage.grades import replay
+from raglabel.metrics.criteria import CRITERIA
+from raglabel.storage.grades import EventRow, replay
 from raglabel.storage.items import annotator_id, ensure_passages
 from raglabel.storage.matching import PassageIndex
-from raglabel.storage.project import now
+from raglabel.storage.project import Project, now
 from raglabel.storage.runs import Ranking, Run, store
 
 
@@ -236,25 +239,66 @@ def write_answer_grades(
     return len(rows)
 
 
-def current_answer_grades(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-    """Every standing human answer grade, as the answer-grades JSONL writes it."""
-    events: dict[tuple[str, str, str, str], list[tuple[int, str, int | None, int | None]]] = {}
-    spans: dict[int, str | None] = {}
-    for event_id, system, sample, criterion, who, kind, grade, target, unsupported in conn.execute(
+#: One standing answer grade: (grade, unsupported spans or None, the grade event's id).
+Standing = tuple[int, tuple[Span, ...] | None, int]
+#: (system, sample id, criterion, annotator).
+AnswerGradeKey = tuple[str, str, str, str]
+
+
+def standing_answer_grades(
+    conn: sqlite3.Connection,
+    *,
+    annotator: str | None = None,
+    samples: Collection[tuple[str, str]] | None = None,
+) -> dict[AnswerGradeKey, Standing]:
+    """Every standing human answer grade by (system, sample, criterion, annotator): only
+    ``annotator``'s when given, only those of ``samples`` ((system, sample id) pairs)
+    when given."""
+    sql = (
         "SELECT e.id, s.name, e.sample_id, e.criterion, a.name, e.kind, e.grade, e.target,"
         " e.unsupported FROM answer_event e JOIN answer_system s ON s.id = e.system_id"
-        " JOIN annotator a ON a.id = e.annotator_id WHERE e.source = 'human' ORDER BY e.id"
+        " JOIN annotator a ON a.id = e.annotator_id WHERE e.source = 'human'"
+    )
+    args: list[object] = []
+    if annotator is not None:
+        sql += " AND a.name = ?"
+        args.append(annotator)
+    wanted = sorted({sample for _, sample in samples or ()})
+    if samples is not None and len(wanted) <= 900:
+        # Narrowed in SQL while the ids stay under SQLite's limit of parameters; the
+        # (system, sample) pairs are checked below either way.
+        sql += f" AND e.sample_id IN ({', '.join('?' * len(wanted))})"
+        args.extend(wanted)
+    events: dict[AnswerGradeKey, list[EventRow]] = {}
+    spans: dict[int, str | None] = {}
+    for event_id, system, sample, criterion, who, kind, grade, target, unsupported in conn.execute(
+        sql + " ORDER BY e.id", args
     ):
+        if samples is not None and (system, sample) not in samples:
+            continue
         events.setdefault((system, sample, criterion, who), []).append(
             (event_id, kind, grade, target)
         )
         spans[event_id] = unsupported
-    out: list[dict[str, Any]] = []
-    for (system, sample, criterion, who), items in sorted(events.items()):
+    out: dict[AnswerGradeKey, Standing] = {}
+    for key, items in sorted(events.items()):
         standing = replay(items)
-        if standing is None:
-            continue
-        grade, event_id = standing
+        if standing is not None:
+            grade, event_id = standing
+            out[key] = (grade, _spans(spans[event_id]), event_id)
+    return out
+
+
+def _spans(text: str | None) -> tuple[Span, ...] | None:
+    if text is None:
+        return None
+    return tuple((int(start), int(end)) for start, end in json.loads(text))
+
+
+def current_answer_grades(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Every standing human answer grade, as the answer-grades JSONL writes it."""
+    out: list[dict[str, Any]] = []
+    for (system, sample, criterion, who), (grade, spans, _) in standing_answer_grades(conn).items():
         line: dict[str, Any] = {
             "system": system,
             "sample_id": sample,
@@ -262,10 +306,201 @@ def current_answer_grades(conn: sqlite3.Connection) -> list[dict[str, Any]]:
             "grade": grade,
             "annotator": who,
         }
-        if spans[event_id] is not None:
-            line["unsupported"] = json.loads(spans[event_id] or "null")
+        if spans is not None:
+            line["unsupported"] = [list(span) for span in spans]
         out.append(line)
     return out
+
+
+def answered_queries(conn: sqlite3.Connection) -> list[str]:
+    """External ids of the queries some system answered, in the project's query order."""
+    return [
+        qid
+        for (qid,) in conn.execute(
+            "SELECT q.ext_id FROM query q WHERE EXISTS"
+            " (SELECT 1 FROM answer_sample s WHERE s.query_id = q.id) ORDER BY q.id"
+        )
+    ]
+
+
+# -- the app's writes --------------------------------------------------------------------
+
+AnswerEventKind = Literal["grade", "clear", "undo"]
+
+
+@dataclass(frozen=True)
+class AnswerAction:
+    """One annotator action on one criterion of one answer, as the app hands it over."""
+
+    system: str
+    sample_id: str
+    criterion: str
+    annotator: str
+    kind: AnswerEventKind
+    grade: int | None = None
+    unsupported: tuple[Span, ...] | None = None  # with a grade only
+    target: int | None = None  # the event an undo reverts
+    origin: str | None = None
+    shown_at: str | None = None
+    active_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class AnswerRecorded:
+    """What the log holds after an event: its id, and the item's standing grade and spans."""
+
+    event_id: int
+    query: str  # the external id of the sample's query
+    system: str
+    sample_id: str
+    criterion: str
+    kind: str
+    grade: int | None
+    unsupported: tuple[Span, ...] | None
+
+
+def record_answer(project: Project, action: AnswerAction) -> AnswerRecorded:
+    """Append one answer event; it is committed to disk before this returns. Anything
+    inconsistent is an error and writes nothing."""
+    if action.criterion not in CRITERIA:
+        raise InputError(None, f"unknown criterion {action.criterion!r}")
+    if (action.kind == "grade") != (action.grade is not None):
+        raise InputError(None, "a grade event needs a grade 1-5, and only a grade event has one")
+    if action.grade is not None and not 1 <= action.grade <= 5:
+        raise InputError(None, f"grade {action.grade} is not 1-5")
+    if (action.kind == "undo") != (action.target is not None):
+        raise InputError(None, "an undo names the event it reverts, and only an undo does")
+    if action.unsupported is not None and action.kind != "grade":
+        raise InputError(None, "unsupported spans go with a grade")
+    if not action.annotator.strip():
+        raise InputError(None, "an annotator needs a name")
+    if action.active_ms is not None and action.active_ms < 0:
+        raise InputError(None, "active time cannot be negative")
+    with project.write():
+        conn = project.conn
+        row = conn.execute(
+            "SELECT y.id, s.answer, q.ext_id FROM answer_sample s JOIN answer_system y"
+            " ON y.id = s.system_id JOIN query q ON q.id = s.query_id"
+            " WHERE y.name = ? AND s.sample_id = ?",
+            (action.system, action.sample_id),
+        ).fetchone()
+        if row is None:
+            raise InputError(
+                None, f"no sample {action.sample_id!r} of answer system {action.system!r}"
+            )
+        system, answer, query = int(row[0]), row[1] or "", str(row[2])
+        spans = _checked(action.unsupported, len(answer))
+        who = annotator_id(conn, action.annotator)
+        item = (system, action.sample_id, action.criterion, who)
+        if action.kind == "undo":
+            _check_answer_target(conn, action.target, item)
+        event_id = int(
+            conn.execute(
+                "INSERT INTO answer_event (system_id, sample_id, criterion, annotator_id, kind,"
+                " grade, unsupported, target, origin, shown_at, graded_at, active_ms)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    *item,
+                    action.kind,
+                    action.grade,
+                    _json(None if spans is None else [list(span) for span in spans]),
+                    action.target,
+                    action.origin,
+                    action.shown_at,
+                    now(),
+                    action.active_ms,
+                ),
+            ).lastrowid
+            or 0
+        )
+        events = conn.execute(
+            "SELECT id, kind, grade, target, unsupported FROM answer_event"
+            " WHERE system_id = ? AND sample_id = ? AND criterion = ? AND annotator_id = ?"
+            " AND source = 'human' ORDER BY id",
+            item,
+        ).fetchall()
+    standing = replay([event[:4] for event in events])
+    grade, marks = None, None
+    if standing is not None:
+        grade = standing[0]
+        marks = _spans(next(e[4] for e in events if e[0] == standing[1]))
+    return AnswerRecorded(
+        event_id,
+        query,
+        action.system,
+        action.sample_id,
+        action.criterion,
+        action.kind,
+        grade,
+        marks,
+    )
+
+
+def _checked(spans: tuple[Span, ...] | None, length: int) -> tuple[Span, ...] | None:
+    if spans is None:
+        return None
+    for start, end in spans:
+        if not 0 <= start < end <= length:
+            raise InputError(
+                None, f"unsupported span [{start}, {end}] is not inside the answer ({length} chars)"
+            )
+    return tuple(sorted(set(spans)))
+
+
+def _check_answer_target(
+    conn: sqlite3.Connection, target: int | None, item: tuple[int, str, str, int]
+) -> None:
+    row = conn.execute(
+        "SELECT system_id, sample_id, criterion, annotator_id, kind FROM answer_event WHERE id = ?",
+        (target,),
+    ).fetchone()
+    if row is None:
+        raise InputError(None, f"undo: no answer event {target}")
+    if tuple(row[:4]) != item:
+        raise InputError(None, f"undo: answer event {target} is another item's or annotator's")
+    if row[4] == "undo":
+        raise InputError(None, f"undo: answer event {target} is itself an undo")
+    taken = conn.execute(
+        "SELECT id FROM answer_event WHERE kind = 'undo' AND target = ?", (target,)
+    ).fetchone()
+    if taken is not None:
+        raise InputError(None, f"undo: answer event {target} was already undone by {taken[0]}")
+
+
+_UNDOABLE = (
+    "SELECT e.id, s.name, e.sample_id, e.criterion, e.graded_at FROM answer_event e"
+    " JOIN answer_system s ON s.id = e.system_id JOIN annotator a ON a.id = e.annotator_id"
+    " WHERE a.name = ? AND e.kind != 'undo' AND e.source = 'human'"
+    " AND NOT EXISTS (SELECT 1 FROM answer_event u WHERE u.kind = 'undo' AND u.target = e.id)"
+    " ORDER BY e.id DESC LIMIT 1"
+)
+
+
+def last_undoable_answer_at(conn: sqlite3.Connection, annotator: str) -> str | None:
+    """When the annotator's latest answer action that no undo reverted was made."""
+    row = conn.execute(_UNDOABLE, (annotator,)).fetchone()
+    return None if row is None else str(row[4])
+
+
+def undo_last_answer(
+    project: Project, annotator: str, *, origin: str | None = None
+) -> AnswerRecorded | None:
+    """Revert the annotator's latest answer action not yet reverted; None if there is none."""
+    row = project.conn.execute(_UNDOABLE, (annotator,)).fetchone()
+    if row is None:
+        return None
+    return record_answer(
+        project,
+        AnswerAction(
+            system=row[1],
+            sample_id=row[2],
+            criterion=row[3],
+            annotator=annotator,
+            kind="undo",
+            target=int(row[0]),
+            origin=origin,
+        ),
+    )
 
 
 def export_answer_grades(conn: sqlite3.Connection, target: Path) -> int:

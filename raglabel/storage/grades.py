@@ -187,6 +187,19 @@ def undo_last(project: Project, annotator: str, *, origin: str | None = None) ->
     )
 
 
+def last_undoable_at(conn: sqlite3.Connection, annotator: str) -> str | None:
+    """When the annotator's latest passage action that no undo reverted was made (what
+    ``undo_last`` would revert), so an undo can weigh it against an answer action."""
+    row = conn.execute(
+        "SELECT e.graded_at FROM event e JOIN annotator a ON a.id = e.annotator_id"
+        " WHERE a.name = ? AND e.kind != 'undo'"
+        " AND NOT EXISTS (SELECT 1 FROM event u WHERE u.kind = 'undo' AND u.target = e.id)"
+        " ORDER BY e.id DESC LIMIT 1",
+        (annotator,),
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
 def current(conn: sqlite3.Connection, query_id: int, passage_id: int, annotator: int) -> int | None:
     row = conn.execute(
         "SELECT grade FROM current_grade"

@@ -19,6 +19,7 @@ from raglabel.session.grading import Change, GradingSession
 from raglabel.session.options import AppOptions
 from raglabel.tui.commands import LabelCommands
 from raglabel.tui.keys import bind
+from raglabel.tui.screens.answers import AnswersScreen, undo_text
 from raglabel.tui.screens.grade import GradeScreen
 from raglabel.tui.screens.help import HelpScreen
 from raglabel.tui.screens.prompt import PromptScreen
@@ -27,6 +28,7 @@ from raglabel.tui.screens.runs import RunsScreen
 
 if TYPE_CHECKING:
     from raglabel.judge.work import RunLimits, Tally
+    from raglabel.session.answers import AnswerChange
     from raglabel.session.judging import Finished, JudgeSetup
 
 #: How often the WAL is folded into the database file, off the keystroke path.
@@ -59,6 +61,7 @@ class GradingApp(App[int]):
         self.judging: str | None = None  # the query the judge is working on, if any
         # The metrics key's choice: None lets each Grade screen fit the panel to its size.
         self.metrics_open: bool | None = None
+        self._warned_marks = False
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # The Help screen reads like a page over the app: no key shown there (and none
@@ -143,6 +146,9 @@ class GradingApp(App[int]):
         if change is None:
             self.notify("Nothing to undo.")
             return
+        if not isinstance(change, Change):
+            self._answer_undone(change)
+            return
         self.changed(change)
         undone = (
             f"{self.session.catalog.queries[change.query].ext_id} / "
@@ -158,6 +164,45 @@ class GradingApp(App[int]):
             self.push_screen(GradeScreen(change.query, change.pid))
         self.notify(f"Undone: {undone}", timeout=2)
 
+    def _answer_undone(self, change: AnswerChange) -> None:
+        """Show the answer an undo reverted, in the Answers view."""
+        if isinstance(self.screen, AnswersScreen):
+            self.screen.show_undo(change)
+            return
+        self.push_screen(
+            AnswersScreen(
+                change.query,
+                (change.system, change.sample_id, change.criterion),
+                saved=undo_text(change),
+            )
+        )
+
+    def open_answers(self, query: int) -> None:
+        """The Answers view of query ``query`` (an index into the catalog); of the next
+        query with answers when it has none."""
+        session = self.session
+        answered = session.answers.queries()
+        if not answered:
+            self.notify(
+                "No answers in this project yet: import a system's answers with "
+                "`raglabel import DB --answers NAME=FILE`.",
+                severity="warning",
+                timeout=8,
+            )
+            return
+        qid = session.catalog.queries[query].ext_id
+        if qid not in answered:
+            later = [
+                other for other in answered if (session.catalog.query_by_ext(other) or 0) > query
+            ]
+            target = (later or answered)[0]
+            self.notify(f"No system answered {qid}; showing {target}, the next query with answers.")
+            qid = target
+        if isinstance(self.screen, AnswersScreen):
+            self.screen.load(qid)
+        else:
+            self.push_screen(AnswersScreen(qid))
+
     def action_queries(self) -> None:
         """Back to the Queries screen from however deep the stack is."""
         while len(self.screen_stack) > 2 and not isinstance(self.screen, QueriesScreen):
@@ -170,7 +215,20 @@ class GradingApp(App[int]):
             self.push_screen(ReviewScreen())
 
     def action_quit_saved(self) -> None:
-        """Quit: every grade was committed as it was given, so nothing is left to save."""
+        """Quit: every grade was committed as it was given, so nothing is left to save,
+        unless unsupported marks still wait for a faithfulness grade: then the first
+        press says so and the second quits."""
+        waiting = self.session.waiting_marks()
+        if waiting and not self._warned_marks:
+            self._warned_marks = True
+            self.notify(
+                f"{waiting} answer{'s have' if waiting != 1 else ' has'} unsupported marks "
+                "waiting for a faithfulness grade; they are saved only with that grade. "
+                "Press q again to quit without them.",
+                severity="warning",
+                timeout=10,
+            )
+            return
         self.exit(0)
 
     def action_runs(self, select: str | None = None) -> None:
@@ -180,8 +238,13 @@ class GradingApp(App[int]):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
+            topic = getattr(self.screen, "help_topic", "passages")
             self.push_screen(
-                HelpScreen(self.session.options.keymap, self.session.metric_definitions())
+                HelpScreen(
+                    self.session.options.keymap,
+                    self.session.metric_definitions(),
+                    answers=topic == "answers",
+                )
             )
 
     def action_adjudicate(self) -> None:
@@ -198,6 +261,8 @@ class GradingApp(App[int]):
         screen = self.screen
         if isinstance(screen, GradeScreen):
             screen.load(screen.qi, screen.current)
+        elif isinstance(screen, AnswersScreen):
+            screen.load(screen.query_id, screen.current, screen.criterion)
         elif isinstance(screen, QueriesScreen | RunsScreen):
             screen.refresh_for_k()
 

@@ -42,6 +42,13 @@ class LabelCommands(Provider):
             query = session.catalog.queries[screen.qi].ext_id
             commands.append(
                 (
+                    f"Answers of {query}",
+                    "grade each system's answer: faithfulness, relevancy, recall",
+                    partial(app.open_answers, screen.qi),
+                )
+            )
+            commands.append(
+                (
                     f"Judge query {query}",
                     "LLM suggestions for its ungraded passages, in the background",
                     screen.action_judge,

@@ -30,6 +30,12 @@ _FOOTER = {
     "review": "review",
     "search": "corpus",
     "metrics": "metrics",
+    "answers": "answers",
+    "next_criterion": "criterion",
+    "prev_criterion": "criterion",
+    "next_sentence": "sentence",
+    "prev_sentence": "sentence",
+    "unsupported": "unsupported",
 }
 
 
@@ -40,11 +46,19 @@ def bind(
     show: bool = True,
     priority: bool = False,
     label: str | None = None,
+    group: Binding.Group | None = None,
 ) -> Binding:
     keys, description = BINDING_IDS[binding_id]
     label = label or _FOOTER.get(binding_id, description)
     return Binding(
-        keys, action, label, show=show, priority=priority, id=binding_id, tooltip=description
+        keys,
+        action,
+        label,
+        show=show,
+        priority=priority,
+        id=binding_id,
+        tooltip=description,
+        group=group,
     )
 
 
@@ -52,4 +66,9 @@ def first_key(keymap: dict[str, str], binding_id: str) -> str:
     """The first key bound to ``binding_id`` (as remapped), as a person would type it."""
     keys = keymap.get(binding_id, BINDING_IDS[binding_id][0])
     key = keys.split(",")[0].strip()
-    return {"slash": "/", "question_mark": "?"}.get(key, key)
+    return {
+        "slash": "/",
+        "question_mark": "?",
+        "left_square_bracket": "[",
+        "right_square_bracket": "]",
+    }.get(key, key)

@@ -62,6 +62,7 @@ class GradeScreen(Screen[None]):
         bind("prev_query", "prev_query", show=False),
         bind("cycle_k", "cycle_k"),
         bind("search", "search"),
+        bind("answers", "answers", show=False),
         bind("metrics", "toggle_metrics"),
         bind("queries", "app.queries"),
         Binding("escape", "back", show=False),
@@ -113,6 +114,9 @@ class GradeScreen(Screen[None]):
         from raglabel.tui.screens.search import SearchScreen
 
         self.app.push_screen(SearchScreen(self.qi))
+
+    def action_answers(self) -> None:
+        self.glapp.open_answers(self.qi)
 
     def action_toggle_metrics(self) -> None:
         self.glapp.metrics_open = self.query_one(MetricsPanel).compact

@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from raglabel.config.bindings import BINDING_IDS
+from raglabel.metrics.criteria import CRITERIA, LENGTH_RULE, RUBRICS
 
 RUBRIC = (
     (
@@ -75,7 +76,17 @@ def key_table(keymap: dict[str, str]) -> Table:
     return table
 
 
-_NAMES = {"slash": "/", "question_mark": "?", "down": "↓", "up": "↑", "space": "space"}
+_NAMES = {
+    "slash": "/",
+    "question_mark": "?",
+    "down": "↓",
+    "up": "↑",
+    "left": "←",
+    "right": "→",
+    "space": "space",
+    "left_square_bracket": "[",
+    "right_square_bracket": "]",
+}
 
 
 def readable(keys: str) -> str:
@@ -89,6 +100,40 @@ NOTES = Text.assemble(
     "their top K, first in this query, then in the query with most such holes: grading in "
     "that order makes every run's metrics exact with the fewest grades. Undo reverts your "
     "latest action on any query and takes you there.\n",
+)
+
+
+def answer_rubric() -> Table:
+    """The three answer criteria: what each asks, and when to give each grade."""
+    table = Table(title="Answer criteria, each graded 1-5", show_lines=True, expand=True)
+    table.add_column("grade", justify="center", no_wrap=True)
+    for criterion in CRITERIA:
+        table.add_column(criterion)
+    table.add_row("", *(Text(RUBRICS[c].question, style="italic") for c in CRITERIA))
+    for i, grade in enumerate((5, 4, 3, 2, 1)):
+        table.add_row(str(grade), *(RUBRICS[c].anchors[i] for c in CRITERIA))
+    return table
+
+
+ANSWER_NOTES = Text.assemble(
+    (LENGTH_RULE + "\n\n", "bold"),
+    ("How grading answers moves\n", "bold"),
+    "The ▸ criterion is the one the grade keys grade. A grade key saves the grade and "
+    "moves to the next criterion of this answer you have not graded, then to the next "
+    "answer with one. A criterion whose inputs are missing (no contexts, no question, no "
+    "reference and no passage graded relevant) is NA and takes no grade.\n\n",
+    ("Unsupported sentences\n", "bold"),
+    "The mark key marks the sentence under the cursor as unsupported by the contexts, or "
+    "unmarks it; the words of that sentence are highlighted in the contexts. Marks are "
+    "saved with the faithfulness grade, as character spans of the answer: marked before "
+    "that grade, they wait (shown in yellow, not yet saved) and are saved with it; changed "
+    "after it, the grade is saved again with the new marks, so undo brings the old ones "
+    "back. Clearing the faithfulness grade clears its marks.\n\n",
+    ("The judge\n", "bold"),
+    "In italics, the lower median of the judge's grades over models and repeats (~4 in "
+    "the table); ~✗ when every answer failed. Blind (the default), the judge's grade on a "
+    "criterion shows only once you have graded it, and you see only your own grades. Undo "
+    "takes back your latest action, answer or passage, in the order you made them.\n",
 )
 
 
@@ -107,15 +152,24 @@ class HelpScreen(Screen[None]):
         Binding("escape,q,question_mark", "app.pop_screen", "close help")
     ]
 
-    def __init__(self, keymap: dict[str, str], definitions: list[str]) -> None:
+    def __init__(
+        self, keymap: dict[str, str], definitions: list[str], *, answers: bool = False
+    ) -> None:
+        """``answers``: opened over the Answers view, so the answer criteria come first."""
         super().__init__()
         self.keymap = keymap
         self.definitions = definitions
+        self.answers = answers
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Static(rubric_table())
-            yield Static(NOTES)
-            yield Static(metrics_text(self.definitions))
-            yield Static(key_table(self.keymap))
+            if self.answers:
+                yield Static(answer_rubric())
+                yield Static(ANSWER_NOTES)
+                yield Static(key_table(self.keymap))
+            else:
+                yield Static(rubric_table())
+                yield Static(NOTES)
+                yield Static(metrics_text(self.definitions))
+                yield Static(key_table(self.keymap))
         yield Footer()

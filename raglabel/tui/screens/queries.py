@@ -39,6 +39,7 @@ class QueriesScreen(Screen[None]):
         bind("cycle_k", "cycle_k"),
         bind("queue", "queue"),
         bind("review", "app.review"),
+        bind("answers", "answers"),
         bind("down", "down", show=False),
         bind("up", "up", show=False),
         Binding("escape", "clear_filter", "clear filter", show=False),
@@ -138,6 +139,10 @@ class QueriesScreen(Screen[None]):
 
     def on_query_table_opened(self, message: QueryTable.Opened) -> None:
         self.glapp.open_query(message.query)
+
+    def action_answers(self) -> None:
+        current = self.query_one(QueryTable).current
+        self.glapp.open_answers(current if current is not None else 0)
 
     def action_down(self) -> None:
         self.query_one(QueryTable).action_cursor_down()
