@@ -331,10 +331,13 @@ def test_demo_builds_a_half_graded_project(
 
     graded = first_queries(20)
     assert rows(path, "SELECT count(*) FROM query") == [(30,)]
+    # The four retrieval runs, and the runs of the two answer systems' contexts.
     assert rows(path, "SELECT name FROM run ORDER BY name") == [
         ("bm25",),
         ("dense",),
         ("dense_rerank",),
+        ("embellished",),
+        ("grounded",),
         ("hybrid",),
     ]
     # Exactly the first 20 queries (in file order) carry grades, all of them dana's.
@@ -461,7 +464,8 @@ def test_missing_corpus_is_a_clear_error(
     err = refused(cli, started, "demo", "--path", path)
     assert err == (
         "raglabel demo: error: the demo corpus is missing from this installation "
-        f"(passages.jsonl, qrels.txt, runs/*.run not found in {empty}); reinstall raglabel\n"
+        "(passages.jsonl, qrels.txt, answers/grounded.jsonl, answers/embellished.jsonl, "
+        f"answers/grades.jsonl, runs/*.run not found in {empty}); reinstall raglabel\n"
     )
     assert not path.exists()
 

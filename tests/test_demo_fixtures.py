@@ -4,6 +4,7 @@ story its README promises (a good pool spoiled by a weak reranker)."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -45,3 +46,21 @@ def test_demo_samples_evaluate_with_containment() -> None:
     assert result.returncode == 0, result.stderr
     value = json.loads(result.stdout)["runs"]["samples"]["mean"]["containment@5"]
     assert 0.5 < value < 1.0
+
+
+def test_demo_runs_and_samples_rebuild_byte_for_byte(tmp_path: Path) -> None:
+    # In a copy, so the test never rewrites the committed files.
+    for name in ("make_runs.py", "queries.jsonl", "passages.jsonl", "qrels.txt"):
+        shutil.copy(DEMO / name, tmp_path / name)
+    result = subprocess.run(
+        [sys.executable, str(tmp_path / "make_runs.py")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    built = sorted(path.name for path in (tmp_path / "runs").iterdir())
+    assert built == sorted(path.name for path in (DEMO / "runs").glob("*.run"))
+    for name in built:
+        assert (tmp_path / "runs" / name).read_bytes() == (DEMO / "runs" / name).read_bytes()
+    assert (tmp_path / "samples.jsonl").read_bytes() == (DEMO / "samples.jsonl").read_bytes()

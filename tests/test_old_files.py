@@ -140,3 +140,21 @@ def test_upgrade_builds_the_search_index_for_the_passages_there(old: tuple[int, 
         hits = search_passages(project.conn, "billing month")
         assert [hit.passage for hit in hits] == ["d2"]
         assert [hit.passage for hit in search_passages(project.conn, "export")] == ["d3"]
+
+
+def test_v5_upgrade_keeps_answers_and_their_grades(tmp_path: Path, cli: Cli) -> None:
+    path = tmp_path / "v5.db"
+    shutil.copyfile(OLD[5], path)
+    answers = "SELECT * FROM answer_sample ORDER BY id"
+    events = "SELECT * FROM answer_event ORDER BY id"
+    before = (read(path, answers), read(path, events))
+    with Project.open(path) as project:
+        assert project.version == SCHEMA_VERSION
+    assert (read(path, answers), read(path, events)) == before
+    assert read(path, "SELECT count(*) FROM answer_judgment") == [(0,)]
+    target = tmp_path / "grades.jsonl"
+    code, _, err = cli("export", path, "--answer-grades", target)
+    assert code == 0, err
+    line = json.loads(target.read_text(encoding="utf-8"))
+    assert (line["system"], line["sample_id"], line["grade"]) == ("rag-a", "s1", 4)
+    assert line["unsupported"] == [[0, 3]]

@@ -71,8 +71,9 @@ def register(commands: Any) -> None:
         help="try the grading app on a fresh copy of the bundled demo corpus",
         description=(
             "Build a fresh project from the bundled demo corpus (a fictional help center: "
-            "30 queries, four retrieval runs) with the first 20 queries already graded as "
-            "yours, and open the grading app on it."
+            "30 queries, four retrieval runs, and the answers of two RAG systems, one of "
+            "which invents details) with the first 20 queries' passages and answers already "
+            "graded as yours, and open the grading app on it."
         ),
     )
     demo.add_argument(
@@ -220,7 +221,8 @@ def run_demo(args: argparse.Namespace) -> int:
     summary = build_demo(path, options.annotator)
     print(
         f"demo project: {path} ({summary.queries} queries, {summary.graded_queries} graded "
-        f"as {options.annotator}'s, {summary.runs} runs)",
+        f"as {options.annotator}'s, {summary.runs} runs; {summary.answer_samples} answers "
+        f"of {summary.answer_systems} systems, {summary.answer_grades} answer grades)",
         file=sys.stderr,
     )
     _say_fallback(args)
