@@ -17,10 +17,14 @@ from pydantic import BaseModel, TypeAdapter
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.report import (
     Comparison,
+    CorrectedMean,
+    CriterionAnswers,
     CtxRankDetail,
+    GradeSummary,
     LabelsInfo,
     Report,
     RunReport,
+    SampleGrades,
     json_float,
 )
 from raglabel.metrics.config import ConfigError, MetricConfig
@@ -64,6 +68,20 @@ def test_report_json_is_what_pydantic_writes() -> None:
     full = _run(ci=True, per_query=True, ctx_rank=True)
     compare = [Comparison("a", "b", "mrr", 2.5e-5, (-1.0, 1e20), 0.5, 1, 0, 2, 3)]
     report = _report({"a": full, "b": full}, compare)
+    # The answers section (eval --answers --compare --per-query), every part present.
+    sample = SampleGrades("q1", 4.0, None, None, "judge_failed", [1, 0], [0, 1],
+                          [{"chunk_position": 1, "reason": "off topic"}])  # fmt: skip
+    report.answers = {
+        "a": {
+            "ctx_rank_prec": CriterionAnswers(
+                human=GradeSummary(4.0, 1.0, 1, {}, (4.0, 4.0), 2),
+                judge=GradeSummary(None, None, 0, {"judge_failed": 1}, None, 2),
+                corrected=CorrectedMean(3.5, (3.0, 4.0), 30, 40),
+                per_sample={"s1": sample},
+            )
+        }
+    }
+    report.answer_compare = compare
     text = report.to_json()
     assert text == TypeAdapter(Report).dump_json(report, indent=2).decode() + "\n"
 

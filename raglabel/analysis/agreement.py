@@ -14,9 +14,12 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from raglabel.formats.agreement_report import (
     AgreementReport,
+    AnswerGap,
+    CriterionAgreement,
     PairAgreement,
     QueryAgreement,
     RunOrderAgreement,
@@ -29,11 +32,13 @@ from raglabel.metrics.agreement import (
     mean_difference,
     weighted_kappa,
 )
+from raglabel.metrics.answer_stats import AlphaInterval, alpha_interval
 from raglabel.metrics.config import MetricConfig
+from raglabel.metrics.criteria import CRITERIA
 from raglabel.metrics.evaluate import evaluate_runs
 from raglabel.metrics.names import MetricKey
 from raglabel.metrics.stats import nan_mean
-from raglabel.storage.labels import judge_consensus
+from raglabel.storage.labels import judge_consensus, resolve
 from raglabel.storage.ratings import PairKey, Ratings, load_ratings
 from raglabel.storage.runs import rankings_by_run
 
@@ -201,3 +206,112 @@ def _means(
         name: {key: nan_mean(column)[0] for key, column in per_run.items()}
         for name, per_run in values.items()
     }
+
+
+def answer_agreement(
+    conn: sqlite3.Connection,
+    *,
+    top: int = 10,
+    resamples: int = 1000,
+    seed: int = 42,
+    level: float = 0.95,
+) -> dict[str, CriterionAgreement]:
+    """Per answer criterion: alpha judge vs resolved human, among annotators, among a
+    model's repeats and among models, each with its interval; exact and within-one
+    agreement, the judge's bias and confusion matrix, and the largest judge-human gaps.
+
+    A sample the criterion cannot apply to (an input missing) is left out everywhere;
+    the judge's grade of a sample is the lower median of its good answers over models
+    and repeats, a model's the lower median over its own repeats.
+    """
+    from raglabel.analysis.answers import load_answers
+
+    inputs = load_answers(conn)
+    out: dict[str, CriterionAgreement] = {}
+    for c, criterion in enumerate(CRITERIA):
+        items = [item for item in inputs.items if item.missing(criterion) is None]
+        annotators: dict[str, dict[int, int]] = defaultdict(dict)
+        for i, item in enumerate(items):
+            key = (item.system, item.sample_id)
+            for who, grade in inputs.by_annotator.get((*key, criterion), {}).items():
+                annotators[who][i] = grade
+        human: dict[int, int] = {}
+        judge: dict[int, int] = {}
+        per_model: dict[str, dict[int, int]] = defaultdict(dict)
+        repeats: dict[tuple[int, str], dict[int, int]] = {}
+        for i, item in enumerate(items):
+            grades = inputs.human.get((item.system, item.sample_id, criterion))
+            if grades:
+                human[i] = resolve(grades)
+            good = [
+                a
+                for a in inputs.judged.get((item.system, item.sample_id, criterion), [])
+                if a.ok and a.grade is not None
+            ]
+            if not good:
+                continue
+            judge[i] = resolve([a.grade for a in good if a.grade is not None])
+            models: dict[str, dict[int, int]] = defaultdict(dict)
+            for a in good:
+                assert a.grade is not None
+                models[a.model][a.repeat] = a.grade
+            for model, by_repeat in models.items():
+                per_model[model][i] = resolve(list(by_repeat.values()))
+                repeats[i, model] = by_repeat
+        both = sorted(set(human) & set(judge))
+        h = np.array([human[i] for i in both], dtype=np.float64)
+        j = np.array([judge[i] for i in both], dtype=np.float64)
+        base = seed + 10 * c
+
+        def interval(data: NDArray[np.float64], offset: int, base: int = base) -> AlphaInterval:
+            return alpha_interval(data, resamples=resamples, seed=base + offset, level=level)
+
+        gaps = sorted(
+            (
+                AnswerGap(
+                    items[i].system,
+                    items[i].sample_id,
+                    items[i].qid,
+                    human[i],
+                    judge[i],
+                    judge[i] - human[i],
+                )
+                for i in both
+                if judge[i] != human[i]
+            ),
+            key=lambda g: (-abs(g.gap), g.system, g.sample_id),
+        )
+        out[criterion] = CriterionAgreement(
+            judge_vs_human=interval(np.vstack([j, h]) if both else np.empty((2, 0)), 0),
+            humans=interval(_matrix(list(annotators.values()), by_rater=True), 1),
+            repeats=interval(_matrix(list(repeats.values())), 2),
+            models=interval(_matrix(list(per_model.values()), by_rater=True), 3),
+            exact=float(np.mean(h == j)) if both else None,
+            within_one=float(np.mean(np.abs(h - j) <= 1)) if both else None,
+            bias=mean_difference(j, h),
+            confusion=confusion(h, j).tolist() if both else None,
+            gaps=gaps[:top],
+        )
+    return out
+
+
+def _matrix(groups: Sequence[Mapping[int, int]], *, by_rater: bool = False) -> NDArray[np.float64]:
+    """A (raters, items) matrix with NaN for no rating.
+
+    ``by_rater``: each group is one rater's grades by item. Otherwise each group is one
+    item's grades by rater (a unit of its own, e.g. (sample, model) over repeats)."""
+    if by_rater:
+        units = sorted(set().union(*groups)) if groups else []
+        data = np.full((len(groups), len(units)), np.nan)
+        index = {unit: u for u, unit in enumerate(units)}
+        for r, grades in enumerate(groups):
+            for unit, grade in grades.items():
+                data[r, index[unit]] = grade
+        return data
+    raters = sorted(set().union(*groups)) if groups else []
+    data = np.full((len(raters), len(groups)), np.nan)
+    slot = {rater: r for r, rater in enumerate(raters)}
+    for u, grades in enumerate(groups):
+        for rater, grade in grades.items():
+            data[slot[rater], u] = grade
+    return data

@@ -13,7 +13,8 @@ from raglabel.cli.options import add_convention_options, cutoffs_option, metric_
 from raglabel.errors import UsageError
 
 if TYPE_CHECKING:
-    from raglabel.formats.agreement_report import AgreementReport
+    from raglabel.formats.agreement_report import AgreementReport, CriterionAgreement
+    from raglabel.metrics.answer_stats import AlphaInterval
 
 DEFAULT_METRICS = "ra_nwg,ndcg,precision_4plus"
 
@@ -49,7 +50,28 @@ def register(commands: Any) -> None:
         help="queries with most disagreement to list (default: 10)",
     )
     parser.add_argument(
-        "--format", choices=("table", "json"), default="table", help="output (default: table)"
+        "--format",
+        choices=("table", "json", "markdown"),
+        default="table",
+        help="output (default: table)",
+    )
+    answers = parser.add_argument_group("answer criteria")
+    answers.add_argument(
+        "--answers",
+        action="store_true",
+        help="add per answer criterion: alpha judge vs humans, among humans, among a "
+        "model's repeats and among models, with intervals; the confusion matrix and the "
+        "largest judge-human gaps (default: off)",
+    )
+    answers.add_argument(
+        "--resamples",
+        type=int_in(1, 100_000),
+        default=1000,
+        metavar="N",
+        help="bootstrap draws of each alpha's interval, over items (default: 1000)",
+    )
+    answers.add_argument(
+        "--seed", type=int_in(0, 2**63 - 2), default=42, help="seed of the bootstrap (default: 42)"
     )
     add_convention_options(parser.add_argument_group("metric conventions"))
     parser.set_defaults(handler=run)
@@ -71,10 +93,18 @@ def run(args: argparse.Namespace) -> int:
     config = metric_config(args)
     with Project.open(args.db) as project:
         report = agreement(project.conn, metrics, config, args.top)
+        if args.answers:
+            from raglabel.analysis.agreement import answer_agreement
+
+            report.answers = answer_agreement(
+                project.conn, top=args.top, resamples=args.resamples, seed=args.seed
+            )
     if args.format == "json":
         sys.stdout.write(json.dumps(as_json(report), indent=2) + "\n")
+    elif args.format == "markdown":
+        sys.stdout.write(as_markdown(report))
     else:
-        sys.stdout.write(as_text(report))
+        sys.stdout.write(as_text(report) + answers_text(report))
     return 0
 
 
@@ -150,3 +180,74 @@ def as_text(report: AgreementReport) -> str:
             h, j = agreement.human[name], agreement.judge[name]
             out.append(f"  {name[:24]:<24} {_num(h):>7} {_num(j):>7}")
     return "\n".join(out) + "\n"
+
+
+_ALPHAS = (
+    ("judge_vs_human", "judge vs humans"),
+    ("humans", "among humans (ceiling)"),
+    ("repeats", "a model's repeats"),
+    ("models", "among models"),
+)
+
+
+def _alpha_cell(stats: AlphaInterval) -> str:
+    if stats.alpha is None:
+        return f"NA ({stats.items} items)"
+    ci = "" if stats.ci is None else f" [{stats.ci[0]:.3f}, {stats.ci[1]:.3f}]"
+    return f"{stats.alpha:.3f}{ci} ({stats.items} items)"
+
+
+def _answer_lines(criterion: str, a: CriterionAgreement, *, markdown: bool) -> list[str]:
+    lines: list[str] = []
+    if markdown:
+        lines += ["", f"### {criterion}", "", "| alpha (ordinal) | value [95% CI] (items) |"]
+        lines.append("| --- | --- |")
+        lines += [f"| {label} | {_alpha_cell(getattr(a, key))} |" for key, label in _ALPHAS]
+    else:
+        lines += ["", f"{criterion}: Krippendorff's alpha (ordinal) [95% CI] (items)"]
+        lines += [f"  {label:<24} {_alpha_cell(getattr(a, key))}" for key, label in _ALPHAS]
+    lines.append(
+        f"{'' if markdown else '  '}judge vs humans: exact {_share(a.exact)}, within one"
+        f" {_share(a.within_one)}, bias (judge - humans) {_num(a.bias, 2)}"
+    )
+    if a.confusion is not None:
+        if markdown:
+            lines += ["", "| humans \\ judge | 1 | 2 | 3 | 4 | 5 |", "| --- |" + " ---: |" * 5]
+            for grade, row in enumerate(a.confusion, 1):
+                lines.append(f"| {grade} | " + " | ".join(str(n) for n in row) + " |")
+        else:
+            lines.append("  confusion: humans (rows) vs judge (columns)")
+            lines.append("        " + "".join(f"{g:>6}" for g in range(1, 6)))
+            for grade, row in enumerate(a.confusion, 1):
+                lines.append(f"  {grade:>6}" + "".join(f"{n:>6}" for n in row))
+    if a.gaps:
+        if markdown:
+            lines += ["", "| system | sample | query | humans | judge | gap |"]
+            lines.append("| --- | --- | --- | ---: | ---: | ---: |")
+            lines += [
+                f"| {g.system} | {g.sample_id} | {g.query} | {g.human} | {g.judge} | {g.gap:+d} |"
+                for g in a.gaps
+            ]
+        else:
+            lines.append("  largest judge-human gaps:")
+            lines += [
+                f"    {g.system[:16]:<16} {g.sample_id[:20]:<20} humans {g.human} judge"
+                f" {g.judge} ({g.gap:+d})"
+                for g in a.gaps
+            ]
+    return lines
+
+
+def answers_text(report: AgreementReport, *, markdown: bool = False) -> str:
+    """The answers section (``--answers``), as text or Markdown; empty without it."""
+    if report.answers is None:
+        return ""
+    lines = ["", "## Answers" if markdown else "answers:"]
+    for criterion, agreement in report.answers.items():
+        lines += _answer_lines(criterion, agreement, markdown=markdown)
+    return "\n".join(lines) + "\n"
+
+
+def as_markdown(report: AgreementReport) -> str:
+    """The passage figures as the table text shows them, then the answers section."""
+    return "```text\n" + as_text(report) + "```\n" + answers_text(report, markdown=True)

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from raglabel.cli.arguments import is_sqlite
 from raglabel.cli.options import MAX_PERMUTATIONS, MAX_RESAMPLES, add_convention_options
 from raglabel.errors import UsageError
 from raglabel.storage.policies import POLICIES
+
+if TYPE_CHECKING:
+    from raglabel.analysis.answers import AnswerOptions
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -32,7 +37,8 @@ def register(commands: Any) -> None:
             "  raglabel eval --qrels qrels.txt --run *.run --metrics set --ci --compare\n"
             "  raglabel eval --qrels qrels.txt --run x.run --metrics map,P_10 --na zero\n"
             "  raglabel eval --samples samples.jsonl --format json --per-query\n"
-            "  raglabel eval project.db --ci --compare --policy median"
+            "  raglabel eval project.db --ci --compare --policy median\n"
+            "  raglabel eval project.db --answers --threshold faithfulness=4 --format json"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -68,6 +74,29 @@ def register(commands: Any) -> None:
         default=[],
         help="use RUN (a run name or a run file) as NAME's retrieval pool for PROC "
         "(default: NAME's own entries)",
+    )
+    answers = parser.add_argument_group("answer systems of a project (DB)")
+    answers.add_argument(
+        "--answers",
+        action="store_true",
+        help="add each answer system's criteria (faithfulness, answer_relevancy, "
+        "context_recall, ctx_rank_prec): human and judge means, pass rates, NA counts, "
+        "intervals, the judge-corrected mean (default: off)",
+    )
+    answers.add_argument(
+        "--threshold",
+        metavar="CRITERION=N",
+        action="append",
+        default=[],
+        help="pass mark of a criterion, 1-5 (default: 3), or of ctx_rank_prec, 0-100 "
+        "(default: 80); repeatable",
+    )
+    answers.add_argument(
+        "--system",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="only this answer system; repeatable (default: all)",
     )
     labels = parser.add_argument_group("labels from a project (DB)")
     labels.add_argument(
@@ -192,12 +221,57 @@ def settle_db(args: argparse.Namespace) -> None:
         args.run = [other for other in args.run if other != spec]
 
 
+def _answer_request(args: argparse.Namespace) -> AnswerOptions | None:
+    """The answer options, checked before anything is read; None without --answers."""
+    if not args.answers:
+        for option in ("threshold", "system"):
+            if getattr(args, option):
+                raise UsageError(f"--{option} goes with --answers")
+        return None
+    if not getattr(args, "db", None):
+        raise UsageError("--answers needs a project DB: raglabel eval DB --answers")
+    from raglabel.analysis.answers import AnswerOptions, parse_thresholds
+
+    return AnswerOptions(
+        thresholds=parse_thresholds(args.threshold),
+        resamples=args.resamples,
+        seed=args.seed,
+        level=args.confidence,
+        per_query=args.per_query,
+        compare=args.compare,
+        baseline=args.baseline,
+        permutations=args.permutations,
+        adjust=args.adjust,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from raglabel.cli.eval_inputs import load_inputs
     from raglabel.cli.render import render
 
     started = time.perf_counter()
+    answer_request = _answer_request(args)
     loaded = load_inputs(args)
+    answer_inputs = None
+    if answer_request is not None:
+        from raglabel.analysis.answers import load_answers
+        from raglabel.storage.project import Project
+
+        # Hundreds of thousands of judge answers are read and kept to the end: the cyclic
+        # collector would walk them again and again while they are made and while the
+        # statistics allocate, for nothing (they hold no cycles), so it is paused for
+        # the reading and they are moved out of its sight afterwards.
+        gc.disable()
+        try:
+            with Project.open(args.db) as project:
+                answer_inputs = load_answers(
+                    project.conn,
+                    args.system,
+                    relevance_threshold=loaded.stats.config.relevance_threshold,
+                )
+        finally:
+            gc.freeze()
+            gc.enable()
     loaded_at = time.perf_counter()
     from raglabel.analysis.evaluation import evaluate
 
@@ -209,6 +283,17 @@ def run(args: argparse.Namespace) -> int:
         config=loaded.config,
         warnings=loaded.warnings,
     )
+    if answer_request is not None and answer_inputs is not None:
+        from raglabel.analysis.answers import MIN_HUMAN, answers_section, attach
+
+        options = replace(answer_request, gains=loaded.stats.config.gain_map)
+        attach(report, answers_section(answer_inputs, options), args.adjust)
+        report.config["answers"] = {
+            "thresholds": options.thresholds,
+            "judge": "lower median over models and repeats",
+            "humans": "lower median over annotators",
+            "corrected_min_human": MIN_HUMAN,
+        }
     computed_at = time.perf_counter()
     for warning in loaded.warnings:
         print(f"raglabel eval: warning: {warning}", file=sys.stderr)

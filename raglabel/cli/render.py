@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 
-from raglabel.formats.report import Comparison, Report
+from raglabel.formats.report import Comparison, CriterionAnswers, GradeSummary, Report
 
 CSV_COLUMNS = ("kind", "run", "metric", "query", "baseline", "value")
 
@@ -63,9 +63,46 @@ def _csv_rows(report: Report) -> Iterator[tuple[str, str, str, str, str, str]]:
                 yield "per_query", run, metric, qid, "", _exact(value)
     for c in report.compare or []:
         yield from _compare_rows(c)
+    for system, criteria in (report.answers or {}).items():
+        for criterion, answers in criteria.items():
+            yield from _answer_rows(system, criterion, answers)
+    for c in report.answer_compare or []:
+        yield from _compare_rows(c, "answer_")
 
 
-def _compare_rows(c: Comparison) -> Iterator[tuple[str, str, str, str, str, str]]:
+def _answer_rows(
+    system: str, criterion: str, answers: CriterionAnswers
+) -> Iterator[tuple[str, str, str, str, str, str]]:
+    for grader, summary in (("human", answers.human), ("judge", answers.judge)):
+        metric = f"{criterion}:{grader}"
+        ci = summary.ci or (None, None)
+        numbers: list[tuple[str, float | int | None]] = [
+            ("answer_mean", summary.mean),
+            ("answer_pass_rate", summary.pass_rate),
+            ("answer_valid", summary.valid),
+            ("answer_samples", summary.samples),
+            ("answer_ci_low", ci[0]),
+            ("answer_ci_high", ci[1]),
+        ]
+        for kind, value in numbers:
+            yield kind, system, metric, "", "", _exact(value)
+        for reason, count in summary.na.items():
+            yield "answer_na", system, f"{metric}:{reason}", "", "", str(count)
+    corrected = answers.corrected
+    if corrected is None:
+        yield "answer_corrected", system, criterion, "", "", ""
+    else:
+        yield "answer_corrected", system, criterion, "", "", _exact(corrected.mean)
+        yield "answer_corrected_ci_low", system, criterion, "", "", _exact(corrected.ci[0])
+        yield "answer_corrected_ci_high", system, criterion, "", "", _exact(corrected.ci[1])
+        yield "answer_corrected_n_human", system, criterion, "", "", str(corrected.n_human)
+        yield "answer_corrected_n_judge", system, criterion, "", "", str(corrected.n_judge)
+    for sample, grades in (answers.per_sample or {}).items():
+        for grader, value in (("human", grades.human), ("judge", grades.judge)):
+            yield "answer_per_sample", system, f"{criterion}:{grader}", sample, "", _exact(value)
+
+
+def _compare_rows(c: Comparison, prefix: str = "") -> Iterator[tuple[str, str, str, str, str, str]]:
     ci = c.ci or (None, None)
     fields: list[tuple[str, float | int | None]] = [
         ("compare_diff", c.mean_difference),
@@ -79,7 +116,7 @@ def _compare_rows(c: Comparison) -> Iterator[tuple[str, str, str, str, str, str]
         ("compare_queries", c.queries),
     ]
     for kind, value in fields:
-        yield kind, c.run, c.metric, "", c.baseline, _exact(value)
+        yield prefix + kind, c.run, c.metric, "", c.baseline, _exact(value)
 
 
 def _csv(report: Report) -> str:
@@ -87,7 +124,12 @@ def _csv(report: Report) -> str:
     (Python's shortest round-trip repr; empty for NA). ``kind`` is ``mean``, ``valid``,
     ``ci_low``/``ci_high`` (with --ci), ``per_query`` (with --per-query, ``query`` set)
     or ``compare_*`` (with --compare: diff, ci_low, ci_high, p, p_adjusted, wins, ties,
-    losses, queries; ``run`` minus ``baseline``)."""
+    losses, queries; ``run`` minus ``baseline``). With --answers, ``run`` is the answer
+    system and ``metric`` is ``criterion:grader``: ``answer_mean``, ``answer_pass_rate``,
+    ``answer_valid``, ``answer_samples``, ``answer_ci_low``/``answer_ci_high``,
+    ``answer_na`` (``metric`` is ``criterion:grader:reason``), ``answer_corrected`` and
+    its ``_ci_low``, ``_ci_high``, ``_n_human``, ``_n_judge`` (``metric`` the criterion),
+    ``answer_per_sample`` (``query`` is the sample id) and ``answer_compare_*``."""
     import csv
 
     buffer = io.StringIO()
@@ -161,6 +203,7 @@ def _markdown(report: Report, *, per_query: bool) -> str:
         cells = [_cell(report, run, metric) for run in runs]
         lines.append(f"| {metric} | " + " | ".join(cells) + " |")
     lines.extend(_compare_markdown(report))
+    lines.extend(_answers_markdown(report, per_query=per_query))
     if per_query:
         for run, result in report.runs.items():
             metrics = _metric_names(report)
@@ -191,16 +234,117 @@ def _compare_cells(c: Comparison) -> list[str]:
     ]
 
 
-def _compare_markdown(report: Report) -> list[str]:
-    if not report.compare:
+def _compare_markdown(report: Report, answers: bool = False) -> list[str]:
+    tests = report.answer_compare if answers else report.compare
+    if not tests:
         return []
     lines = [
         "",
         f"| metric | baseline | run | diff | CI | p | {_p_header(report)} | W/T/L |",
         "| --- | --- | --- | ---: | --- | ---: | ---: | --- |",
     ]
-    for c in report.compare:
+    for c in tests:
         lines.append("| " + " | ".join(_compare_cells(c)) + " |")
+    return lines
+
+
+ANSWER_HEADERS = ("criterion", "human", "judge", "corrected", "NA human", "NA judge")
+
+
+def _summary_cell(summary: GradeSummary, digits: int = 4) -> str:
+    if summary.mean is None:
+        return f"NA (n=0 of {summary.samples})"
+    text = f"{summary.mean:.{digits}f}"
+    if summary.ci is not None:
+        text += f" [{summary.ci[0]:.3f}, {summary.ci[1]:.3f}]"
+    rate = "NA" if summary.pass_rate is None else f"{summary.pass_rate:.0%}"
+    return text + f" pass {rate} (n={summary.valid} of {summary.samples})"
+
+
+def _na_cell(summary: GradeSummary) -> str:
+    return ", ".join(f"{reason} {count}" for reason, count in summary.na.items()) or "-"
+
+
+def answer_cells(criterion: str, answers: CriterionAnswers) -> list[str]:
+    """One criterion's row of the answers table: each grader's mean with its interval,
+    pass rate and counts, the corrected mean, and the NA counts by reason."""
+    corrected = answers.corrected
+    fixed = "NA (n<30)"
+    if corrected is not None:
+        lo, hi = corrected.ci
+        fixed = f"{corrected.mean:.4f} [{lo:.3f}, {hi:.3f}] (n={corrected.n_human})"
+    return [
+        criterion,
+        _summary_cell(answers.human),
+        _summary_cell(answers.judge),
+        fixed,
+        _na_cell(answers.human),
+        _na_cell(answers.judge),
+    ]
+
+
+def _retrieval_line(report: Report, system: str) -> str | None:
+    run = report.runs.get(system)
+    if run is None:
+        return None
+    shown = ", ".join(f"{metric} {_number(value)}" for metric, value in run.mean.items())
+    return f"retrieval (run {system}): {shown}"
+
+
+def _answers_header(report: Report) -> list[str]:
+    settings = report.config.get("answers")
+    if not isinstance(settings, dict):
+        return []
+    thresholds = settings.get("thresholds", {})
+    return [
+        "answers: human grades resolved by the lower median over annotators, judge grades"
+        " by the lower median over models and repeats; pass at "
+        + _describe(thresholds)
+        + f"; corrected mean (prediction-powered) from {settings.get('corrected_min_human')}"
+        " samples with both grades"
+    ]
+
+
+def _sample_rows(criteria: dict[str, CriterionAnswers]) -> tuple[list[str], list[list[str]]]:
+    """Per sample: each criterion as ``human / judge`` and ctx_rank_prec's ideal ranks."""
+    names = list(criteria)
+    headers = ["sample", "query", *names, "ideal ranks"]
+    first = next(iter(criteria.values()))
+    rows = []
+    for sample, head in (first.per_sample or {}).items():
+        cells = [sample, head.query]
+        ranks = ""
+        for name in names:
+            grades = (criteria[name].per_sample or {})[sample]
+            human = _number(grades.human, 2) if grades.human is not None else grades.human_na or "-"
+            judge = _number(grades.judge, 2) if grades.judge is not None else grades.judge_na or "-"
+            cells.append(f"{human} / {judge}")
+            if grades.ideal_ranks is not None:
+                ranks = ",".join(map(str, grades.ideal_ranks))
+        rows.append([*cells, ranks])
+    return headers, rows
+
+
+def _answers_markdown(report: Report, *, per_query: bool) -> list[str]:
+    if report.answers is None:
+        return []
+    lines = ["", "## Answers", ""] + [f"- {line}" for line in _answers_header(report)]
+    for system, criteria in report.answers.items():
+        lines += ["", f"### {system}", ""]
+        retrieval = _retrieval_line(report, system)
+        if retrieval:
+            lines += [retrieval, ""]
+        lines.append("| " + " | ".join(ANSWER_HEADERS) + " |")
+        lines.append("| --- | ---: | ---: | ---: | --- | --- |")
+        for criterion, answers in criteria.items():
+            lines.append("| " + " | ".join(answer_cells(criterion, answers)) + " |")
+        if per_query and criteria:
+            headers, rows = _sample_rows(criteria)
+            lines += ["", f"#### {system}: per sample (human / judge)", ""]
+            lines.append("| " + " | ".join(headers) + " |")
+            lines.append("| " + " | ".join("---" for _ in headers) + " |")
+            lines += ["| " + " | ".join(row) + " |" for row in rows]
+    lines.extend(_compare_markdown(report, answers=True))
     return lines
 
 
@@ -232,7 +376,7 @@ def _table(report: Report, *, per_query: bool = False) -> str:
         for c in report.compare:
             comp.add_row(*_compare_cells(c))
         console.print(comp)
-    if per_query:
+    if per_query and report.runs:
         metrics = _metric_names(report)
         for run, result in report.runs.items():
             rows = Table(title=f"{run}: per query", box=box.SIMPLE_HEAVY)
@@ -243,6 +387,7 @@ def _table(report: Report, *, per_query: bool = False) -> str:
                 rows.add_row(qid, *[_number(values[m]) for m in metrics])
             wide = Console(file=output, width=max(80, 12 + 12 * (len(metrics) + 1)))
             wide.print(rows)
+    _answers_table(report, output, per_query=per_query)
     if labels.grade_inversions:
         shown = ", ".join(labels.grade_inversions[:5])
         more = "" if len(labels.grade_inversions) <= 5 else ", ..."
@@ -251,3 +396,44 @@ def _table(report: Report, *, per_query: bool = False) -> str:
             f"{len(labels.grade_inversions)} queries: {shown}{more}\n"
         )
     return output.getvalue()
+
+
+def _answers_table(report: Report, output: io.StringIO, *, per_query: bool) -> None:
+    if report.answers is None:
+        return
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=output, width=200)
+    for line in _answers_header(report):
+        output.write(line + "\n")
+    for system, criteria in report.answers.items():
+        table = Table(title=f"answers of {system}", box=box.SIMPLE_HEAVY)
+        for header in ANSWER_HEADERS:
+            table.add_column(header, justify="right" if header in ANSWER_HEADERS[1:4] else "left")
+        for criterion, answers in criteria.items():
+            table.add_row(*answer_cells(criterion, answers))
+        console.print(table)
+        retrieval = _retrieval_line(report, system)
+        if retrieval:
+            output.write(retrieval + "\n")
+        if per_query and criteria:
+            headers, rows = _sample_rows(criteria)
+            samples = Table(title=f"{system}: per sample (human / judge)", box=box.SIMPLE_HEAVY)
+            for header in headers:
+                samples.add_column(header)
+            for row in rows:
+                samples.add_row(*row)
+            console.print(samples)
+    if report.answer_compare:
+        comp = Table(
+            title="paired randomization tests between answer systems (system - baseline)",
+            box=box.SIMPLE_HEAVY,
+        )
+        titles = ("metric", "baseline", "system", "diff", "CI", "p", _p_header(report), "W/T/L")
+        for title in titles:
+            comp.add_column(title, justify="right" if title in {"diff", "p"} else "left")
+        for c in report.answer_compare:
+            comp.add_row(*_compare_cells(c))
+        console.print(comp)

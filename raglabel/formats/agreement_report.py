@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from raglabel.metrics.answer_stats import AlphaInterval
+
 
 @dataclass(frozen=True)
 class PairAgreement:
@@ -44,6 +46,34 @@ class RunOrderAgreement:
     tau: float | None  # Kendall tau-b between the two orders of the runs
 
 
+@dataclass(frozen=True)
+class AnswerGap:
+    """One answer sample where the judge and the resolved human grade differ."""
+
+    system: str
+    sample_id: str
+    query: str
+    human: int
+    judge: int
+    gap: int  # judge - human
+
+
+@dataclass
+class CriterionAgreement:
+    """Agreement on one answer criterion; each alpha is ordinal, with a percentile
+    bootstrap interval over items and the number of items that entered it."""
+
+    judge_vs_human: AlphaInterval  # the judge's lower median vs the resolved human grade
+    humans: AlphaInterval  # among annotators: the ceiling
+    repeats: AlphaInterval  # each model against its own repeats, items (sample, model)
+    models: AlphaInterval  # among models, each model's lower median over its repeats
+    exact: float | None  # share of items where judge and humans give the same grade
+    within_one: float | None  # share where they differ by at most one
+    bias: float | None  # mean judge - humans
+    confusion: list[list[int]] | None  # rows: humans' grade 1..5, columns: the judge's
+    gaps: list[AnswerGap] = field(default_factory=list)  # largest |judge - humans| first
+
+
 @dataclass
 class AgreementReport:
     """Everything ``raglabel agree --format json`` prints."""
@@ -64,3 +94,4 @@ class AgreementReport:
     queries: list[QueryAgreement]
     accepted_left_out: int  # judged pairs left out of judge-vs-human figures: accepted
     runs: list[RunOrderAgreement] = field(default_factory=list)
+    answers: dict[str, CriterionAgreement] | None = None  # per criterion, with --answers

@@ -18,9 +18,21 @@ import numbers
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from raglabel.metrics.answer_stats import CorrectedMean, GradeSummary
 from raglabel.metrics.stats import Comparison
 
-__all__ = ["Comparison", "CtxRankDetail", "LabelsInfo", "Report", "RunReport", "json_float"]
+__all__ = [
+    "Comparison",
+    "CorrectedMean",
+    "CriterionAnswers",
+    "CtxRankDetail",
+    "GradeSummary",
+    "LabelsInfo",
+    "Report",
+    "RunReport",
+    "SampleGrades",
+    "json_float",
+]
 
 # Unknown keys are an error (additionalProperties: false), and attribute docstrings are
 # the schema's field descriptions.
@@ -87,6 +99,58 @@ class RunReport:
 
 
 @dataclass
+class SampleGrades:
+    """One answer sample's value of a criterion (with --per-query); for ctx_rank_prec
+    also the ranks behind the judge's score."""
+
+    __pydantic_config__: ClassVar[dict[str, object]] = _SCHEMA_CONFIG
+
+    query: str
+    """The sample's query id."""
+    human: float | None
+    """Resolved human grade (lower median over annotators), or the score on people's
+    passage grades for ctx_rank_prec; null when none (see ``human_na``)."""
+    judge: float | None
+    """Lower median over the judge's models and repeats, or its ctx_rank_prec score."""
+    human_na: str | None
+    """Why there is no human value when the criterion cannot apply; null otherwise."""
+    judge_na: str | None
+    """Why there is no judge value when it cannot apply or the judge failed."""
+    actual_ranks: list[int] | None = None
+    """ctx_rank_prec: 0-based rank of each chunk (by file position) in the evaluated order."""
+    ideal_ranks: list[int] | None = None
+    """ctx_rank_prec: 0-based rank of each chunk (by file position) in the ideal order."""
+    non_relevant_chunks_reasons: list[dict[str, int | str]] | None = None
+    """ctx_rank_prec: each chunk the judge graded below 5, its 1-based position and why."""
+
+
+@dataclass
+class CriterionAnswers:
+    """One criterion of one answer system: human grades, judge grades, corrected mean."""
+
+    __pydantic_config__: ClassVar[dict[str, object]] = _SCHEMA_CONFIG
+
+    human: GradeSummary
+    """People's grades, several annotators resolved by the lower median."""
+    judge: GradeSummary
+    """Per sample the lower median over the judge's models and repeats."""
+    corrected: CorrectedMean | None
+    """The judge-corrected mean; null below 30 samples with both grades."""
+    per_sample: dict[str, SampleGrades] | None = None
+    """Each sample's values, by sample id (with --per-query)."""
+
+    def as_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "human": vars(self.human),
+            "judge": vars(self.judge),
+            "corrected": None if self.corrected is None else vars(self.corrected),
+        }
+        if self.per_sample is not None:
+            out["per_sample"] = {sample: vars(g) for sample, g in self.per_sample.items()}
+        return out
+
+
+@dataclass
 class Report:
     """Everything ``raglabel eval --format json`` prints."""
 
@@ -98,6 +162,12 @@ class Report:
     runs: dict[str, RunReport]
     compare: list[Comparison] | None = None
     warnings: list[str] = field(default_factory=list)
+    answers: dict[str, dict[str, CriterionAnswers]] | None = None
+    """Per answer system and criterion (with --answers)."""
+    answer_compare: list[Comparison] | None = None
+    """Paired randomization tests between answer systems over their shared samples
+    (with --answers and --compare): ``run`` is the system, ``metric`` is
+    ``criterion:grader`` (grader ``human`` or ``judge``), ``queries`` the samples."""
 
     def as_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -108,6 +178,13 @@ class Report:
         if self.compare is not None:
             out["compare"] = [vars(c) for c in self.compare]
         out["warnings"] = self.warnings
+        if self.answers is not None:
+            out["answers"] = {
+                system: {name: c.as_json() for name, c in criteria.items()}
+                for system, criteria in self.answers.items()
+            }
+        if self.answer_compare is not None:
+            out["answer_compare"] = [vars(c) for c in self.answer_compare]
         return out
 
     def to_json(self) -> str:
