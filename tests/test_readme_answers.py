@@ -61,7 +61,8 @@ def demo_folder(where: Path) -> None:
 
 def test_the_section_has_every_kind_of_command() -> None:
     joined = "\n".join(section_commands())
-    for needed in ("--answers grounded=", "--answer-grades", "judge project.db --answers"):
+    needed_all = ("--answers grounded=", "--answer-grades", "judge project.db --answers")
+    for needed in (*needed_all, "eval project.db --answers", "agree project.db --answers"):
         assert needed in joined, needed
 
 
@@ -82,6 +83,6 @@ def test_every_command_runs(tmp_path: Path, chat_server: type[ChatServer]) -> No
             assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
             assert "Traceback" not in done.stderr
             ran += 1
-    assert ran >= 8
+    assert ran >= 14
     standing = (tmp_path / "standing.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(standing) == len((tmp_path / "grades.jsonl").read_text().splitlines())
