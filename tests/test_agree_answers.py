@@ -103,6 +103,11 @@ def test_table_markdown_and_errors(project: Path, cli: Cli, tmp_path: Path) -> N
     assert "among humans (ceiling)" in table and "largest judge-human gaps" in table
     code, markdown, _ = cli("agree", project, "--answers", "--format", "markdown")
     assert code == 0 and "### faithfulness" in markdown and "| judge vs humans |" in markdown
+    # Every table ends at a blank line: a line right under one would render as a row.
+    lines = markdown.splitlines()
+    for before, after in zip(lines, lines[1:]):
+        if before.startswith("|") and after.strip():
+            assert after.startswith("|"), (before, after)
     code, plain, _ = cli("agree", project, "--format", "json")
     assert code == 0 and json.loads(plain)["answers"] is None
     empty = tmp_path / "empty.db"

@@ -212,7 +212,7 @@ def test_matching_by_id_text_and_new(tmp_path: Path, cli: Cli) -> None:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     code, out, err = cli("import", db, "--answers", f"s={path}")
     assert code == 0, err
-    assert "1 by id, 1 by new, 1 by text" in out
+    assert "1 by id, 1 added as new queries, 1 by text" in out
     got = rows(db, SAMPLES)
     assert [g[1] for g in got[:2]] == ["q2", "q1"]
     assert got[2][1].startswith("text:")
@@ -410,3 +410,34 @@ def test_upgraded_v4_file_takes_answers(tmp_path: Path, cli: Cli) -> None:
     assert code == 0, err
     assert rows(db, "SELECT count(*) FROM answer_sample") == [(2,)]
     assert rows(db, SAMPLES)[0][1] == "q1"  # the v4 file's own query, matched by text
+
+
+def test_contexts_named_by_id_match_text_of_a_later_file_in_the_same_import(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # Two systems in one command: the first names its contexts by id, the second gives
+    # the same texts only; they are the same passages, as in two separate imports.
+    db = tmp_path / "one.db"
+    assert cli("init", db)[0] == 0
+    named = tmp_path / "named.jsonl"
+    named.write_text(
+        json.dumps(
+            {
+                "user_input": Q1,
+                "response": "Open Settings.",
+                "retrieved_contexts": [NEW, D3],
+                "retrieved_context_ids": ["w1", "w2"],
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    plain = tmp_path / "plain.json"
+    plain.write_text(
+        json.dumps([{"question": Q1, "answer": "Settings.", "contexts": [D3, NEW]}]),
+        encoding="utf-8",
+    )
+    code, out, err = cli("import", db, "--answers", f"a={named}", "--answers", f"b={plain}")
+    assert code == 0, err
+    assert rows(db, "SELECT ext_id FROM passage ORDER BY ext_id") == [("w1",), ("w2",)]
+    assert "added as new queries" in out + err

@@ -334,3 +334,35 @@ def test_answers_need_a_project_with_answer_systems(tmp_path: Path, cli: Cli) ->
     assert code == 2 and "--answers needs a project DB" in err
     code, _, err = cli("eval", db, "--threshold", "faithfulness=4")
     assert code == 2 and "--threshold goes with --answers" in err
+
+
+def test_a_criterion_given_two_thresholds_is_refused(project: Path, cli: Cli) -> None:
+    code, out, err = cli(
+        "eval",
+        project,
+        "--answers",
+        "--threshold",
+        "faithfulness=4",
+        "--threshold",
+        "faithfulness=2",
+    )
+    assert code == 2 and out == ""
+    assert "--threshold 'faithfulness=2': faithfulness is given a threshold twice" in err
+
+
+def test_compare_with_one_system_says_there_is_nothing_to_compare(project: Path, cli: Cli) -> None:
+    code, out, err = cli(
+        "eval",
+        project,
+        "--answers",
+        "--system",
+        "alpha",
+        "--compare",
+        "--format",
+        "json",
+        "--permutations",
+        "100",
+    )
+    assert code == 0, err
+    assert "only one answer system (alpha), so no answer comparison" in err
+    assert json.loads(out).get("answer_compare", []) == []

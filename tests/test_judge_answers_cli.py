@@ -380,3 +380,15 @@ def test_the_app_judges_one_querys_answers_on_its_own_connection(
     again = judge_answers(project, setup, RunLimits(concurrency=2), queries=("full",))
     assert (again.tally.planned, again.tally.cached) == (0, 4)
     assert server.count() == 4
+
+
+def test_a_project_without_answer_systems_is_refused(
+    tmp_path: Path, server: ChatServer, cli: Cli
+) -> None:
+    # As eval --answers refuses it: "nothing to ask" would read as "all done".
+    db = tmp_path / "empty.db"
+    assert cli("init", db)[0] == 0
+    code, text = judge(cli, db, server.base_url)
+    assert code == 2, text
+    assert "the project has no answer systems" in text
+    assert server.count() == 0

@@ -8,6 +8,7 @@ never fail (a misspelt module, a layer left out) shows up here.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -123,3 +124,16 @@ def test_the_readme_layout_table_matches_the_tree() -> None:
     assert packages <= listed, f"add {sorted(packages - listed)} to the README's Layout table"
     missing = sorted(path for path in listed if not (ROOT / path).exists())
     assert missing == [], f"the README's Layout table names {missing}, which do not exist"
+
+
+def test_sql_is_written_only_in_storage() -> None:
+    # Storage owns the schema: SQL anywhere else would break silently on a migration.
+    statement = re.compile(r"\b(SELECT|INSERT INTO|UPDATE \w+ SET|DELETE FROM|CREATE TABLE)\b")
+    outside = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sorted((ROOT / "raglabel").rglob("*.py"))
+        if "storage" not in path.relative_to(ROOT / "raglabel").parts
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if statement.search(line)
+    ]
+    assert outside == []

@@ -69,6 +69,7 @@ def parse_thresholds(specs: Sequence[str]) -> dict[str, float]:
     """``CRITERION=N`` options over the defaults: 1-5 for a criterion, 0-100 for
     ctx_rank_prec. Anything else is a usage error naming ``--threshold``."""
     out = default_thresholds()
+    given: set[str] = set()
     for spec in specs:
         name, sep, text = spec.partition("=")
         name = name.strip()
@@ -76,6 +77,9 @@ def parse_thresholds(specs: Sequence[str]) -> dict[str, float]:
             raise UsageError(
                 f"--threshold {spec!r}: expected CRITERION=N with CRITERION one of {', '.join(ALL)}"
             )
+        if name in given:
+            raise UsageError(f"--threshold {spec!r}: {name} is given a threshold twice")
+        given.add(name)
         try:
             value = float(text)
         except ValueError:

@@ -206,6 +206,8 @@ def _answer_lines(criterion: str, a: CriterionAgreement, *, markdown: bool) -> l
     else:
         lines += ["", f"{criterion}: Krippendorff's alpha (ordinal) [95% CI] (items)"]
         lines += [f"  {label:<24} {_alpha_cell(getattr(a, key))}" for key, label in _ALPHAS]
+    if markdown:
+        lines.append("")  # else the line reads as one more row of the table above
     lines.append(
         f"{'' if markdown else '  '}judge vs humans: exact {_share(a.exact)}, within one"
         f" {_share(a.within_one)}, bias (judge - humans) {_num(a.bias, 2)}"

@@ -288,6 +288,12 @@ def run(args: argparse.Namespace) -> int:
 
         options = replace(answer_request, gains=loaded.stats.config.gain_map)
         attach(report, answers_section(answer_inputs, options), args.adjust)
+        systems = {item.system for item in answer_inputs.items}
+        if options.compare and len(systems) < 2:
+            loaded.warnings.append(
+                f"--compare: only one answer system ({', '.join(sorted(systems))}), so no"
+                " answer comparison; name two or more with --system, or leave it out"
+            )
         report.config["answers"] = {
             "thresholds": options.thresholds,
             "judge": "lower median over models and repeats",

@@ -172,8 +172,8 @@ def header_lines(report: Report) -> list[str]:
     labels = report.labels
     config = report.config
     lines = [
-        f"labels: {labels.queries} queries, {labels.graded} graded pairs, {labels.source} "
-        f"grades, from {config.get('labels', '?')}",
+        f"labels: {labels.queries} queries, {labels.graded} graded pairs ({labels.source}),"
+        f" from {config.get('labels', '?')}",
         f"fingerprint: {labels.fingerprint}",
     ]
     shown = [f"{name}={_describe(config[name])}" for name in _SHOWN if name in config]
@@ -300,8 +300,8 @@ def _answers_header(report: Report) -> list[str]:
         "answers: human grades resolved by the lower median over annotators, judge grades"
         " by the lower median over models and repeats; pass at "
         + _describe(thresholds)
-        + f"; corrected mean (prediction-powered) from {settings.get('corrected_min_human')}"
-        " samples with both grades"
+        + "; corrected mean (prediction-powered) where at least"
+        f" {settings.get('corrected_min_human')} samples carry both a judge and a human grade"
     ]
 
 

@@ -18,7 +18,7 @@ from raglabel.judge.flags import flag_sample
 from raglabel.judge.work import AnswerItem, RunLimits, Tally, failure_kind
 from raglabel.metrics.criteria import CRITERIA, RANKING
 from raglabel.session.judging import Finished, JudgeSetup, drive, limits_to_json
-from raglabel.storage.answer_items import answer_items
+from raglabel.storage.answer_items import answer_items, system_names
 from raglabel.storage.answer_judgments import (
     AnswerJudgmentLog,
     AnswerPlan,
@@ -63,19 +63,12 @@ def pick_items(
     project: Project, systems: Sequence[str], queries: Sequence[str]
 ) -> list[AnswerItem]:
     """The samples of ``systems`` (all when empty), of ``queries`` when given; an unknown
-    system or query is a usage error naming its option."""
-    if queries:
-        wanted = list(dict.fromkeys(queries))
-        marks = ", ".join("?" * len(wanted))
-        known = {
-            ext
-            for (ext,) in project.conn.execute(
-                f"SELECT ext_id FROM query WHERE ext_id IN ({marks})", wanted
-            )
-        }
-        unknown = [q for q in wanted if q not in known]
-        if unknown:
-            raise UsageError(f"--query {unknown[0]!r}: no such query in the project")
+    system or query, or a project without answer systems, is a usage error."""
+    if not system_names(project.conn):
+        raise UsageError(
+            "--answers: the project has no answer systems; import one with"
+            " raglabel import DB --answers NAME=FILE"
+        )
     return answer_items(project.conn, list(systems), queries=list(queries))
 
 

@@ -43,6 +43,12 @@ def answer_items(
     ).fetchall()
     if queries:
         keep = set(queries)
+        marks = ", ".join("?" * len(keep))
+        sql = f"SELECT ext_id FROM query WHERE ext_id IN ({marks})"
+        found = {ext for (ext,) in conn.execute(sql, list(keep))}
+        unknown = [q for q in queries if q not in found]
+        if unknown:
+            raise UsageError(f"--query {unknown[0]!r}: no such query in the project")
         rows = [row for row in rows if row[5] in keep]
     rows = [row for row in rows if row[2] in wanted]
     chunks: dict[int, list[Chunk]] = defaultdict(list)

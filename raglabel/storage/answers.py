@@ -130,6 +130,8 @@ def write_system(
             if context.id is not None:
                 index.note_id()
                 passages.append(context.id)
+                if context.text:
+                    index.remember(context.id, context.text)
             else:
                 assert context.text is not None
                 passages.append(index.match(context.text)[0])

@@ -173,7 +173,8 @@ def _write_answers(
         summary.counts["answer samples"] += done.samples
         summary.counts["queries added"] += done.queries_added
         summary.counts["runs"] += 1
-        how = ", ".join(f"{n} by {kind}" for kind, n in sorted(done.matched_queries.items()))
+        words = {"id": "by id", "text": "by text", "new": "added as new queries"}
+        how = ", ".join(f"{n} {words[kind]}" for kind, n in sorted(done.matched_queries.items()))
         line = f"answers of {name!r}: {answers.format} format, {done.samples} samples"
         line += f" (questions matched: {how})"
         if done.replaced:

@@ -74,6 +74,13 @@ class PassageIndex:
         self._added[norm] = new_id
         return self._count(new_id, "new")
 
+    def remember(self, ext_id: str, text: str) -> None:
+        """A passage stored during this import under its own id: later text equal to
+        it (another file of the same import) is that passage, not a new one."""
+        norm = normalize_passage(text)
+        if norm and norm not in self._exact:
+            self._added.setdefault(norm, ext_id)
+
     def note_id(self) -> None:
         """Count a passage the run named by id, so the report covers every entry."""
         self.counts["id"] += 1

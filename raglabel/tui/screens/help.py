@@ -126,7 +126,7 @@ ANSWER_NOTES = Text.assemble(
     "The mark key marks the sentence under the cursor as unsupported by the contexts, or "
     "unmarks it; the words of that sentence are highlighted in the contexts. Marks are "
     "saved with the faithfulness grade, as character spans of the answer: marked before "
-    "that grade, they wait (shown in yellow, not yet saved) and are saved with it; changed "
+    "that grade, they wait (the answer's title says (waiting); not yet saved) and are saved with it; changed "
     "after it, the grade is saved again with the new marks, so undo brings the old ones "
     "back. Clearing the faithfulness grade clears its marks.\n\n",
     ("The judge\n", "bold"),
