@@ -3,6 +3,7 @@ matrices built here from the same grades, and the counts beside them."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -105,7 +106,7 @@ def test_table_markdown_and_errors(project: Path, cli: Cli, tmp_path: Path) -> N
     assert code == 0 and "### faithfulness" in markdown and "| judge vs humans |" in markdown
     # Every table ends at a blank line: a line right under one would render as a row.
     lines = markdown.splitlines()
-    for before, after in zip(lines, lines[1:]):
+    for before, after in itertools.pairwise(lines):
         if before.startswith("|") and after.strip():
             assert after.startswith("|"), (before, after)
     code, plain, _ = cli("agree", project, "--format", "json")

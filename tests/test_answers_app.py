@@ -303,17 +303,19 @@ async def test_marks_wait_for_the_faithfulness_grade_then_travel_with_it(db: Pat
     assert kinds == [("grade", 2, None), ("grade", 2, None), ("undo", None, "grade")]
 
 
-async def test_quitting_with_waiting_marks_warns_once(db: Path) -> None:
+@pytest.mark.parametrize("key", ["q", "ctrl+q"])
+async def test_quitting_with_waiting_marks_warns_once(db: Path, key: str) -> None:
+    # ctrl+q is Textual's own quit key: it must ask as q does, not drop the marks.
     async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
         await open_answers(app, pilot)
         await pilot.press("i")
         await pilot.press("q")  # back to the queries
         assert isinstance(app.screen, QueriesScreen)
-        await pilot.press("q")
+        await pilot.press(key)
         await pilot.pause()
         assert app.is_running
         assert any("waiting for a faithfulness grade" in n.message for n in app._notifications)
-        await pilot.press("q")
+        await pilot.press(key)
         await pilot.pause()
         assert not app.is_running
 
@@ -454,6 +456,9 @@ async def test_help_over_the_answers_view_shows_the_criteria(db: Path) -> None:
             assert anchor in words
     assert LENGTH_RULE in words
     assert "unsupported" in words and "next_sentence" in words
+    # Shared keys are described as they act here; passage-only keys are not listed.
+    assert "next answer (system)" in words and "next passage" not in words
+    assert "accept_all" not in words and "cycle_k" not in words
 
 
 async def test_answer_keys_are_remappable(db: Path) -> None:

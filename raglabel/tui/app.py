@@ -61,6 +61,8 @@ class GradingApp(App[int]):
         self.judging: str | None = None  # the query the judge is working on, if any
         # The metrics key's choice: None lets each Grade screen fit the panel to its size.
         self.metrics_open: bool | None = None
+        # The Runs screen's choice: answer criteria (True) or retrieval metrics.
+        self.runs_answers = False
         self._warned_marks = False
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -224,12 +226,17 @@ class GradingApp(App[int]):
             self.notify(
                 f"{waiting} answer{'s have' if waiting != 1 else ' has'} unsupported marks "
                 "waiting for a faithfulness grade; they are saved only with that grade. "
-                "Press q again to quit without them.",
+                "Press q (or ctrl+q) again to quit without them.",
                 severity="warning",
                 timeout=10,
             )
             return
         self.exit(0)
+
+    async def action_quit(self) -> None:
+        """ctrl+q (Textual's own quit key) asks as q does: waiting marks are never
+        dropped without a word."""
+        self.action_quit_saved()
 
     def action_runs(self, select: str | None = None) -> None:
         if isinstance(self.screen, RunsScreen):

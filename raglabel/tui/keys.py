@@ -31,6 +31,7 @@ _FOOTER = {
     "search": "corpus",
     "metrics": "metrics",
     "answers": "answers",
+    "answer_figures": "answer stats",
     "next_criterion": "criterion",
     "prev_criterion": "criterion",
     "next_sentence": "sentence",

@@ -58,13 +58,42 @@ def rubric_table() -> Table:
     return table
 
 
-def key_table(keymap: dict[str, str]) -> Table:
+#: What the keys the Answers view shares with the Grade screen do there.
+ANSWER_MEANINGS = {
+    **{f"grade_{g}": f"grade the ▸ criterion {g}, save and move on" for g in range(1, 6)},
+    "clear": "clear your grade on the ▸ criterion (and its marks)",
+    "undo": "undo your latest action, answer or passage",
+    "down": "next answer (system)",
+    "up": "previous answer (system)",
+    "next_query": "next query with answers",
+    "prev_query": "previous query with answers",
+    "help": "this help",
+    "palette": "command palette",
+    "queries": "back to the queries; quit from there",
+    "runs": "runs (t there: answer statistics)",
+}
+
+
+def key_table(keymap: dict[str, str], *, answers: bool = False) -> Table:
+    """Every key, or (``answers``) those the Answers view uses, with their meaning there."""
     table = Table(title="Keys (remap them by id in keys.toml)", expand=True)
     table.add_column("keys", no_wrap=True)
     table.add_column("id", style="dim", no_wrap=True)
     table.add_column("what it does")
-    for binding_id, (keys, description) in BINDING_IDS.items():
-        table.add_row(readable(keymap.get(binding_id, keys)), binding_id, description)
+    for binding_id, (keys, meaning) in BINDING_IDS.items():
+        shown = meaning
+        if answers:
+            if binding_id in ANSWER_MEANINGS:
+                shown = ANSWER_MEANINGS[binding_id]
+            elif meaning.startswith("answers: "):
+                shown = meaning.removeprefix("answers: ")
+            else:
+                continue
+        table.add_row(readable(keymap.get(binding_id, keys)), binding_id, shown)
+    if answers:
+        table.add_row("Escape", "", "back one screen")
+        table.add_row("ctrl+q", "", "quit (asks first while unsupported marks wait)")
+        return table
     for keys, description in (
         ("o", "Queries: sort by file order, progress, holes, or a run's RA-nWG"),
         ("Enter", "open the highlighted query (on Runs: the highlighted divergent query)"),
@@ -120,15 +149,15 @@ ANSWER_NOTES = Text.assemble(
     ("How grading answers moves\n", "bold"),
     "The ▸ criterion is the one the grade keys grade. A grade key saves the grade and "
     "moves to the next criterion of this answer you have not graded, then to the next "
-    "answer with one. A criterion whose inputs are missing (no contexts, no question, no "
-    "reference and no passage graded relevant) is NA and takes no grade.\n\n",
+    "answer with one. A criterion whose inputs are missing (no answer, no contexts, no "
+    "question, no reference and no passage graded relevant) is NA and takes no grade.\n\n",
     ("Unsupported sentences\n", "bold"),
     "The mark key marks the sentence under the cursor as unsupported by the contexts, or "
     "unmarks it; the words of that sentence are highlighted in the contexts. Marks are "
     "saved with the faithfulness grade, as character spans of the answer: marked before "
-    "that grade, they wait (the answer's title says (waiting); not yet saved) and are saved with it; changed "
-    "after it, the grade is saved again with the new marks, so undo brings the old ones "
-    "back. Clearing the faithfulness grade clears its marks.\n\n",
+    "that grade, they wait (the answer's title says (waiting); not yet saved) and are "
+    "saved with it; changed after it, the grade is saved again with the new marks, so "
+    "undo brings the old ones back. Clearing the faithfulness grade clears its marks.\n\n",
     ("The judge\n", "bold"),
     "In italics, the lower median of the judge's grades over models and repeats (~4 in "
     "the table); ~✗ when every answer failed. Blind (the default), the judge's grade on a "
@@ -166,7 +195,7 @@ class HelpScreen(Screen[None]):
             if self.answers:
                 yield Static(answer_rubric())
                 yield Static(ANSWER_NOTES)
-                yield Static(key_table(self.keymap))
+                yield Static(key_table(self.keymap, answers=True))
             else:
                 yield Static(rubric_table())
                 yield Static(NOTES)

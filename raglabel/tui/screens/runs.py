@@ -13,6 +13,13 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from raglabel.formats.report import RunReport
+from raglabel.session.answer_figures import (
+    AnswerFigure,
+    AnswerRequest,
+    answer_figures,
+    answer_request,
+    has_answer_systems,
+)
 from raglabel.session.run_figures import (
     FIGURE_METRICS,
     ComparisonDetail,
@@ -22,6 +29,7 @@ from raglabel.session.run_figures import (
     view_inputs,
 )
 from raglabel.tui.keys import bind
+from raglabel.tui.widgets.answer_figures import AnswerFigureTable, detail
 from raglabel.tui.widgets.format import number
 from raglabel.tui.widgets.run_chart import RunChart
 
@@ -56,6 +64,7 @@ class RunsScreen(Screen[None]):
         Binding("space", "mark", "mark run"),
         Binding("c", "compare", "compare marked"),
         bind("cycle_k", "cycle_k"),
+        bind("answer_figures", "toggle_answers"),
         bind("down", "down", show=False),
         bind("up", "up", show=False),
         bind("queries", "app.queries"),
@@ -67,6 +76,9 @@ class RunsScreen(Screen[None]):
         self.select = select
         self.marked: list[str] = []
         self.latest: dict[str, RunReport] = {}
+        self.answer_rows: list[AnswerFigure] | None = None  # None until first computed
+        self.has_answers = False
+        self.compared = False  # a comparison's divergent queries are listed
 
     @property
     def glapp(self) -> GradingApp:
@@ -79,6 +91,8 @@ class RunsScreen(Screen[None]):
             yield DataTable(id="standings", cursor_type="row")
             yield Static(id="duel")
             yield DataTable(id="divergent", cursor_type="row")
+            yield AnswerFigureTable(id="answer-figures", cursor_type="row")
+            yield Static(id="answer-detail")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -88,19 +102,64 @@ class RunsScreen(Screen[None]):
             table.add_column(_LABELS[metric], key=metric)
         divergent = self.query_one("#divergent", DataTable)
         divergent.display = False
+        self.has_answers = has_answer_systems(self.glapp.session)
+        self._show_mode()
         self.recompute()
-        table.focus()
 
-    def recompute(self) -> None:
+    @property
+    def answers_shown(self) -> bool:
+        """The answer criteria are in view instead of the retrieval metrics (the choice
+        holds for the app's session, so the view opens again as it was left)."""
+        return self.has_answers and self.glapp.runs_answers
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "toggle_answers":
+            return self.has_answers  # no answer systems: no key in the footer
+        if action in ("mark", "compare"):
+            return not self.answers_shown  # they act on the runs' table
+        return True
+
+    def _show_mode(self) -> None:
+        answers = self.answers_shown
+        for widget in ("#chart", "#standings", "#duel"):
+            self.query_one(widget).display = not answers
+        # The comparison's table comes back with the runs, if it was showing.
+        divergent = self.query_one("#divergent", DataTable)
+        divergent.display = not answers and self.compared
+        for widget in ("#answer-figures", "#answer-detail"):
+            self.query_one(widget).display = answers
+        self.query_one("#answer-figures" if answers else "#standings").focus()
+        self.refresh_bindings()
+        self._show_head()
+
+    def _show_head(self) -> None:
         session = self.glapp.session
-        session.ensure_runs()
-        self.query_one("#runs-head", Static).update(
-            Text.assemble(
+        if self.answers_shown:
+            head = Text.assemble(
+                ("Answers ", "bold"),
+                "on all annotators' grades, as eval --answers · ",
+                ("n/NA: valid/NA samples", "dim"),
+            )
+        else:
+            head = Text.assemble(
                 ("Runs ", "bold"),
                 f"at K={session.k}, on the grades in view · ",
                 ("space marks two runs, c compares them", "dim"),
             )
-        )
+        self.query_one("#runs-head", Static).update(head)
+
+    def action_toggle_answers(self) -> None:
+        self.glapp.runs_answers = not self.glapp.runs_answers
+        self._show_mode()
+        if self.answers_shown:
+            self._start_answers()
+
+    def recompute(self) -> None:
+        session = self.glapp.session
+        session.ensure_runs()
+        self._show_head()
+        if self.answers_shown:
+            self._start_answers()
         if not session.catalog.runs:
             self.query_one("#chart", RunChart).update("No runs in this project: import some.")
             return
@@ -112,8 +171,41 @@ class RunsScreen(Screen[None]):
         result = run_reports(inputs)
         self.app.call_from_thread(self._show_reports, result)
 
+    def _start_answers(self) -> None:
+        if self.answer_rows is None:
+            self.query_one("#answer-detail", Static).update(
+                Text("computing the answer figures…", style="dim")
+            )
+        self._answers(answer_request(self.glapp.session))
+
+    @work(thread=True, exclusive=True, group="answers")
+    def _answers(self, request: AnswerRequest) -> None:
+        rows = answer_figures(request)
+        self.app.call_from_thread(self._show_answers, rows)
+
+    def _show_answers(self, rows: list[AnswerFigure]) -> None:
+        self.answer_rows = rows
+        self.query_one("#answer-figures", AnswerFigureTable).show(rows)
+        self._show_detail()
+
+    def _show_detail(self) -> None:
+        rows = self.answer_rows
+        if not rows:
+            return
+        table = self.query_one("#answer-figures", AnswerFigureTable)
+        row = rows[min(max(table.cursor_row, 0), len(rows) - 1)]
+        self.query_one("#answer-detail", Static).update(
+            detail(row, self.latest.get(row.system), self.glapp.session.k)
+        )
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "answer-figures":
+            self._show_detail()
+
     def _show_reports(self, result: dict[str, RunReport]) -> None:
         self.latest = result
+        if self.answers_shown:
+            self._show_detail()  # its retrieval line
         self.query_one("#chart", RunChart).show(result, "ra_nwg", f"RA-nWG@{self.glapp.session.k}")
         table = self.query_one("#standings", DataTable)
         keep = table.cursor_row
@@ -181,8 +273,10 @@ class RunsScreen(Screen[None]):
                 texts[d.query].text,
                 key=str(d.query),
             )
-        table.display = True
-        table.focus()
+        self.compared = True
+        if not self.answers_shown:  # answers came into view meanwhile: keep them there
+            table.display = True
+            table.focus()
 
     def on_screen_resume(self) -> None:
         self.recompute()
