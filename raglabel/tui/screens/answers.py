@@ -217,7 +217,7 @@ class AnswersScreen(Screen[None]):
             graded = sum(not v.ungraded() for v in gradable)
             head.append(
                 f"\nanswer {number}/{len(self.views)} · {view.item.system} · "
-                f"{graded}/{len(gradable)} graded · annotator {session.annotator}"
+                f"{graded}/{len(gradable)} fully graded · annotator {session.annotator}"
                 + (" · blind" if session.blind else " · all annotators"),
                 style="dim",
             )
