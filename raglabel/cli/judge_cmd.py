@@ -14,8 +14,9 @@ from raglabel.errors import UsageError
 
 if TYPE_CHECKING:
     from raglabel.judge.prompt import Template
-    from raglabel.judge.work import Tally
+    from raglabel.judge.work import RunLimits, Tally
     from raglabel.session.answer_judging import AnswerFinished
+    from raglabel.session.judging import JudgeSetup
     from raglabel.storage.answer_judgments import AnswerPlan
     from raglabel.storage.judgments import Plan
 
@@ -230,10 +231,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_passages(args: argparse.Namespace) -> int:
-    from raglabel.judge.backoff import RetryPolicy
     from raglabel.judge.client import endpoint_url, public_endpoint
     from raglabel.judge.prompt import Template
-    from raglabel.judge.work import RunLimits
     from raglabel.session.judging import JudgeSetup, execute, missing_text, text_refusal
     from raglabel.storage.judgments import Selection, Setting, pick_pairs, plan
     from raglabel.storage.project import Project
@@ -281,16 +280,8 @@ def run_passages(args: argparse.Namespace) -> int:
         if not work.slots:
             print(f"nothing to ask: {describe_plan(work, template, args.model, args.repeat)}")
             return 0
-        if setup.api_key() is None:
-            print(
-                f"raglabel judge: note: ${args.api_key_env} is not set; sending requests "
-                "without an API key (fine for local servers)",
-                file=sys.stderr,
-            )
+        limits = run_limits(args, setup)
         bar = ProgressLine()
-        limits = RunLimits(
-            args.concurrency, args.rpm, RetryPolicy(attempts=args.max_attempts), args.timeout
-        )
         try:
             finished = execute(project, work, setup, limits, on_progress=bar.update)
         finally:
@@ -302,9 +293,7 @@ def run_passages(args: argparse.Namespace) -> int:
 
 
 def run_answers(args: argparse.Namespace) -> int:
-    from raglabel.judge.backoff import RetryPolicy
     from raglabel.judge.client import endpoint_url, public_endpoint
-    from raglabel.judge.work import RunLimits
     from raglabel.session import answer_judging
     from raglabel.session.judging import JudgeSetup
     from raglabel.storage.project import Project
@@ -333,16 +322,8 @@ def run_answers(args: argparse.Namespace) -> int:
                 f"nothing to ask: {describe_answer_plan(work, criteria, args.model, args.repeat)}"
             )
             return 0
-        if setup.api_key() is None:
-            print(
-                f"raglabel judge: note: ${args.api_key_env} is not set; sending requests "
-                "without an API key (fine for local servers)",
-                file=sys.stderr,
-            )
+        limits = run_limits(args, setup)
         bar = ProgressLine()
-        limits = RunLimits(
-            args.concurrency, args.rpm, RetryPolicy(attempts=args.max_attempts), args.timeout
-        )
         try:
             finished = answer_judging.execute(project, work, setup, limits, on_progress=bar.update)
         finally:
@@ -422,6 +403,22 @@ def answer_summary(finished: AnswerFinished, work: AnswerPlan) -> str:
             lines.append(f"  ... and {len(finished.flagged) - SHOW_FLAGGED} more")
     return "\n".join(lines)
 
+
+
+def run_limits(args: argparse.Namespace, setup: JudgeSetup) -> RunLimits:
+    """The run's limits from the options, saying first when no API key will be sent."""
+    from raglabel.judge.backoff import RetryPolicy
+    from raglabel.judge.work import RunLimits
+
+    if setup.api_key() is None:
+        print(
+            f"raglabel judge: note: ${args.api_key_env} is not set; sending requests "
+            "without an API key (fine for local servers)",
+            file=sys.stderr,
+        )
+    return RunLimits(
+        args.concurrency, args.rpm, RetryPolicy(attempts=args.max_attempts), args.timeout
+    )
 
 def describe_plan(work: Plan, template: Template, models: list[str], repeats: int) -> str:
     sizes = [
