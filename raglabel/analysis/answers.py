@@ -438,45 +438,11 @@ def attach(report: Report, section: AnswersSection, adjust: str) -> None:
     report.answer_compare = tests[len(runs) :]
 
 
-def answer_summary(
-    conn: sqlite3.Connection,
-    system: str,
-    criterion: str,
-    *,
-    threshold: float | None = None,
-    gains: Mapping[int, float] | None = None,
-    resamples: int = 1000,
-    seed: int = 42,
-    level: float = 0.95,
-    per_sample: bool = False,
-) -> CriterionAnswers:
-    """One system's figures for one criterion (or ``ctx_rank_prec``), as
-    ``raglabel eval DB --answers`` reports them with the same options."""
-    if criterion not in ALL:
-        raise UsageError(f"unknown criterion {criterion!r}; known: {', '.join(ALL)}")
-    inputs = load_answers(conn, [system])
-    thresholds = default_thresholds()
-    if threshold is not None:
-        thresholds[criterion] = threshold
-    options = AnswerOptions(
-        thresholds=thresholds,
-        gains=dict(gains) if gains is not None else linear_gains(),
-        resamples=resamples,
-        seed=seed,
-        level=level,
-        per_query=per_sample,
-    )
-    return _criterion_report(
-        system, criterion, _system(inputs.items, inputs, options.gains), options
-    )
-
-
 __all__ = [
     "MIN_HUMAN",
     "AnswerInputs",
     "AnswerOptions",
     "AnswersSection",
-    "answer_summary",
     "answers_section",
     "attach",
     "load_answers",
