@@ -250,12 +250,6 @@ async def _figures(pilot: Pilot[Any]) -> None:
     await app.workers.wait_for_complete()
     await pilot.press("down", "down", "down")  # grounded's ranking precision in detail
     await pilot.pause()
-    # A DataTable measures its columns when its messages run out (on Idle): under load
-    # the shot could come first, with the header at its unmeasured widths.
-    table = app.screen.query_one(AnswerFigureTable)
-    while table._require_update_dimensions or table._updated_cells:
-        await pilot.pause(0.02)
-    await pilot.pause()
 
 
 @pytest.mark.parametrize("size", list(SIZES))

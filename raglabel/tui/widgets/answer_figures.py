@@ -53,42 +53,65 @@ def _pass_cell(summary: GradeSummary) -> Text:
     return Text(f"{summary.pass_rate:.0%}")
 
 
+_COLUMNS = (
+    ("system", "system"),
+    ("criterion", "criterion"),
+    ("people", "human"),
+    ("pass", "pass"),
+    ("n/NA", "human_counts"),
+    ("judge", "judge"),
+    ("n/NA", "judge_counts"),
+    ("corr.", "corrected"),
+)
+
+
 class AnswerFigureTable(DataTable[Text]):
-    """Rows keyed by their index in the figures last shown."""
+    """Rows keyed by their index in the figures last shown.
+
+    Columns get their widths from the cells when the rows are shown, not from the
+    table's own measuring, which waits for an idle moment: the table is right from its
+    first frame (and a snapshot under load sees what a person sees).
+    """
 
     def on_mount(self) -> None:
-        self.add_column("system", key="system")
-        self.add_column("criterion", key="criterion")
-        self.add_column("people", key="human")
-        self.add_column("pass", key="pass")
-        self.add_column("n/NA", key="human_counts")
-        self.add_column("judge", key="judge")
-        self.add_column("n/NA", key="judge_counts")
-        self.add_column("corr.", key="corrected")
+        self._columns([len(label) for label, _ in _COLUMNS])
+
+    def _columns(self, widths: list[int]) -> None:
+        for (label, key), width in zip(_COLUMNS, widths, strict=True):
+            self.add_column(label, key=key, width=width)
 
     def show(self, rows: list[AnswerFigure]) -> None:
         keep = self.cursor_row
-        self.clear()
+        cells: list[list[Text]] = []
         previous = None
-        for i, row in enumerate(rows):
+        for row in rows:
             f = row.figures
             corrected = (
                 Text("—", style="dim")
                 if f.corrected is None
                 else Text(number(f.corrected.mean, _digits(row.criterion)[0]))
             )
-            self.add_row(
-                Text(row.system if row.system != previous else "", style="bold"),
-                Text(CRITERION_LABELS.get(row.criterion, row.criterion)),
-                _mean_cell(f.human, row.criterion, interval=True),
-                _pass_cell(f.human),
-                _counts_cell(f.human),
-                _mean_cell(f.judge, row.criterion, interval=False),
-                _counts_cell(f.judge),
-                corrected,
-                key=str(i),
+            cells.append(
+                [
+                    Text(row.system if row.system != previous else "", style="bold"),
+                    Text(CRITERION_LABELS.get(row.criterion, row.criterion)),
+                    _mean_cell(f.human, row.criterion, interval=True),
+                    _pass_cell(f.human),
+                    _counts_cell(f.human),
+                    _mean_cell(f.judge, row.criterion, interval=False),
+                    _counts_cell(f.judge),
+                    corrected,
+                ]
             )
             previous = row.system
+        widths = [
+            max([len(label), *(line[i].cell_len for line in cells)])
+            for i, (label, _) in enumerate(_COLUMNS)
+        ]
+        self.clear(columns=True)
+        self._columns(widths)
+        for i, line in enumerate(cells):
+            self.add_row(*line, key=str(i))
         if 0 <= keep < self.row_count:
             self.move_cursor(row=keep)
 
