@@ -404,7 +404,6 @@ def answer_summary(finished: AnswerFinished, work: AnswerPlan) -> str:
     return "\n".join(lines)
 
 
-
 def run_limits(args: argparse.Namespace, setup: JudgeSetup) -> RunLimits:
     """The run's limits from the options, saying first when no API key will be sent."""
     from raglabel.judge.backoff import RetryPolicy
@@ -419,6 +418,7 @@ def run_limits(args: argparse.Namespace, setup: JudgeSetup) -> RunLimits:
     return RunLimits(
         args.concurrency, args.rpm, RetryPolicy(attempts=args.max_attempts), args.timeout
     )
+
 
 def describe_plan(work: Plan, template: Template, models: list[str], repeats: int) -> str:
     sizes = [
