@@ -1,0 +1,230 @@
+"""``raglabel.evaluate``: the ``eval`` command as a function.
+
+Inputs in the shapes peers take (pytrec_eval's dict of dicts, a TREC file, a pandas or
+polars DataFrame with ir_measures' or ranx's column names) are written as TREC files and
+evaluated by the very path ``raglabel eval --qrels F --run NAME=F`` takes, with keyword
+arguments read as that command's options. So the numbers, the conventions, the checks
+and the messages are the command's, by construction, not by a second implementation.
+"""
+
+from __future__ import annotations
+
+import importlib
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from raglabel.errors import InputError, UsageError
+from raglabel.formats.report import Report as ReportData
+
+#: Column names a DataFrame may use, peer by peer, for each field.
+QUERY_COLUMNS = ("query_id", "q_id", "qid")
+DOC_COLUMNS = ("doc_id", "docid", "passage_id")
+RELEVANCE_COLUMNS = ("relevance", "rel", "label", "grade")
+SCORE_COLUMNS = ("score",)
+DEFAULT_RUN = "run"
+
+
+@dataclass(frozen=True)
+class Report:
+    """What ``evaluate`` returns: the ``eval --format json`` document, with views of it."""
+
+    data: ReportData
+
+    @property
+    def means(self) -> dict[str, dict[str, float | None]]:
+        """``{run: {metric: mean}}``; None is NA."""
+        return {name: dict(run.mean) for name, run in self.data.runs.items()}
+
+    @property
+    def per_query(self) -> dict[str, dict[str, dict[str, float | None]]]:
+        """``{run: {query: {metric: value}}}``; None is NA."""
+        out: dict[str, dict[str, dict[str, float | None]]] = {}
+        for name, run in self.data.runs.items():
+            out[name] = {q: dict(values) for q, values in (run.per_query or {}).items()}
+        return out
+
+    def ci(self) -> dict[str, dict[str, tuple[float, float] | None]]:
+        """``{run: {metric: (low, high)}}``: the percentile bootstrap intervals."""
+        return {name: dict(run.ci or {}) for name, run in self.data.runs.items()}
+
+    def compare(self) -> list[dict[str, Any]]:
+        """The paired randomization tests, one dict per (baseline, run, metric)."""
+        return [vars(c) for c in self.data.compare or ()]
+
+    def to_json(self) -> str:
+        """The text ``raglabel eval --format json`` prints for the same inputs."""
+        return self.data.to_json()
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per (run, query, metric) with its value: the long, tidy shape."""
+        return [
+            {"run": name, "query": query, "metric": metric, "value": value}
+            for name, queries in self.per_query.items()
+            for query, values in queries.items()
+            for metric, value in values.items()
+        ]
+
+    def to_polars(self) -> Any:
+        """``rows()`` as a polars DataFrame (polars is imported only here)."""
+        pl = importlib.import_module("polars")
+
+        schema = {"run": pl.String, "query": pl.String, "metric": pl.String, "value": pl.Float64}
+        return pl.DataFrame(self.rows(), schema=schema)
+
+    def to_pandas(self) -> Any:
+        """``rows()`` as a pandas DataFrame (pandas is imported only here)."""
+        pd = importlib.import_module("pandas")  # not a dependency: an ImportError says so
+        return pd.DataFrame(self.rows(), columns=["run", "query", "metric", "value"])
+
+
+def evaluate(
+    qrels: Any,
+    runs: Any,
+    *,
+    metrics: str | Iterable[str] | None = None,
+    k: int | Iterable[int] | None = None,
+    **conventions: Any,
+) -> Report:
+    """Evaluate ``runs`` against ``qrels`` as ``raglabel eval`` does.
+
+    ``qrels``: ``{qid: {docid: relevance}}``, a qrels file path, or a DataFrame with a
+    query, a document and a relevance column. ``runs``: one run (``{qid: {docid:
+    score}}``, a TREC run file path, or a DataFrame with a score column) or a mapping of
+    names to runs. ``metrics`` and ``k`` are ``--metrics`` and ``-k``; every other
+    keyword is the ``eval`` option of that name (``na="zero"``, ``judged_only=True``,
+    ``ci=True``, ``compare=True``, ``gain_map="0:0,1:1"``, ...). Per-query values are
+    always computed. A bad input or option raises ``ValueError`` with the command's
+    message.
+    """
+    from raglabel.analysis.evaluation import evaluate as compute
+    from raglabel.cli.eval_inputs import load_inputs
+    from raglabel.cli.main import build_parser, parse_args
+
+    named = _named_runs(runs)
+    with tempfile.TemporaryDirectory(prefix="raglabel-") as folder:
+        where = Path(folder)
+        argv = ["eval", "--qrels", _qrels_file(qrels, where), "--per-query"]
+        for i, (name, run) in enumerate(named.items()):
+            argv += ["--run", f"{name}={_run_file(run, where / f'run{i}.txt')}"]
+        if metrics is not None:
+            argv += ["--metrics", metrics if isinstance(metrics, str) else ",".join(metrics)]
+        if k is not None:
+            argv += ["-k", str(k) if isinstance(k, int) else ",".join(map(str, k))]
+        argv += _options(conventions)
+        try:
+            args = parse_args(build_parser(), argv)
+            loaded = load_inputs(args)
+        except (UsageError, InputError) as exc:
+            raise ValueError(str(exc)) from None
+        except SystemExit as exc:  # argparse's own refusal, printed on stderr
+            raise ValueError(f"an option was refused: {dict(conventions)!r}") from exc
+        report = compute(
+            loaded.stats,
+            loaded.runs,
+            loaded.options,
+            labels_info=loaded.labels_info,
+            config=loaded.config,
+            warnings=loaded.warnings,
+        )
+    return Report(report)
+
+
+def _named_runs(runs: Any) -> dict[str, Any]:
+    """One run, or a mapping of names to runs (a run being a dict, a path or a frame)."""
+    if isinstance(runs, Mapping) and not _is_run_dict(runs):
+        return {str(name): run for name, run in runs.items()}
+    return {DEFAULT_RUN: runs}
+
+
+def _is_run_dict(value: Mapping[Any, Any]) -> bool:
+    """``{qid: {docid: score}}``: the values are mappings of numbers."""
+    return all(
+        isinstance(docs, Mapping) and all(isinstance(s, (int, float)) for s in docs.values())
+        for docs in value.values()
+    )
+
+
+def _options(conventions: Mapping[str, Any]) -> list[str]:
+    argv: list[str] = []
+    for key, value in conventions.items():
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            argv.append(flag)
+        elif value is False or value is None:
+            continue
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def _qrels_file(qrels: Any, where: Path) -> str:
+    if isinstance(qrels, (str, Path)):
+        return str(qrels)
+    rows = _frame_rows(qrels, RELEVANCE_COLUMNS) if _is_frame(qrels) else _dict_rows(qrels)
+    path = where / "qrels.txt"
+    with path.open("w", encoding="utf-8") as out:
+        for qid, docid, relevance in rows:
+            out.write(f"{qid} 0 {docid} {_integer(relevance, qid, docid)}\n")
+    return str(path)
+
+
+def _run_file(run: Any, path: Path) -> str:
+    if isinstance(run, (str, Path)):
+        return str(run)
+    rows = _frame_rows(run, SCORE_COLUMNS) if _is_frame(run) else _dict_rows(run)
+    with path.open("w", encoding="utf-8") as out:
+        # Ranks are left to the scores, as trec_eval ranks (score, then docid, descending).
+        for qid, docid, score in rows:
+            out.write(f"{qid} Q0 {docid} 0 {float(score)!r} raglabel\n")
+    return str(path)
+
+
+def _integer(value: Any, qid: str, docid: str) -> int:
+    if isinstance(value, bool) or not float(value).is_integer():
+        raise ValueError(f"qrels: relevance {value!r} of ({qid}, {docid}) is not an integer")
+    return int(value)
+
+
+def _dict_rows(data: Any) -> list[tuple[str, str, Any]]:
+    if not isinstance(data, Mapping):
+        raise ValueError(
+            f"expected {{qid: {{docid: value}}}}, a file path or a DataFrame, got"
+            f" {type(data).__name__}"
+        )
+    rows = []
+    for qid, docs in data.items():
+        if not isinstance(docs, Mapping):
+            raise ValueError(f"query {qid!r}: expected {{docid: value}}, got {type(docs).__name__}")
+        rows += [(_token(qid, "query id"), _token(docid, "doc id"), v) for docid, v in docs.items()]
+    return rows
+
+
+def _token(value: Any, what: str) -> str:
+    text = str(value)
+    if not text or any(c.isspace() for c in text):
+        raise ValueError(f"{what} {text!r} is empty or holds white space")
+    return text
+
+
+def _is_frame(value: Any) -> bool:
+    return type(value).__name__ == "DataFrame" and hasattr(value, "columns")
+
+
+def _frame_rows(frame: Any, value_columns: tuple[str, ...]) -> list[tuple[str, str, Any]]:
+    columns = [str(c) for c in frame.columns]
+    query = _column(columns, QUERY_COLUMNS)
+    doc = _column(columns, DOC_COLUMNS)
+    value = _column(columns, value_columns)
+    # polars has to_dicts(); pandas has to_dict("records").
+    records = frame.to_dicts() if hasattr(frame, "to_dicts") else frame.to_dict("records")
+    return [(_token(r[query], "query id"), _token(r[doc], "doc id"), r[value]) for r in records]
+
+
+def _column(columns: list[str], names: tuple[str, ...]) -> str:
+    for name in names:
+        if name in columns:
+            return name
+    raise ValueError(f"the DataFrame has no {' or '.join(names)} column (it has {columns})")

@@ -1,0 +1,125 @@
+"""``raglabel.evaluate``: the eval command as a function, on dicts, files and DataFrames."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import polars as pl
+import pytest
+import pytrec_eval
+
+import raglabel
+
+if TYPE_CHECKING:
+    from cli_helpers import Cli
+
+DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+QRELS = DEMO / "qrels.txt"
+RUNS = {"bm25": DEMO / "runs" / "bm25.run", "dense": DEMO / "runs" / "dense.run"}
+TREC = "map,P_10,ndcg_cut_10,recip_rank,bpref,Rprec"
+# Our names for trec_eval's measures.
+NAMES = {"ap": "map", "precision@10": "P_10", "ndcg@10": "ndcg_cut_10"}
+NAMES |= {"mrr": "recip_rank", "bpref": "bpref", "rprec": "Rprec"}
+
+
+def qrels_dict() -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for line in QRELS.read_text().splitlines():
+        q, _, d, label = line.split()[:4]
+        out.setdefault(q, {})[d] = int(label)
+    return out
+
+
+def run_dict(path: Path) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for line in path.read_text().splitlines():
+        q, _, d, _, score = line.split()[:5]
+        out.setdefault(q, {})[d] = float(score)
+    return out
+
+
+def test_dicts_equal_pytrec_eval_per_query() -> None:
+    qrels = qrels_dict()
+    runs = {name: run_dict(path) for name, path in RUNS.items()}
+    report = raglabel.evaluate(qrels, runs, metrics=TREC, na="zero")
+    # trec_eval reads a negative label as unjudged, raglabel as judged junk: both call
+    # it non-relevant; with relevance level 2, raglabel's grade 4 and up.
+    trec_qrels = {q: {d: max(g, 0) for d, g in docs.items()} for q, docs in qrels.items()}
+    measures = {"map", "P.10", "ndcg_cut.10", "recip_rank", "bpref", "Rprec"}
+    evaluator = pytrec_eval.RelevanceEvaluator(trec_qrels, measures, relevance_level=2)
+    for name, run in runs.items():
+        expected = evaluator.evaluate(run)
+        ours = report.per_query[name]
+        assert set(expected) <= set(ours)
+        for query, values in expected.items():
+            for mine, theirs in NAMES.items():
+                assert ours[query][mine] == pytest.approx(values[theirs], abs=1e-12)
+
+
+def test_files_give_the_eval_commands_json(cli: Cli) -> None:
+    report = raglabel.evaluate(str(QRELS), {n: str(p) for n, p in RUNS.items()}, k=[5, 10])
+    argv = ["eval", "--qrels", QRELS, "--per-query", "-k", "5,10", "--format", "json"]
+    for name, path in RUNS.items():
+        argv += ["--run", f"{name}={path}"]
+    code, out, err = cli(*argv)
+    assert code == 0, err
+    # The labels' source names the qrels file: the same path both ways.
+    assert report.to_json() == out
+    assert report.means == {name: run["mean"] for name, run in json.loads(out)["runs"].items()}
+
+
+def test_dicts_and_frames_equal_files() -> None:
+    from_files = raglabel.evaluate(QRELS, RUNS["bm25"], metrics="set,ndcg@10")
+    qrels = qrels_dict()
+    run = run_dict(RUNS["bm25"])
+    from_dicts = raglabel.evaluate(qrels, run, metrics="set,ndcg@10")
+    frame_qrels = pl.DataFrame(
+        [
+            {"query_id": q, "doc_id": d, "relevance": g}
+            for q, docs in qrels.items()
+            for d, g in docs.items()
+        ]
+    )
+    frame_run = pl.DataFrame(
+        [{"q_id": q, "doc_id": d, "score": s} for q, docs in run.items() for d, s in docs.items()]
+    )
+    from_frames = raglabel.evaluate(frame_qrels, frame_run, metrics="set,ndcg@10")
+    assert from_dicts.means == from_frames.means == from_files.means
+    assert from_dicts.per_query == from_frames.per_query == from_files.per_query
+    tidy = from_frames.to_polars()
+    assert tidy.columns == ["run", "query", "metric", "value"]
+    assert tidy.height == sum(len(v) for v in from_frames.per_query["run"].values())
+
+
+def test_intervals_and_comparisons_come_with_the_options() -> None:
+    report = raglabel.evaluate(
+        QRELS, RUNS, metrics="ndcg@10", ci=True, compare=True, resamples=200, permutations=500
+    )
+    low, high = report.ci()["bm25"]["ndcg@10"] or (None, None)
+    assert low is not None and high is not None and low <= report.means["bm25"]["ndcg@10"] <= high
+    (test,) = report.compare()
+    assert (test["baseline"], test["run"], test["metric"]) == ("bm25", "dense", "ndcg@10")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"metrics": "ndcg@ten"}, "--metrics"),
+        ({"na": "maybe"}, "an option was refused"),
+        ({"k": 0}, "-k"),
+    ],
+)
+def test_bad_options_raise_value_error(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        raglabel.evaluate(QRELS, RUNS["bm25"], **kwargs)  # type: ignore[arg-type]
+
+
+def test_bad_inputs_raise_value_error() -> None:
+    with pytest.raises(ValueError, match="not an integer"):
+        raglabel.evaluate({"q1": {"d1": 0.5}}, {"q1": {"d1": 1.0}})
+    with pytest.raises(ValueError, match="holds white space"):
+        raglabel.evaluate({"q 1": {"d1": 1}}, {"q1": {"d1": 1.0}})
+    with pytest.raises(ValueError, match="no query_id or q_id or qid column"):
+        raglabel.evaluate(pl.DataFrame({"x": [1]}), {"q1": {"d1": 1.0}})
