@@ -6,16 +6,25 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["Report", "evaluate"]
+__all__ = ["ProjectReader", "Report", "evaluate", "open_project"]
+
+# Where each public name lives, in the API layer.
+_HOMES = {
+    "Report": "raglabel.api.evaluate",
+    "evaluate": "raglabel.api.evaluate",
+    "ProjectReader": "raglabel.api.project",
+    "open_project": "raglabel.api.project",
+}
 
 if TYPE_CHECKING:
     from raglabel.api.evaluate import Report, evaluate
+    from raglabel.api.project import ProjectReader, open_project
 
 
 def __getattr__(name: str) -> Any:
     # A facade, loaded on first use: the command and the app start without the API.
     # import_module, not an import statement, because the root package is no layer:
     # the cli reads __version__ here and must not seem to depend on the API above it.
-    if name in __all__:
-        return getattr(importlib.import_module("raglabel.api.evaluate"), name)
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name]), name)
     raise AttributeError(f"module 'raglabel' has no attribute {name!r}")

@@ -21,5 +21,5 @@ def test_the_python_api_examples_print_what_the_readme_says() -> None:
         test = parser.get_doctest(block, {}, f"README-python-{i}", "README.md", 0)
         examples += len(test.examples)
         runner.run(test)
-    assert examples >= 8
+    assert examples >= 13
     assert runner.failures == 0, f"{runner.failures} README example(s) printed otherwise"

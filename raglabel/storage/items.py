@@ -83,3 +83,8 @@ def passage_texts_of(
             f"SELECT ext_id, title, text FROM passage WHERE ext_id IN ({marks})", chunk
         )
     return found
+
+
+def passage_rows(conn: sqlite3.Connection) -> list[tuple[str, str | None, str | None]]:
+    """Every passage as ``(passage id, title, text)``, in row id order."""
+    return conn.execute("SELECT ext_id, title, text FROM passage ORDER BY id").fetchall()
