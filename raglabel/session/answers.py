@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from raglabel.formats.sentences import Span, sentence_spans
+from raglabel.judge.flags import flag_sample
 from raglabel.judge.work import AnswerItem
 from raglabel.metrics.criteria import CRITERIA, NA_REASONS
 from raglabel.storage.answer_items import answer_items
@@ -94,6 +95,9 @@ class AnswerView:
     criteria: tuple[CriterionView, ...]  # in CRITERIA order
     unsupported: tuple[Span, ...]  # the annotator's marks: saved, or waiting (``waiting``)
     waiting: bool  # the marks wait for a faithfulness grade
+    # Text aimed at the grader in the answer or a context (judge.flags.flag_sample):
+    # the judge's grades of this answer deserve a human look.
+    flags: tuple[str, ...] = ()
 
     @property
     def key(self) -> AnswerKey:
@@ -240,7 +244,15 @@ class AnswerGrading:
         else:
             marks = self._waiting.get(key, ())
             waiting = bool(marks)
-        return AnswerView(item, tuple(sentence_spans(item.answer)), tuple(criteria), marks, waiting)
+        flags = flag_sample(item.question, item.answer, [chunk.text for chunk in item.contexts])
+        return AnswerView(
+            item,
+            tuple(sentence_spans(item.answer)),
+            tuple(criteria),
+            marks,
+            waiting,
+            tuple(flags),
+        )
 
     # -- writing -----------------------------------------------------------------------
 

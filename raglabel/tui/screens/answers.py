@@ -4,6 +4,7 @@ contexts, each criterion's grade, the judge's suggestion, and unsupported senten
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ClassVar, cast
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
         AnswerKey,
         AnswerView,
         CriterionView,
+        JudgeView,
     )
     from raglabel.tui.app import GradingApp
 
@@ -40,13 +42,23 @@ _GRADE = Binding.Group("grade", compact=True)
 GUTTER = 3
 
 
-def judge_text(view: CriterionView) -> Text:
-    """The judge on one criterion, worded so it never reads as a grade."""
+def judge_text(view: CriterionView, flags: Sequence[str] = ()) -> Text:
+    """The judge on one criterion, worded so it never reads as a grade, with the first
+    flag on the answer (as passages show ``!``) when the judge answered."""
     if not view.gradable:
         return Text(f"NA: {view.missing_text}", style="yellow")
     judge = view.judge
     if judge is None:
         return Text("no judge answer on this criterion", style="dim italic")
+    out = _judge_words(judge)
+    if flags:
+        more = f" (+{len(flags) - 1} more)" if len(flags) > 1 else ""
+        flagged = Text(f"! flagged, check the judge: {flags[0]}{more} · ", style="bold yellow")
+        out = flagged + out
+    return out
+
+
+def _judge_words(judge: JudgeView) -> Text:
     models = ", ".join(judge.models)
     if judge.hidden:
         return Text(
@@ -239,7 +251,7 @@ class AnswersScreen(Screen[None]):
             no_wrap=True,
             overflow="ellipsis",
         )
-        line.update(Group(first, judge_text(view)))
+        line.update(Group(first, judge_text(view, self._view(self.current).flags)))
 
     def _show_answer(self) -> None:
         sentences = self.query_one("#sentences", Static)
