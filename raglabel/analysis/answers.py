@@ -50,7 +50,7 @@ from raglabel.metrics.criteria import (
     RANKING_THRESHOLD,
 )
 from raglabel.metrics.stats import adjust_p_values, paired_randomization
-from raglabel.storage.answer_items import answer_items, system_names
+from raglabel.storage.answer_items import answer_items, require_systems
 from raglabel.storage.answer_judgments import JudgedAnswer, judged_answers
 from raglabel.storage.answers import standing_answer_grades
 from raglabel.storage.labels import resolved_grades
@@ -110,11 +110,7 @@ def load_answers(
 ) -> AnswerInputs:
     """Read the samples of ``systems`` (all when empty), their human grades, the judge's
     answers and the resolved passage grades. No answer system is a usage error."""
-    if not system_names(conn):
-        raise UsageError(
-            "--answers: the project has no answer systems; import one with"
-            " raglabel import DB --answers NAME=FILE"
-        )
+    require_systems(conn)
     items = answer_items(conn, systems, relevance_threshold=relevance_threshold)
     by_annotator: dict[tuple[str, str, str], dict[str, int]] = defaultdict(dict)
     wanted = {(item.system, item.sample_id) for item in items}

@@ -18,7 +18,7 @@ from raglabel.judge.flags import flag_sample
 from raglabel.judge.work import AnswerItem, RunLimits, Tally, failure_kind
 from raglabel.metrics.criteria import CRITERIA, RANKING
 from raglabel.session.judging import Finished, JudgeSetup, drive, limits_to_json
-from raglabel.storage.answer_items import answer_items, system_names
+from raglabel.storage.answer_items import answer_items, require_systems
 from raglabel.storage.answer_judgments import (
     AnswerJudgmentLog,
     AnswerPlan,
@@ -64,11 +64,7 @@ def pick_items(
 ) -> list[AnswerItem]:
     """The samples of ``systems`` (all when empty), of ``queries`` when given; an unknown
     system or query, or a project without answer systems, is a usage error."""
-    if not system_names(project.conn):
-        raise UsageError(
-            "--answers: the project has no answer systems; import one with"
-            " raglabel import DB --answers NAME=FILE"
-        )
+    require_systems(project.conn)
     return answer_items(project.conn, list(systems), queries=list(queries))
 
 

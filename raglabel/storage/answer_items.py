@@ -16,6 +16,17 @@ def system_names(conn: sqlite3.Connection) -> list[str]:
     return [name for (name,) in conn.execute("SELECT name FROM answer_system ORDER BY name")]
 
 
+def require_systems(conn: sqlite3.Connection) -> list[str]:
+    """The answer systems' names; none is a usage error (for ``--answers`` commands)."""
+    names = system_names(conn)
+    if not names:
+        raise UsageError(
+            "--answers: the project has no answer systems; import one with"
+            " raglabel import DB --answers NAME=FILE"
+        )
+    return names
+
+
 def answer_items(
     conn: sqlite3.Connection,
     systems: Sequence[str] = (),
