@@ -63,6 +63,12 @@ def register(commands: Any) -> None:
         action="store_true",
         help="as the lead, settle pairs whose annotators disagree (implies --all-annotators)",
     )
+    label.add_argument(
+        "--locked",
+        action="store_true",
+        help="grade as --annotator only: no switching annotator and no export to a file "
+        "(how raglabel serve starts each browser tab)",
+    )
     add_convention_options(label.add_argument_group("conventions (defaults from the metric spec)"))
     label.set_defaults(handler=run_label)
 
@@ -138,7 +144,9 @@ def _say_saved(path: Path) -> None:
 
 
 def _require_terminal() -> None:
-    if os.environ.get(ENV_ALLOW_NO_TTY) == "1":
+    # A Textual driver chosen in the environment draws somewhere else than this
+    # terminal: textual-serve sets one for every browser tab it starts.
+    if os.environ.get(ENV_ALLOW_NO_TTY) == "1" or os.environ.get("TEXTUAL_DRIVER"):
         return
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError(
@@ -153,6 +161,7 @@ def _app_options(
     *,
     blind: bool = True,
     adjudicate: bool = False,
+    locked: bool = False,
     config: MetricConfig | None = None,
 ) -> AppOptions:
     """The options both commands share, checked."""
@@ -167,6 +176,7 @@ def _app_options(
         cutoffs=tuple(cutoffs_option(args.k)),
         blind=blind,
         adjudicate=adjudicate,
+        locked=locked,
         config=config or MetricConfig(),
     )
 
@@ -187,18 +197,26 @@ def _start_app(options: AppOptions) -> int:
 def run_label(args: argparse.Namespace) -> int:
     from raglabel.storage.project import Project
 
+    if args.locked and args.annotator is None:
+        raise UsageError("--locked needs --annotator NAME: whose grades the app is locked to")
+    if args.locked and args.adjudicate:
+        raise UsageError("--locked grades as one annotator; --adjudicate is the lead's view")
     options = _app_options(
         args,
         Path(args.db),
         # The lead cannot settle a disagreement without seeing everyone's grades.
         blind=not (args.all_annotators or args.adjudicate),
         adjudicate=args.adjudicate,
+        locked=args.locked,
         config=metric_config(args),
     )
     _require_terminal()
     # Opened (and upgraded, if an older raglabel made it) here, so a wrong file fails
     # before the app takes the screen; the app opens it again itself.
     Project.open(options.project).close()
+    if options.locked:
+        # Nobody reads this process's stderr but the server's log.
+        return _start_app(options)
     _say_fallback(args)
     try:
         return _start_app(options)

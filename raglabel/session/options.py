@@ -18,7 +18,10 @@ class AppOptions:
     ``keymap`` maps binding ids to comma-separated keys and holds only the ids the user
     remapped; the app's defaults cover the rest. ``blind`` (the default) shows an
     annotator only their own grades, and computes the live metrics on those alone.
-    ``adjudicate`` opens the lead's view of pairs whose annotators disagree.
+    ``adjudicate`` opens the lead's view of pairs whose annotators disagree. ``locked``
+    keeps the annotator fixed and leaves out what writes anywhere but the project (the
+    qrels export): ``raglabel serve`` starts each browser tab so, because the person at
+    the keys is not the person at the server.
     """
 
     project: Path
@@ -27,4 +30,5 @@ class AppOptions:
     cutoffs: tuple[int, ...] = DEFAULT_CUTOFFS
     blind: bool = True
     adjudicate: bool = False
+    locked: bool = False
     config: MetricConfig = field(default_factory=MetricConfig)

@@ -100,7 +100,8 @@ class GradingApp(App[int]):
     def _hint_if_empty(self) -> None:
         """A typo in --annotator opens an empty view; say so instead of showing NA."""
         session = self.session
-        if session.blind and not session.book.counts.any():
+        # A locked app was opened by an invite for that very name: no typo to catch.
+        if session.blind and not session.options.locked and not session.book.counts.any():
             others = [name for name in session.annotators() if name != session.annotator]
             if others:
                 self.notify(
@@ -273,7 +274,19 @@ class GradingApp(App[int]):
         elif isinstance(screen, QueriesScreen | RunsScreen):
             screen.refresh_for_k()
 
+    def _refuse_when_locked(self, what: str) -> bool:
+        if not self.session.options.locked:
+            return False
+        self.notify(
+            f"This app grades as {self.session.annotator} only: {what} is left out here.",
+            severity="warning",
+        )
+        return True
+
     def action_switch_annotator(self) -> None:
+        if self._refuse_when_locked("switching annotator"):
+            return
+
         def done(name: str | None) -> None:
             if name:
                 self.session.switch_annotator(name)
@@ -283,6 +296,9 @@ class GradingApp(App[int]):
         self.push_screen(PromptScreen("Grade as (annotator name):", self.session.annotator), done)
 
     def action_export(self) -> None:
+        # The file would land on the machine that runs the app, not the grader's.
+        if self._refuse_when_locked("exporting to a file (raglabel export DB does it)"):
+            return
         project = self.session.project.path
         default = "" if project is None else str(project.with_suffix(".qrels.txt"))
 

@@ -18,17 +18,21 @@ class LabelCommands(Provider):
     def _commands(self) -> list[tuple[str, str, Callable[[], object]]]:
         app = cast("GradingApp", self.app)
         session = app.session
-        commands: list[tuple[str, str, Callable[[], object]]] = [
-            (
-                "Export grades as TREC qrels",
-                "write the grades in view to a qrels file",
-                app.action_export,
-            ),
-            (
-                "Switch annotator",
-                f"grade as someone else (now {session.annotator})",
-                app.action_switch_annotator,
-            ),
+        commands: list[tuple[str, str, Callable[[], object]]] = []
+        if not session.options.locked:
+            commands += [
+                (
+                    "Export grades as TREC qrels",
+                    "write the grades in view to a qrels file",
+                    app.action_export,
+                ),
+                (
+                    "Switch annotator",
+                    f"grade as someone else (now {session.annotator})",
+                    app.action_switch_annotator,
+                ),
+            ]
+        commands += [
             (
                 "Reload grades",
                 "read every grade again (others' work, when not blind)",
