@@ -20,6 +20,7 @@ import pytest
 
 from raglabel.session.grading import GradingSession
 from raglabel.session.options import AppOptions
+from raglabel.storage.invites import invites
 from raglabel.storage.project import Project
 from raglabel.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -158,3 +159,15 @@ def test_v5_upgrade_keeps_answers_and_their_grades(tmp_path: Path, cli: Cli) -> 
     line = json.loads(target.read_text(encoding="utf-8"))
     assert (line["system"], line["sample_id"], line["grade"]) == ("rag-a", "s1", 4)
     assert line["unsupported"] == [[0, 3]]
+
+
+def test_v6_upgrade_keeps_the_judges_answers_and_starts_with_no_invite(tmp_path: Path) -> None:
+    path = tmp_path / "v6.db"
+    shutil.copyfile(OLD[6], path)
+    judged = "SELECT * FROM answer_judgment ORDER BY id"
+    before = read(path, judged)
+    assert len(before) == 1
+    with Project.open(path) as project:
+        assert project.version == SCHEMA_VERSION
+        assert invites(project) == []
+    assert read(path, judged) == before

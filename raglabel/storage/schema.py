@@ -325,6 +325,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX answer_judgment_item ON answer_judgment (system_id, sample_id, criterion);
         """,
     ),
+    Migration(
+        7,
+        "invites to grade in a browser (raglabel serve): a salted hash of each token",
+        """
+        -- One live invite per annotator; revoking deletes it. The token itself is never
+        -- stored, so a copied project file hands out no access.
+        CREATE TABLE invite (
+            annotator_id INTEGER PRIMARY KEY REFERENCES annotator(id),
+            salt BLOB NOT NULL,
+            token_hash BLOB NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -25,8 +25,9 @@ TARGET = Path(__file__).with_name("project-v5.db")
 STAMP = "2026-11-20T10:00:00+00:00"
 
 
-def build(path: Path) -> None:
-    make_v3_project.build(path, version=5)
+def build(path: Path, version: int = 5) -> None:
+    """This file's content at schema ``version`` (5 or later)."""
+    make_v3_project.build(path, version=version)
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("BEGIN")

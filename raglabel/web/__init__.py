@@ -1,0 +1,1 @@
+"""raglabel serve: the grading app in browsers, one app process per tab."""

@@ -1,0 +1,103 @@
+"""Who may grade through ``raglabel serve``: invite tokens, the cookie, the Origin check.
+
+The invite URL carries the token once; the server answers it with an HttpOnly,
+SameSite=Strict cookie holding the same token, so scripts cannot read it and other
+sites cannot make the browser send it. Every page load and websocket then proves the
+cookie again against the project's stored hashes, so a revoked invite stops working at
+the next request without restarting the server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from http.cookies import SimpleCookie
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from raglabel.errors import UsageError
+
+#: The query parameter of an invite URL.
+INVITE_PARAMETER = "invite"
+#: How long a browser keeps the cookie: a team's labeling campaign, not forever.
+COOKIE_SECONDS = 30 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where the server is reached from a browser: its public URL, and what follows."""
+
+    public_url: str
+    cookie_name: str
+
+    @classmethod
+    def make(cls, project: Path, public_url: str) -> Site:
+        parts = urlsplit(public_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UsageError(
+                f"--public-url must be an http:// or https:// URL with a host, not {public_url!r}"
+            )
+        if parts.query or parts.fragment:
+            raise UsageError(f"--public-url must not hold a query or fragment: {public_url!r}")
+        # Browsers share cookies across ports of one host; naming the cookie after the
+        # project keeps two projects served from one machine from overwriting each
+        # other's sign-in.
+        digest = hashlib.sha256(str(project.resolve()).encode("utf-8")).hexdigest()[:12]
+        return cls(public_url.rstrip("/"), f"raglabel_{digest}")
+
+    @property
+    def origin(self) -> str:
+        """``scheme://host[:port]`` as a browser sends it in the Origin header."""
+        parts = urlsplit(self.public_url)
+        host = parts.hostname or ""
+        if ":" in host:  # an IPv6 literal keeps its brackets in an origin
+            host = f"[{host}]"
+        default = {"http": 80, "https": 443}[parts.scheme]
+        port = "" if parts.port in (None, default) else f":{parts.port}"
+        return f"{parts.scheme}://{host}{port}"
+
+    @property
+    def secure(self) -> bool:
+        return self.public_url.startswith("https://")
+
+    @property
+    def base_path(self) -> str:
+        """The path the server lives under behind a proxy ("" at the root)."""
+        return urlsplit(self.public_url).path.rstrip("/")
+
+    def invite_url(self, token: str) -> str:
+        return f"{self.public_url}/?{INVITE_PARAMETER}={token}"
+
+    def websocket_url(self) -> str:
+        scheme = "wss" if self.secure else "ws"
+        return f"{scheme}:{self.public_url.split(':', 1)[1]}/ws"
+
+    def set_cookie_header(self, token: str) -> str:
+        parts = [
+            f"{self.cookie_name}={token}",
+            f"Path={self.base_path or '/'}",
+            f"Max-Age={COOKIE_SECONDS}",
+            "HttpOnly",
+            "SameSite=Strict",
+        ]
+        if self.secure:
+            parts.append("Secure")
+        return "; ".join(parts)
+
+    def cookie_token(self, header: str | None) -> str | None:
+        """The token in a Cookie header, or None; a malformed header is no token."""
+        if not header:
+            return None
+        jar: SimpleCookie = SimpleCookie()
+        try:
+            jar.load(header)
+        except Exception:  # http.cookies raises CookieError and others on odd input
+            return None
+        morsel = jar.get(self.cookie_name)
+        return None if morsel is None or not morsel.value else morsel.value
+
+    def same_origin(self, origin: str | None) -> bool:
+        """Whether a websocket's Origin header is this server's own. A browser always
+        sends one; its absence means no browser, and no browser means no cookie theft
+        to guard against, but there is no reason to allow it either."""
+        return origin is not None and origin.rstrip("/").lower() == self.origin.lower()

@@ -1,0 +1,267 @@
+"""``raglabel serve``: an aiohttp server that gives each signed-in browser tab its own app.
+
+Each websocket starts ``raglabel label DB --annotator NAME --locked`` through
+textual-serve's ``AppService``, which runs the command with Textual's web driver and
+relays the terminal stream. The annotator travels in that command line, built for the
+one connection: nothing process-wide changes, so two tabs connecting at once cannot
+swap names. The routes are raglabel's own (textual-serve's ``Server`` would serve
+anyone, and its page fetches a font from the internet); only ``AppService``, the
+script, the stylesheet and the fonts are textual-serve's, hence the pinned version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import shlex
+import signal
+import socket
+import sys
+from collections.abc import Awaitable, Callable
+from functools import partial
+from importlib.resources import files
+from pathlib import Path
+
+from aiohttp import WSMsgType, web
+from textual_serve.app_service import AppService
+from textual_serve.download_manager import DownloadManager
+
+from raglabel.storage.invites import invited_annotator
+from raglabel.storage.project import Project
+from raglabel.web.access import INVITE_PARAMETER, Site
+from raglabel.web.pages import refusal_page, signed_in_page, terminal_page
+
+log = logging.getLogger("raglabel.serve")
+
+#: How often an open tab's invite is checked again, so a revoke ends live tabs too.
+RECHECK_SECONDS = 10.0
+#: Terminal sizes a browser may ask for: anything else is a bug or an attack.
+MAX_CELLS = 1000
+#: Security headers on every page: no framing, no referrer carrying a token away.
+HEADERS = {
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+}
+
+STATIC = Path(str(files("textual_serve") / "static"))
+
+
+def tab_command(project: Path, annotator: str, cutoffs: str) -> str:
+    """The shell command that runs one tab's app, every argument quoted."""
+    return shlex.join(
+        [
+            sys.executable,
+            "-m",
+            "raglabel",
+            "label",
+            str(project),
+            "--annotator",
+            annotator,
+            "--locked",
+            "-k",
+            cutoffs,
+        ]
+    )
+
+
+def _size(value: str | None, default: int) -> int:
+    try:
+        number = int(value or default)
+    except ValueError:
+        return default
+    return min(max(number, 1), MAX_CELLS)
+
+
+class GradingServer:
+    """The routes, the open tabs, and the project's invites (read-only connection)."""
+
+    def __init__(self, project: Path, site: Site, cutoffs: str) -> None:
+        self.project = project
+        self.site = site
+        self.cutoffs = cutoffs
+        self.tabs: set[asyncio.Task[None]] = set()
+        self._invites = Project.reader(project)
+        self._downloads = DownloadManager()
+
+    def close(self) -> None:
+        self._invites.close()
+
+    def application(self) -> web.Application:
+        app = web.Application(middlewares=[self._headers])
+        base = self.site.base_path
+        # Behind a proxy that keeps the public path, the routes live under it; one
+        # that strips it reaches the root ones.
+        prefixes = {"", base} if base else {""}
+        for prefix in sorted(prefixes):
+            app.router.add_get(f"{prefix}/", self.index)
+            app.router.add_get(f"{prefix}/ws", self.websocket)
+            app.router.add_static(f"{prefix}/static", STATIC, show_index=False)
+        app.on_shutdown.append(self._close_tabs)
+        return app
+
+    @web.middleware
+    async def _headers(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        response = await handler(request)
+        for name, value in HEADERS.items():
+            response.headers.setdefault(name, value)
+        if response.content_type == "text/html":
+            # Pages name the annotator and come from a cookie: never cached. The
+            # script and fonts under /static are the same for everyone.
+            response.headers.setdefault("Cache-Control", "no-store")
+        return response
+
+    def _annotator(self, token: str | None) -> str | None:
+        return None if not token else invited_annotator(self._invites, token)
+
+    def _refuse(self, status: int, message: str) -> web.Response:
+        return web.Response(
+            status=status, text=refusal_page(status, message), content_type="text/html"
+        )
+
+    async def index(self, request: web.Request) -> web.StreamResponse:
+        invite = request.query.get(INVITE_PARAMETER)
+        if invite is not None:
+            annotator = self._annotator(invite)
+            if annotator is None:
+                log.info("refused an invite link that is not valid")
+                return self._refuse(401, "This invite link is not valid: revoked or mistyped.")
+            log.info("%s signed in", annotator)
+            response = web.Response(
+                text=signed_in_page(annotator=annotator, target=f"{self.site.base_path}/"),
+                content_type="text/html",
+            )
+            response.headers["Set-Cookie"] = self.site.set_cookie_header(invite)
+            return response
+        annotator = self._annotator(self.site.cookie_token(request.headers.get("Cookie")))
+        if annotator is None:
+            return self._refuse(
+                401,
+                "This raglabel server grades by invitation: open the invite link the "
+                "project's owner gave you (raglabel serve DB --add-annotator NAME).",
+            )
+        page = terminal_page(
+            static_url=f"{self.site.public_url}/static/",
+            websocket_url=self.site.websocket_url(),
+            annotator=annotator,
+            project=self.project.name,
+        )
+        return web.Response(text=page, content_type="text/html")
+
+    async def websocket(self, request: web.Request) -> web.StreamResponse:
+        # A page on another site can open a websocket here with the browser's cookies
+        # attached (SameSite does not cover every case); the Origin header says where
+        # the page came from, and only this server's own pages may drive an app.
+        if not self.site.same_origin(request.headers.get("Origin")):
+            log.info("refused a websocket from origin %r", request.headers.get("Origin"))
+            return self._refuse(403, "This websocket belongs to pages of this server only.")
+        token = self.site.cookie_token(request.headers.get("Cookie"))
+        annotator = self._annotator(token)
+        if token is None or annotator is None:
+            return self._refuse(401, "No valid invite: open your invite link first.")
+        socket = web.WebSocketResponse(heartbeat=15)
+        await socket.prepare(request)
+        width = _size(request.query.get("width"), 80)
+        height = _size(request.query.get("height"), 24)
+        service = AppService(
+            tab_command(self.project, annotator, self.cutoffs),
+            write_bytes=socket.send_bytes,
+            write_str=socket.send_str,
+            close=partial(self._close, socket),
+            download_manager=self._downloads,
+        )
+        task = asyncio.current_task()
+        if task is not None:
+            self.tabs.add(task)
+        log.info("%s opened a tab (%d open)", annotator, len(self.tabs))
+        watch = asyncio.create_task(self._watch(socket, token, annotator))
+        try:
+            await service.start(width, height)
+            await self._relay(socket, service)
+        finally:
+            watch.cancel()
+            await service.stop()
+            if task is not None:
+                self.tabs.discard(task)
+            log.info("%s closed a tab (%d open)", annotator, len(self.tabs))
+        return socket
+
+    @staticmethod
+    async def _close(socket: web.WebSocketResponse) -> None:
+        """The app ended (its quit key, or a crash): the tab shows that it has."""
+        await socket.close()
+
+    async def _relay(self, socket: web.WebSocketResponse, service: AppService) -> None:
+        """The browser's keys, sizes and focus changes, to the app process."""
+        async for message in socket:
+            if message.type != WSMsgType.TEXT:
+                continue
+            try:
+                envelope = json.loads(message.data)
+                kind, data = envelope[0], envelope[1]
+            except (ValueError, TypeError, IndexError, KeyError):
+                continue  # the browser script never sends these; drop, do not crash
+            if kind == "stdin" and isinstance(data, str):
+                await service.send_bytes(data.encode("utf-8"))
+            elif kind == "resize" and isinstance(data, dict):
+                width = _size(str(data.get("width")), 80)
+                height = _size(str(data.get("height")), 24)
+                await service.set_terminal_size(width, height)
+            elif kind == "ping":
+                await socket.send_json(["pong", data])
+            elif kind == "blur":
+                await service.blur()
+            elif kind == "focus":
+                await service.focus()
+
+    async def _watch(self, socket: web.WebSocketResponse, token: str, annotator: str) -> None:
+        """Close the tab once its invite is revoked or replaced."""
+        while not socket.closed:
+            await asyncio.sleep(RECHECK_SECONDS)
+            if self._annotator(token) != annotator:
+                log.info("%s's invite was revoked: closing the tab", annotator)
+                await socket.close(code=4001, message=b"invite revoked")
+                return
+
+    async def _close_tabs(self, app: web.Application) -> None:
+        for task in list(self.tabs):
+            task.cancel()
+        for task in list(self.tabs):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket, bound before anything else so ``--port 0`` is known at once
+    (the public URL and the invite links hold it)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        listener.listen(128)
+    except OSError:
+        listener.close()
+        raise
+    listener.setblocking(False)
+    return listener
+
+
+async def serve(server: GradingServer, listener: socket.socket) -> None:
+    """Run until SIGINT or SIGTERM, then end every open tab's app and return."""
+    runner = web.AppRunner(server.application(), handle_signals=False, access_log=None)
+    await runner.setup()
+    try:
+        await web.SockSite(runner, listener).start()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+        server.close()

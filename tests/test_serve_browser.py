@@ -1,0 +1,167 @@
+"""``raglabel serve`` in a real headless Chromium: invite links, one key, grades in the file.
+
+These tests also guard the pairing with textual-serve (its AppService, script and
+fonts, pinned in pyproject.toml): if a new version changed what raglabel relies on, the
+tab would never draw or its keys would never land.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from browser import Tab, chromium
+
+from raglabel.storage.demo import build_demo
+
+#: How long an app may take to start and a grade to land on a busy 2-core machine.
+PATIENCE = 60.0
+
+
+@dataclass
+class Served:
+    db: Path
+    url: str
+    process: subprocess.Popen[str]
+
+    def invite(self, name: str) -> str:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "raglabel",
+                "serve",
+                str(self.db),
+                "--add-annotator",
+                name,
+                "--public-url",
+                self.url.rstrip("/"),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout.strip()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    db = tmp_path / "team.db"
+    build_demo(db, "owner", answers=False)
+    env = {k: v for k, v in os.environ.items() if k != "RAGLABEL_ANNOTATOR"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "raglabel", "serve", str(db), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line.startswith("serving "):
+        process.kill()
+        raise AssertionError(f"serve did not start: {line!r} {process.communicate()[1]}")
+    url = line.rsplit(" at ", 1)[1].strip()
+    try:
+        yield Served(db, url, process)
+    finally:
+        process.terminate()
+        try:
+            _, log = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            _, log = process.communicate()
+        # The server's log names people and tabs, never a token.
+        assert "invite=" not in log and "raglabel_" not in log, log
+
+
+def grades(db: Path) -> list[tuple[str, int]]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = conn.execute(
+            "SELECT a.name, e.grade FROM event e JOIN annotator a ON a.id = e.annotator_id"
+            " WHERE e.kind = 'grade' AND a.name != 'owner' ORDER BY e.id"
+        ).fetchall()
+    finally:
+        conn.close()
+    return [(str(name), int(grade)) for name, grade in rows]
+
+
+async def until(check: object, what: str) -> None:
+    deadline = time.monotonic() + PATIENCE
+    while time.monotonic() < deadline:
+        if callable(check) and await asyncio.to_thread(check):
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"{what} within {PATIENCE} s")
+
+
+async def open_app(tab: Tab, invite: str) -> None:
+    """Follow the invite link, and wait until the tab's app has drawn its first screen."""
+    assert await tab.goto(invite) == 200
+    deadline = time.monotonic() + PATIENCE
+    while "-first-byte" not in str(await tab.evaluate("document.body.className")):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the app never drew: {await tab.text()!r}")
+        await asyncio.sleep(0.2)
+    assert "raglabel" in str(await tab.evaluate("document.title"))
+    # Keys reach the terminal once it has the focus, as after a person's first click
+    # (on the header line, which does nothing in the app).
+    await tab.click(300, 5)
+    await tab.settle()
+
+
+async def open_first_query(tab: Tab) -> None:
+    """Enter on the Queries screen, then wait for the Grade screen to be drawn: a
+    grade key typed before that would reach the Queries screen, where it means nothing."""
+    before = await tab.pixels()
+    await tab.press("Enter")
+    await tab.settle(since=before)
+
+
+async def test_an_invited_tab_grades_with_one_key_and_a_tab_without_invite_is_refused(
+    served: Served,
+) -> None:
+    invite = served.invite("alice")
+    async with chromium() as browser:
+        tab = await browser.tab()
+        await open_app(tab, invite)
+        # The cookie now stands for the token: the URL no longer holds it.
+        assert "invite=" not in str(await tab.evaluate("location.href"))
+        await tab.screenshot("serve-alice-queries")
+        await open_first_query(tab)
+        await tab.press("4")
+        await until(lambda: ("alice", 4) in grades(served.db), "alice's grade landed")
+        await tab.screenshot("serve-alice-graded")
+
+        stranger = await browser.tab(own_cookies=True)
+        assert await stranger.goto(served.url) == 401
+        assert "invite link" in await stranger.text()
+        forged = served.url + "?invite=" + "A" * 43
+        assert await stranger.goto(forged) == 401
+    assert grades(served.db) == [("alice", 4)]
+
+
+async def test_two_annotators_grading_at_once_both_land_under_their_own_names(
+    served: Served,
+) -> None:
+    invites = {"alice": served.invite("alice"), "bob": served.invite("bob")}
+    async with chromium() as browser:
+        tabs = {name: await browser.tab(own_cookies=True) for name in invites}
+        await asyncio.gather(*(open_app(tabs[name], url) for name, url in invites.items()))
+        await asyncio.gather(*(open_first_query(tab) for tab in tabs.values()))
+        await asyncio.gather(tabs["alice"].press("5"), tabs["bob"].press("2"))
+        await until(
+            lambda: {("alice", 5), ("bob", 2)} <= set(grades(served.db)),
+            "both grades landed",
+        )
+        await tabs["bob"].screenshot("serve-bob-graded")
+    assert sorted(grades(served.db)) == [("alice", 5), ("bob", 2)]
