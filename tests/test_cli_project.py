@@ -889,3 +889,40 @@ def test_help_via_the_console_entry_point() -> None:
     assert result.returncode == 0
     for command in ("init", "import", "export", "eval", "label", "demo"):
         assert command in result.stdout
+
+
+@pytest.mark.parametrize("flag", ["--jsonl", "--csv"])
+def test_merging_a_copys_log_adds_only_what_was_done_on_the_copy(
+    history_master: Path, tmp_path: Path, cli: Cli, flag: str
+) -> None:
+    # Two hosts served copies of one project; each copy's whole log comes back.
+    main_db, copy = tmp_path / "main.db", tmp_path / "copy.db"
+    shutil.copyfile(history_master, main_db)
+    shutil.copyfile(history_master, copy)
+    with Project.open(copy) as project:
+        record(project, GradeEvent(query="q09", passage="kb-0002", annotator="dora", grade=2))
+        assert undo_last(project, "dora") is not None
+        record(project, GradeEvent(query="q09", passage="kb-0002", annotator="dora", grade=5))
+    with Project.open(main_db) as project:
+        record(project, GradeEvent(query="q08", passage="kb-0002", annotator="erin", grade=3))
+    log = tmp_path / f"copy.{flag.lstrip('-')}"
+    ok(cli, "export", copy, flag, log, "--history")
+    before = scalar(main_db, "SELECT count(*) FROM event")
+    out = ok(cli, "import", main_db, "--labels", log)
+    assert "label events: 3" in out
+    shared = scalar(history_master, "SELECT count(*) FROM event")
+    assert f"label events already in the log: {shared}" in out
+    assert scalar(main_db, "SELECT count(*) FROM event") == before + 3
+    # dora's undo points at her own grade in this file, renumbered.
+    undo_target = scalar(
+        main_db,
+        "SELECT e.grade FROM event u JOIN event e ON e.id = u.target"
+        " JOIN annotator a ON a.id = u.annotator_id WHERE u.kind = 'undo' AND a.name = 'dora'",
+    )
+    assert undo_target == 2
+    merged = current_grades(main_db)
+    assert {row for row in merged if row[2] != "erin"} == current_grades(copy)
+    # Importing the same log again changes nothing.
+    out = ok(cli, "import", main_db, "--labels", log)
+    assert f"label events already in the log: {shared + 3}" in out
+    assert scalar(main_db, "SELECT count(*) FROM event") == before + 3

@@ -324,28 +324,59 @@ def _write_samples(
     summary.matched.update(index.counts)
 
 
+def _known_events(conn: sqlite3.Connection, annotators: list[int]) -> dict[tuple[object, ...], int]:
+    if not annotators:
+        return {}
+    marks = ",".join("?" * len(annotators))
+    rows = conn.execute(
+        "SELECT query_id, passage_id, annotator_id, kind, grade, note, graded_at, id"
+        f" FROM event WHERE annotator_id IN ({marks})",
+        annotators,
+    )
+    return {tuple(row[:7]): int(row[7]) for row in rows}
+
+
 def _write_labels(conn: sqlite3.Connection, lines: list[LabelLine], summary: ImportSummary) -> None:
     queries = ensure_queries(conn, (line.query for line in lines))
     passages = ensure_passages(conn, (line.passage for line in lines))
     annotators = {name: annotator_id(conn, name) for name in {line.annotator for line in lines}}
+    # Copies of one project merge through their exported logs, which share the events
+    # made before the copies parted: an event already in this log (same pair, person,
+    # kind, grade, note and time to the millisecond) is that event, not a second one.
+    known = _known_events(conn, sorted(annotators.values()))
     first = conn.execute("SELECT coalesce(max(id), 0) FROM event").fetchone()[0] + 1
-    # The events keep their order, so each gets first + its position as its new id;
-    # undo targets are renumbered the same way.
-    renumber = {line.event: first + i for i, line in enumerate(lines) if line.event is not None}
-    rows = []
+    # New events keep their order, so each gets first + its position among them as its
+    # new id; undo targets are renumbered the same way, to a known event's own id too.
+    renumber: dict[int, int] = {}
+    fresh: list[tuple[LabelLine, tuple[int, int, int]]] = []
     for line in lines:
+        ids = (queries[line.query], passages[line.passage], annotators[line.annotator])
+        key = (
+            *ids,
+            line.kind,
+            line.grade,
+            line.note,
+            line.graded_at,
+        )
+        if line.graded_at is not None and key in known:
+            if line.event is not None:
+                renumber[line.event] = known[key]
+            continue
+        if line.event is not None:
+            renumber[line.event] = first + len(fresh)
+        fresh.append((line, ids))
+    rows = []
+    for line, ids in fresh:
         event = GradeEvent.model_validate(
             line.model_dump(exclude={"event"})
             | {"target": None if line.target is None else renumber[line.target]}
         )
-        rows.append(
-            event_row(
-                event, queries[line.query], passages[line.passage], annotators[line.annotator]
-            )
-        )
+        rows.append(event_row(event, *ids))
     conn.executemany(
         "INSERT OR IGNORE INTO candidate (query_id, passage_id) VALUES (?, ?)",
         {(queries[line.query], passages[line.passage]) for line in lines},
     )
     append_many(conn, rows)
-    summary.counts["label events"] += len(lines)
+    summary.counts["label events"] += len(rows)
+    if len(rows) < len(lines):
+        summary.counts["label events already in the log"] += len(lines) - len(rows)
