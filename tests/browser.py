@@ -170,14 +170,16 @@ class Tab:
         result = await self.send("Page.captureScreenshot", format="png")
         return base64.b64decode(result["data"])
 
-    async def settle(self, since: bytes | None = None, timeout: float = 60) -> bytes:
+    async def settle(
+        self, since: bytes | None = None, quiet: float = 0.3, timeout: float = 60
+    ) -> bytes:
         """Wait until the page looks different from ``since`` (if given) and then the
-        same in two looks a moment apart: a screen drawn on a canvas has no DOM to
-        wait on. The last look."""
+        same in two looks ``quiet`` seconds apart: a screen drawn on a canvas has no
+        DOM to wait on. The last look."""
         deadline = time.monotonic() + timeout
         last = await self.pixels()
         while time.monotonic() < deadline:
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(quiet)
             now = await self.pixels()
             if now == last and (since is None or now != since):
                 return now

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from browser import Tab, chromium
+from browser import Tab, chromium, require_chromium
 
 from raglabel.storage.demo import build_demo
 
@@ -116,7 +118,9 @@ async def open_app(tab: Tab, invite: str) -> None:
     # Keys reach the terminal once it has the focus, as after a person's first click
     # (on the header line, which does nothing in the app).
     await tab.click(300, 5)
-    await tab.settle()
+    # The runs' scores arrive in the background and redraw the Queries screen; the
+    # quiet second lets that happen before Enter, whose redraw is then the one awaited.
+    await tab.settle(quiet=1.0)
 
 
 async def open_first_query(tab: Tab) -> None:
@@ -165,3 +169,108 @@ async def test_two_annotators_grading_at_once_both_land_under_their_own_names(
         )
         await tabs["bob"].screenshot("serve-bob-graded")
     assert sorted(grades(served.db)) == [("alice", 5), ("bob", 2)]
+
+
+def readme_nginx_location() -> str:
+    """The README's nginx example, its ``location / { ... }`` block."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("```nginx\n", 1)[1].split("```", 1)[0]
+    start = block.index("    location / {")
+    return block[start : block.index("\n    }", start) + len("\n    }")]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def require_nginx() -> str:
+    found = shutil.which("nginx") or (
+        "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None
+    )
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but nginx is missing: .ci/run installs it with apt-get")
+        pytest.skip("nginx is not installed (apt-get install nginx)")
+    return found
+
+
+async def test_the_readme_nginx_block_in_front_carries_a_tab(tmp_path: Path) -> None:
+    nginx = require_nginx()
+    require_chromium()
+    db = tmp_path / "team.db"
+    build_demo(db, "owner", answers=False)
+    backend, front = free_port(), free_port()
+    public = f"http://127.0.0.1:{front}"
+    location = readme_nginx_location().replace(
+        "http://127.0.0.1:8000", f"http://127.0.0.1:{backend}"
+    )
+    # The README's server block holds TLS settings this test has no certificate for;
+    # its location block is what carries the websocket, so it runs here verbatim.
+    (tmp_path / "nginx.conf").write_text(
+        ("user root;\n" if os.geteuid() == 0 else "")
+        + f"daemon off;\npid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\n"
+        "events {}\nhttp {\n    access_log off;\n"
+        + "".join(
+            f"    {kind}_temp_path {tmp_path}/{kind};\n"
+            for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+        )
+        + f"    server {{\n        listen 127.0.0.1:{front};\n{location}\n    }}\n}}\n"
+    )
+    proxy = subprocess.Popen(
+        [nginx, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "raglabel",
+            "serve",
+            str(db),
+            "--port",
+            str(backend),
+            "--public-url",
+            public,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        assert server.stdout.readline().startswith("serving ")
+        invite = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "raglabel",
+                "serve",
+                str(db),
+                "--add-annotator",
+                "carol",
+                "--public-url",
+                public,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        assert invite.startswith(public)
+        async with chromium() as browser:
+            tab = await browser.tab()
+            await open_app(tab, invite)
+            await open_first_query(tab)
+            await tab.press("3")
+            await until(lambda: ("carol", 3) in grades(db), "carol's grade landed through nginx")
+            await tab.screenshot("serve-through-nginx")
+    finally:
+        for process in (server, proxy):
+            process.terminate()
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()

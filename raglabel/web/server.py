@@ -107,6 +107,8 @@ class GradingServer:
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
         response = await handler(request)
+        if response.prepared:  # a websocket: its handshake went out long ago
+            return response
         for name, value in HEADERS.items():
             response.headers.setdefault(name, value)
         if response.content_type == "text/html":
