@@ -17,6 +17,8 @@ from raglabel.storage.policies import POLICIES
 
 if TYPE_CHECKING:
     from raglabel.analysis.answers import AnswerOptions
+    from raglabel.formats.report import Report
+    from raglabel.metrics.labels import LabelSet
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -42,6 +44,23 @@ def register(commands: Any) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    add_inputs_and_conventions(parser)
+    out = parser.add_argument_group("output")
+    out.add_argument(
+        "--format", choices=FORMATS, default="table", help="output format (default: table)"
+    )
+    out.add_argument(
+        "--output", "-o", metavar="F", help="write to F instead of stdout (default: stdout)"
+    )
+    out.add_argument(
+        "--timings", action="store_true", help="print load and compute seconds (default: off)"
+    )
+    add_reader_option(out)
+    parser.set_defaults(handler=run, settle=settle_db)
+
+
+def add_inputs_and_conventions(parser: argparse.ArgumentParser) -> None:
+    """What eval reads and computes; ``raglabel report`` takes the very same options."""
     parser.add_argument(
         "db",
         metavar="DB",
@@ -189,16 +208,9 @@ def register(commands: Any) -> None:
     conv.add_argument(
         "--ctx-threshold", type=float, metavar="X", help="ctx_rank pass mark, 0-100 (default: 80)"
     )
-    out = parser.add_argument_group("output")
-    out.add_argument(
-        "--format", choices=FORMATS, default="table", help="output format (default: table)"
-    )
-    out.add_argument(
-        "--output", "-o", metavar="F", help="write to F instead of stdout (default: stdout)"
-    )
-    out.add_argument(
-        "--timings", action="store_true", help="print load and compute seconds (default: off)"
-    )
+
+
+def add_reader_option(out: Any) -> None:
     out.add_argument(
         "--reader",
         choices=("auto", "python", "polars"),
@@ -206,7 +218,6 @@ def register(commands: Any) -> None:
         help="file reader: python for small inputs, polars (columnar) for large; "
         "auto picks by size (8 MB); both give identical results (default: auto)",
     )
-    parser.set_defaults(handler=run, settle=settle_db)
 
 
 def settle_db(args: argparse.Namespace) -> None:
@@ -246,10 +257,35 @@ def _answer_request(args: argparse.Namespace) -> AnswerOptions | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from raglabel.cli.eval_inputs import load_inputs
     from raglabel.cli.render import render
 
     started = time.perf_counter()
+    report, warnings, loaded_at, _ = compute(args)
+    computed_at = time.perf_counter()
+    for warning in warnings:
+        print(f"raglabel eval: warning: {warning}", file=sys.stderr)
+    text = render(report, args.format, per_query=args.per_query)
+    if args.output:
+        from raglabel.formats.output import atomic_text
+
+        with atomic_text(Path(args.output)) as handle:
+            handle.write(text)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    if args.timings:
+        print(
+            f"timings: load={loaded_at - started:.3f}s compute={computed_at - loaded_at:.3f}s",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def compute(args: argparse.Namespace) -> tuple[Report, list[str], float, LabelSet]:
+    """The eval document the options ask for, its warnings, when loading ended, and the
+    label set it was computed on (its grade counts per query)."""
+    from raglabel.cli.eval_inputs import load_inputs
+
     answer_request = _answer_request(args)
     loaded = load_inputs(args)
     answer_inputs = None
@@ -300,21 +336,4 @@ def run(args: argparse.Namespace) -> int:
             "humans": "lower median over annotators",
             "corrected_min_human": MIN_HUMAN,
         }
-    computed_at = time.perf_counter()
-    for warning in loaded.warnings:
-        print(f"raglabel eval: warning: {warning}", file=sys.stderr)
-    text = render(report, args.format, per_query=args.per_query)
-    if args.output:
-        from raglabel.formats.output import atomic_text
-
-        with atomic_text(Path(args.output)) as handle:
-            handle.write(text)
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    if args.timings:
-        print(
-            f"timings: load={loaded_at - started:.3f}s compute={computed_at - loaded_at:.3f}s",
-            file=sys.stderr,
-        )
-    return 0
+    return report, loaded.warnings, loaded_at, loaded.stats.labels
