@@ -325,6 +325,7 @@ REQUIRED = {
     "judge": ["--base-url", URL, "--model", "m"],
     "export": ["--qrels", "OUT"],
     "backup": ["COPY"],
+    "report": ["-o", "OUT"],
 }
 
 
@@ -350,6 +351,8 @@ def test_no_option_swallows_the_project_file(work: Path, command: str, option: s
         for w in REQUIRED.get(command, [])
     ]
     if command == "export" and option in ("--qrels", "--jsonl", "--csv", "--answer-grades"):
+        extra = []
+    if command == "report" and option == "--output":
         extra = []
     args = parse_args(parser, [command, option, _value_for(action, work), db, *extra])
     assert args.db == db

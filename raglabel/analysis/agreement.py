@@ -315,3 +315,19 @@ def _matrix(groups: Sequence[Mapping[int, int]], *, by_rater: bool = False) -> N
         for rater, grade in grades.items():
             data[slot[rater], u] = grade
     return data
+
+
+def judge_alpha(
+    conn: sqlite3.Connection, *, resamples: int = 1000, seed: int = 42, level: float = 0.95
+) -> AlphaInterval | None:
+    """Alpha between the judge and people's resolved grades on the pairs both graded
+    (grades that accepted a suggestion left out, as ``agreement`` does), with its
+    bootstrap interval over those pairs; None when they share no pair."""
+    ratings = load_ratings(conn)
+    _, judge = _judge(ratings)
+    human = {p: g for p, g in ratings.resolved.items() if p not in ratings.accepted_pairs}
+    shared = sorted(set(judge) & set(human))
+    if not shared:
+        return None
+    data = np.array([[judge[p] for p in shared], [human[p] for p in shared]], dtype=np.float64)
+    return alpha_interval(data, resamples=resamples, seed=seed, level=level)

@@ -16,6 +16,7 @@ from raglabel.cli import (
     init_cmd,
     judge_cmd,
     label_cmd,
+    report_cmd,
     serve_cmd,
 )
 from raglabel.errors import InputError, StorageError, UsageError
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     label_cmd.register(commands)
     judge_cmd.register(commands)
     agree_cmd.register(commands)
+    report_cmd.register(commands)
     backup_cmd.register(commands)
     serve_cmd.register(commands)
     return parser

@@ -1,0 +1,172 @@
+"""``raglabel report``: eval's numbers as one self-contained HTML file, or Markdown with
+SVG charts for a pull request."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from raglabel.cli.eval_cmd import add_inputs_and_conventions, add_reader_option, settle_db
+from raglabel.errors import UsageError
+
+if TYPE_CHECKING:
+    from raglabel.report.model import ReportInput
+
+FORMATS = ("html", "markdown")
+
+
+def register(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "report",
+        help="a self-contained HTML (or Markdown) report with charts",
+        description=(
+            "Evaluate as `raglabel eval` does, with intervals, paired tests against a "
+            "baseline and per-query values, and write a report to share: one HTML file "
+            "with inline SVG charts (no script, nothing fetched), or a folder holding "
+            "report.md and one SVG file per chart. A summary paragraph on top says which "
+            "run is best on the headline metric and whether that is significant."
+        ),
+        epilog=(
+            "examples:\n"
+            "  raglabel report project.db -o report.html\n"
+            "  raglabel report project.db --answers -o report.html --baseline bm25\n"
+            "  raglabel report --qrels qrels.txt --run bm25=bm25.run --run dense=dense.run "
+            "-o report.html\n"
+            "  raglabel report project.db --format markdown -o report/"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_inputs_and_conventions(parser)
+    out = parser.add_argument_group("the report")
+    out.add_argument(
+        "--output",
+        "-o",
+        metavar="PATH",
+        required=True,
+        help="the HTML file to write, or with --format markdown the folder (created if missing)",
+    )
+    out.add_argument(
+        "--format", choices=FORMATS, default="html", help="html or markdown (default: html)"
+    )
+    out.add_argument(
+        "--headline",
+        metavar="METRIC",
+        help="the metric the summary speaks of (default: the first metric)",
+    )
+    out.add_argument("--title", help="the report's title (default: names the inputs)")
+    add_reader_option(out)
+    parser.set_defaults(handler=run_report, settle=settle_db)
+
+
+def _check_output(args: argparse.Namespace) -> Path:
+    target = Path(args.output)
+    if args.format == "html":
+        if target.is_dir():
+            raise UsageError(f"-o {target}: is a folder; give the HTML file's path")
+        if not target.parent.is_dir():
+            raise UsageError(f"-o {target}: folder {str(target.parent)!r} does not exist")
+    else:
+        if target.exists() and not target.is_dir():
+            raise UsageError(f"-o {target}: exists and is not a folder (--format markdown)")
+        if not target.parent.is_dir():
+            raise UsageError(f"-o {target}: folder {str(target.parent)!r} does not exist")
+    return target
+
+
+def _source(args: argparse.Namespace) -> str:
+    if getattr(args, "db", None):
+        return f"project {Path(args.db).name}"
+    if args.samples:
+        return f"samples {args.samples}"
+    runs = ", ".join(spec.split("=", 1)[0] if "=" in spec else Path(spec).stem for spec in args.run)
+    return f"qrels {Path(args.qrels).name if args.qrels else '(none)'}; runs {runs}"
+
+
+def _say(warning: str) -> None:
+    print(f"raglabel report: warning: {warning}", file=sys.stderr)
+
+
+def build_input(args: argparse.Namespace, warn: Callable[[str], None] = _say) -> ReportInput:
+    """Eval's document with everything a report shows, and agree's figures on a project."""
+    from raglabel.cli.eval_cmd import compute
+    from raglabel.report.model import ReportInput
+
+    args.ci = args.compare = args.per_query = True
+    report, warnings, _, labels = compute(args)
+    for warning in warnings:
+        warn(warning)
+    runs = list(report.runs)
+    if not runs:
+        raise UsageError("no run to report on")
+    baseline = args.baseline or runs[0]
+    metrics = list(report.runs[runs[0]].mean)
+    headline = args.headline or metrics[0]
+    if headline not in metrics:
+        raise UsageError(
+            f"--headline {headline!r} is not among the metrics computed: {', '.join(metrics)}"
+        )
+    counts = {}
+    for q, qid in enumerate(labels.query_ids):
+        row = [int(n) for n in labels.counts[q]]
+        counts[qid] = (row[1], row[2], row[3], row[4], row[5])
+    agreement = alpha = None
+    if getattr(args, "db", None):
+        from raglabel.analysis.agreement import agreement as agree
+        from raglabel.analysis.agreement import judge_alpha
+        from raglabel.storage.project import Project
+
+        with Project.open(args.db) as project:
+            agreement = agree(project.conn, [])
+            alpha = judge_alpha(
+                project.conn, resamples=args.resamples, seed=args.seed, level=args.confidence
+            )
+    source = _source(args)
+    return ReportInput(
+        data=report,
+        grade_counts=counts,
+        title=args.title or "raglabel report",
+        baseline=baseline,
+        headline=headline,
+        source=source,
+        agreement=agreement,
+        judge_alpha=alpha,
+    )
+
+
+def run_report(args: argparse.Namespace) -> int:
+    target = _check_output(args)
+    report = build_input(args)
+    if args.format == "html":
+        from raglabel.formats.output import atomic_text
+        from raglabel.report.html import render_html
+
+        text = render_html(report)
+        with atomic_text(target) as handle:
+            handle.write(text)
+        print(f"wrote {target}", file=sys.stderr)
+        return 0
+    from raglabel.report.markdown import render_markdown
+
+    text, charts = render_markdown(report)
+    _write_folder(target, {"report.md": text, **charts})
+    print(f"wrote {target / 'report.md'} and {len(charts)} charts", file=sys.stderr)
+    return 0
+
+
+def _write_folder(target: Path, files: dict[str, str]) -> None:
+    """All files or none: written into a fresh folder beside the target, then moved in."""
+    staging = Path(tempfile.mkdtemp(prefix=".raglabel-report-", dir=target.parent))
+    try:
+        for name, text in files.items():
+            (staging / name).write_text(text, encoding="utf-8")
+        target.mkdir(exist_ok=True)
+        for name in files:
+            os.replace(staging / name, target / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,371 @@
+"""The report as sections of prose, charts and tables, before any markup.
+
+HTML and Markdown render the same sections, so the two formats cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from dataclasses import dataclass, field
+
+from raglabel.report.charts import Interval, distribution, forest, heatmap, prevalence
+from raglabel.report.model import LEVEL, ReportInput
+from raglabel.report.summary import summary, value
+from raglabel.report.svg import Svg
+
+
+@dataclass
+class Chart:
+    name: str  # a file name stem, for Markdown's separate files
+    caption: str  # shown above the chart
+    svg: Svg
+
+
+@dataclass
+class Table:
+    head: list[str]
+    rows: list[list[str]]
+
+
+@dataclass
+class Section:
+    title: str
+    paragraphs: list[str] = field(default_factory=list)
+    charts: list[Chart] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "chart"
+
+
+def _ci(ci: tuple[float, float] | None) -> str:
+    return "" if ci is None else f"[{value(ci[0])}, {value(ci[1])}]"
+
+
+def sections(report: ReportInput) -> list[Section]:
+    out = [Section("Summary", [" ".join(summary(report))])]
+    out.append(_means(report))
+    if len(report.runs) > 1:
+        out.append(_differences(report))
+    out.append(_distribution(report))
+    out.append(_prevalence(report))
+    out.append(_agreement(report))
+    if report.data.answers:
+        out.append(_answers(report))
+    out.append(_conventions(report))
+    return out
+
+
+def _means(report: ReportInput) -> Section:
+    level = f"{report.confidence:.0%}"
+    section = Section(
+        "Means per run",
+        [
+            f"Each metric's mean over the labelled queries, with its {level} bootstrap"
+            " interval. One chart a metric; a run keeps its colour and marker in every chart."
+        ],
+    )
+    index = {name: i for i, name in enumerate(report.runs)}
+    rows = []
+    for metric in report.metrics:
+        points = []
+        cells = [metric]
+        for name, run in report.data.runs.items():
+            mean = run.mean.get(metric)
+            ci = (run.ci or {}).get(metric)
+            cells.append("NA" if mean is None else f"{value(mean)} {_ci(ci)}".strip())
+            if mean is not None:
+                low, high = (None, None) if ci is None else ci
+                points.append(Interval(name, index[name], mean, low, high, strong=True))
+        rows.append(cells)
+        section.charts.append(
+            Chart(
+                f"mean-{slug(metric)}",
+                metric,
+                forest(f"{metric}: mean and {level} interval per run", points),
+            )
+        )
+    section.tables.append(Table(["metric", *report.runs], rows))
+    return section
+
+
+def _differences(report: ReportInput) -> Section:
+    others = [name for name in report.runs if name != report.baseline]
+    adjust = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}.get(
+        report.adjust, report.adjust
+    )
+    section = Section(
+        f"Against the baseline {report.baseline}",
+        [
+            f"Each run minus {report.baseline}, per metric: the mean of the paired per-query"
+            f" differences with its interval, and the randomization test's p-value after"
+            f" {adjust} adjustment. Filled markers and * are significant at the"
+            f" {LEVEL} level; hollow ones are not."
+        ],
+    )
+    index = {name: i for i, name in enumerate(report.runs)}
+    rows = []
+    for metric in report.metrics:
+        points = []
+        for name in others:
+            c = report.comparison(name, metric)
+            if c is None or c.mean_difference is None:
+                rows.append([metric, name, "NA", "", "", ""])
+                continue
+            p = c.p_adjusted if c.p_adjusted is not None else c.p_value
+            significant = p is not None and p < LEVEL
+            low, high = (None, None) if c.ci is None else c.ci
+            points.append(Interval(name, index[name], c.mean_difference, low, high, significant))
+            rows.append(
+                [
+                    metric,
+                    name,
+                    f"{c.mean_difference:+.4f} {_ci(c.ci)}".strip(),
+                    "NA" if p is None else f"{p:.4f}{' *' if significant else ''}",
+                    f"{c.wins}/{c.ties}/{c.losses}",
+                    str(c.queries),
+                ]
+            )
+        section.charts.append(
+            Chart(
+                f"difference-{slug(metric)}",
+                f"{metric} minus {report.baseline}",
+                forest(f"{metric}: difference from {report.baseline}", points, zero=True),
+            )
+        )
+    section.tables.append(
+        Table(
+            [
+                "metric",
+                "run",
+                "difference [interval]",
+                "p adjusted",
+                "better/tied/worse",
+                "queries",
+            ],
+            rows,
+        )
+    )
+    return section
+
+
+def _distribution(report: ReportInput) -> Section:
+    metric = report.headline
+    runs = []
+    rows = []
+    for i, (name, run) in enumerate(report.data.runs.items()):
+        values = [v[metric] for v in (run.per_query or {}).values() if v.get(metric) is not None]
+        runs.append((name, i, [float(x) for x in values if x is not None]))
+        ordered = sorted(x for x in values if x is not None)
+        if ordered:
+            rows.append(
+                [
+                    name,
+                    str(len(ordered)),
+                    value(ordered[0]),
+                    value(statistics.median(ordered)),
+                    value(ordered[-1]),
+                ]
+            )
+        else:
+            rows.append([name, "0", "NA", "NA", "NA"])
+    section = Section(
+        f"Per-query {metric}",
+        [
+            "Every query's value per run: the box spans the middle half, the thick line is"
+            " the median, the dots are the queries. A mean hides whether a run is better"
+            " everywhere or much better on a few queries; this shows which."
+        ],
+    )
+    section.charts.append(
+        Chart(
+            f"per-query-{slug(metric)}",
+            f"{metric} per query",
+            distribution(f"{metric} per query", runs),
+        )
+    )
+    section.tables.append(Table(["run", "queries", "min", "median", "max"], rows))
+    return section
+
+
+def _prevalence(report: ReportInput) -> Section:
+    counts = report.grade_counts
+    totals = [sum(c[g] for c in counts.values()) for g in range(5)]
+    graded = sum(totals)
+    section = Section(
+        "Grade prevalence",
+        [
+            "How often each grade occurs in the labels, overall and per query. Rarity weights"
+            " come from these shares: a grade that is rare in a query weighs more there."
+        ],
+    )
+    section.charts.append(
+        Chart(
+            "grade-prevalence", "Grade shares", prevalence("Grade shares per query", dict(counts))
+        )
+    )
+    section.tables.append(
+        Table(
+            ["grade", "passages", "share"],
+            [
+                [str(g + 1), str(totals[g]), "NA" if not graded else f"{totals[g] / graded:.1%}"]
+                for g in range(5)
+            ]
+            + [["all", str(graded), f"{len([c for c in counts.values() if sum(c)])} queries"]],
+        )
+    )
+    return section
+
+
+def _agreement(report: ReportInput) -> Section:
+    section = Section("Judge and people")
+    agreement = report.agreement
+    if agreement is None:
+        section.paragraphs.append(
+            "Not shown: the labels come from files, which hold no judge suggestions. A report"
+            " on a project shows how the LLM judge agrees with people there."
+        )
+        return section
+    if not agreement.models:
+        section.paragraphs.append("Not shown: no judge has graded passages in this project.")
+        return section
+    if not agreement.shared_pairs or agreement.confusion is None:
+        section.paragraphs.append(
+            f"Not shown: the judge ({agreement.judge}) graded {agreement.judged_pairs} pairs"
+            f" and people {agreement.human_pairs}, but none of them are the same pairs (grades"
+            " that accepted a suggestion do not count), so there is nothing to compare yet."
+        )
+        return section
+    alpha = report.judge_alpha
+    alpha_text = (
+        "Krippendorff's alpha is not defined on these pairs"
+        if alpha is None or alpha.alpha is None
+        else f"Krippendorff's alpha (ordinal) between the judge and people is {alpha.alpha:.3f}"
+        + ("" if alpha.ci is None else f" (95% interval {alpha.ci[0]:.3f} to {alpha.ci[1]:.3f})")
+    )
+    section.paragraphs.append(
+        f"The judge ({agreement.judge}) and people graded {agreement.shared_pairs} of the same"
+        f" pairs. {alpha_text}. Rows are people's resolved grade, columns the judge's."
+    )
+    section.charts.append(
+        Chart(
+            "judge-vs-people",
+            "Judge against people",
+            heatmap("Judge grade against people's grade", agreement.confusion, "people", "judge"),
+        )
+    )
+    rows = [
+        [
+            p.a,
+            p.b,
+            str(p.n),
+            _fixed(p.alpha),
+            _fixed(p.kappa),
+            _fixed(p.exact),
+            _fixed(p.within_one),
+        ]
+        for p in agreement.pairs
+    ]
+    section.tables.append(
+        Table(["rater", "against", "pairs", "alpha", "kappa", "exact", "within one"], rows)
+    )
+    return section
+
+
+def _fixed(x: float | None) -> str:
+    return "NA" if x is None else f"{x:.3f}"
+
+
+def _answers(report: ReportInput) -> Section:
+    answers = report.data.answers or {}
+    section = Section(
+        "Answer criteria",
+        [
+            "Per answer system and criterion, the mean grade (1-5; ctx_rank_prec 0-100) of"
+            " people and of the judge, each with its bootstrap interval, and the pass rate."
+        ],
+    )
+    systems = list(answers)
+    criteria: list[str] = []
+    for by_criterion in answers.values():
+        for criterion in by_criterion:
+            if criterion not in criteria:
+                criteria.append(criterion)
+    # A system that is also a run (its retrieval) keeps that run's colour.
+    colours = {name: i for i, name in enumerate(report.runs)}
+    rows = []
+    for criterion in criteria:
+        points = []
+        for n, system in enumerate(systems):
+            i = colours.get(system, len(colours) + n)
+            item = answers[system].get(criterion)
+            if item is None:
+                continue
+            for who, grades in (("people", item.human), ("judge", item.judge)):
+                rows.append(
+                    [
+                        criterion,
+                        system,
+                        who,
+                        value(grades.mean),
+                        _ci(grades.ci),
+                        "NA" if grades.pass_rate is None else f"{grades.pass_rate:.0%}",
+                        f"{grades.valid}/{grades.samples}",
+                    ]
+                )
+                if grades.mean is not None:
+                    low, high = (None, None) if grades.ci is None else grades.ci
+                    points.append(
+                        Interval(
+                            f"{system}, {who}", i, grades.mean, low, high, strong=who == "people"
+                        )
+                    )
+        section.charts.append(
+            Chart(
+                f"answers-{slug(criterion)}",
+                criterion,
+                forest(f"{criterion}: people (filled) and judge (hollow)", points),
+            )
+        )
+    section.tables.append(
+        Table(
+            ["criterion", "system", "graded by", "mean", "interval", "pass rate", "valid/samples"],
+            rows,
+        )
+    )
+    return section
+
+
+def _conventions(report: ReportInput) -> Section:
+    labels = report.data.labels
+    section = Section(
+        "Labels and conventions",
+        [
+            f"Labels: {labels.queries} queries, {labels.graded} graded pairs, fingerprint"
+            f" {labels.fingerprint} ({labels.source}). Inputs: {report.source}."
+        ],
+    )
+    rows = []
+    for key, setting in report.data.config.items():
+        # Where the labels are is the source line above; a path here would make the
+        # same labels give different reports from different folders.
+        if key in ("definitions", "answers", "labels"):
+            continue
+        rows.append(
+            [key, setting if isinstance(setting, str) else json.dumps(setting, sort_keys=True)]
+        )
+    section.tables.append(Table(["convention", "value"], rows))
+    definitions = report.data.config.get("definitions")
+    if isinstance(definitions, list):
+        section.tables.append(
+            Table(
+                ["metric", "what it measures"],
+                [list(d.split(": ", 1)) for d in definitions if isinstance(d, str) and ": " in d],
+            )
+        )
+    if report.data.warnings:
+        section.tables.append(Table(["warning"], [[w] for w in report.data.warnings]))
+    return section

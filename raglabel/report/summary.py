@@ -1,0 +1,123 @@
+"""The report's first paragraph: which run is best on the headline metric, in words."""
+
+from __future__ import annotations
+
+from raglabel.report.model import LEVEL, ReportInput
+
+ADJUSTMENTS = {"holm": "Holm's adjustment", "bh": "the Benjamini-Hochberg adjustment"}
+
+
+def value(x: float | None) -> str:
+    if x is None:
+        return "NA"
+    return f"{x:.1f}" if abs(x) >= 10 else f"{x:.3f}"
+
+
+def span(ci: tuple[float, float] | None) -> str:
+    return "" if ci is None else f" (95% interval {value(ci[0])} to {value(ci[1])})"
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _p(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def summary(report: ReportInput) -> list[str]:
+    """Sentences, in order; joined they make the paragraph."""
+    metric = report.headline
+    runs = report.data.runs
+    means = {name: run.mean.get(metric) for name, run in runs.items()}
+    scored = {name: m for name, m in means.items() if m is not None}
+    if not scored:
+        return [f"No run has a value for {metric}: the labels leave it undefined everywhere."]
+    best_mean = max(scored.values())
+    best = [name for name, m in scored.items() if m == best_mean]
+    first = best[0]
+    queries = runs[first].valid.get(metric, 0)
+    ci = (runs[first].ci or {}).get(metric)
+    sentences = []
+    if len(scored) == 1:
+        sentences.append(
+            f"On {metric}, {first} scores {value(best_mean)}{span(ci)} over {queries} queries."
+        )
+    elif len(best) == len(scored):
+        sentences.append(
+            f"On {metric}, every run scores the same, {value(best_mean)}, over {queries} queries."
+        )
+    elif len(best) > 1:
+        sentences.append(
+            f"On {metric}, {_and(best)} tie for the best score, {value(best_mean)},"
+            f" over {queries} queries."
+        )
+    else:
+        sentences.append(
+            f"On {metric}, {first} is best: {value(best_mean)}{span(ci)} over {queries} queries."
+        )
+    if len(scored) > 1 and len(best) < len(scored):
+        sentences.append(_against(report, first, scored))
+    sentences.extend(_cautions(report, metric))
+    return [s for s in sentences if s]
+
+
+def _against(report: ReportInput, best: str, scored: dict[str, float]) -> str:
+    """The best run against the baseline, or, when it is the baseline, the runner-up."""
+    metric = report.headline
+    adjusted = ADJUSTMENTS.get(report.adjust)
+    after = f" after {adjusted}" if adjusted else ""
+    if best != report.baseline:
+        other, comparison, sign = report.baseline, report.comparison(best, metric), 1.0
+        lead = f"Against the baseline {other}, {best}"
+    else:
+        others = sorted(((m, name) for name, m in scored.items() if name != best), reverse=True)
+        other = others[0][1]
+        comparison, sign = report.comparison(other, metric), -1.0
+        lead = f"{best} is the baseline; against the runner-up {other}, it"
+    if comparison is None or comparison.mean_difference is None:
+        return f"{lead}, no paired test could be made (no query has both values)."
+    difference = sign * comparison.mean_difference
+    ci = comparison.ci
+    if ci is not None and sign < 0:
+        ci = (-ci[1], -ci[0])
+    p = comparison.p_adjusted if comparison.p_adjusted is not None else comparison.p_value
+    text = (
+        f"{lead} differs by {difference:+.3f}{span(ci)} on"
+        f" {comparison.queries} paired queries"
+        f" ({comparison.wins} better, {comparison.ties} tied, {comparison.losses} worse)"
+    )
+    if p is None:
+        return text + "."
+    if p < LEVEL:
+        return f"{text}: significant at the 0.05 level{after} ({_p(p)})."
+    return (
+        f"{text}: not significant at the 0.05 level{after} ({_p(p)}); on these queries the"
+        " two cannot be told apart."
+    )
+
+
+def _cautions(report: ReportInput, metric: str) -> list[str]:
+    out = []
+    runs = report.data.runs
+    total = report.data.labels.queries
+    short = {name: total - run.valid.get(metric, 0) for name, run in runs.items()}
+    worst = max(short.values(), default=0)
+    if worst > 0:
+        out.append(
+            f"Up to {worst} of the {total} labelled queries have no {metric} value (NA) and"
+            " are left out of its means."
+        )
+    judged = [
+        (mean, name)
+        for name, run in runs.items()
+        for key, mean in run.mean.items()
+        if key.startswith("judged@") and mean is not None and mean < 1.0
+    ]
+    if judged:
+        mean, name = min(judged)
+        out.append(
+            f"Labels are thin: only {mean:.0%} of {name}'s top passages are graded, so"
+            " grading its unjudged passages may change these numbers."
+        )
+    return out

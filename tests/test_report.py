@@ -1,0 +1,315 @@
+"""``raglabel report`` and ``Report.to_html``: what the file holds, that it fetches
+nothing, that its numbers are eval's, its words, its refusals, and its text pinned."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+import raglabel
+from raglabel.report.summary import value
+
+if TYPE_CHECKING:
+    from cli_helpers import Cli
+    from syrupy.assertion import SnapshotAssertion
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "fixtures" / "demo"
+RUNS = {"bm25": DEMO / "runs" / "bm25.run", "dense": DEMO / "runs" / "dense.run"}
+
+
+class Visible(HTMLParser):
+    """The text a reader sees, and every URL-bearing attribute and style."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.text: list[str] = []
+        self.references: list[str] = []
+        self.styles: list[str] = []
+        self._hidden = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("style", "title", "script"):
+            self._hidden += 1
+        for name, content in attrs:
+            if name in ("src", "href", "xlink:href", "action", "srcset", "poster"):
+                self.references.append(content or "")
+            if name == "style":
+                self.styles.append(content or "")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("style", "title", "script"):
+            self._hidden -= 1
+
+    def handle_data(self, data: str) -> None:
+        if tag_text := data.strip():
+            if self._hidden:
+                self.styles.append(data)
+            else:
+                self.text.append(tag_text)
+
+
+def parse(html: str) -> Visible:
+    page = Visible()
+    page.feed(html)
+    return page
+
+
+def assert_fetches_nothing(html: str) -> None:
+    page = parse(html)
+    assert "<script" not in html.lower()
+    for reference in page.references:
+        assert not re.match(r"\s*(https?:)?//", reference, re.I), reference
+    for css in [*page.styles, *re.findall(r"<style>(.*?)</style>", html, re.S)]:
+        for target in re.findall(r"url\(\s*['\"]?([^'\")]*)", css, re.I):
+            assert not re.match(r"\s*(https?:)?//", target, re.I), target
+        assert "@import" not in css
+
+
+def files_argv(*extra: str | Path) -> list[str | Path]:
+    argv: list[str | Path] = ["report", "--qrels", DEMO / "qrels.txt"]
+    for name, path in RUNS.items():
+        argv += ["--run", f"{name}={path}"]
+    return [*argv, *extra]
+
+
+def test_the_demo_report_holds_eval_numbers_and_fetches_nothing(
+    demo_db: Path, tmp_path: Path, cli: Cli
+) -> None:
+    out = tmp_path / "report.html"
+    code, _, err = cli("report", demo_db, "--answers", "-o", out)
+    assert code == 0, err
+    html = out.read_text(encoding="utf-8")
+    assert_fetches_nothing(html)
+    code, text, err = cli("eval", demo_db, "--ci", "--format", "json")
+    assert code == 0, err
+    data = json.loads(text)
+    page = " | ".join(parse(html).text)
+    for run in data["runs"].values():
+        for metric, mean in run["mean"].items():
+            low, high = run["ci"][metric]
+            assert f"{value(mean)} [{value(low)}, {value(high)}]" in page, metric
+    for title in (
+        "Summary",
+        "Means per run",
+        "Against the baseline bm25",
+        "Per-query ra_nwg@5",
+        "Grade prevalence",
+        "Judge and people",
+        "Answer criteria",
+        "Labels and conventions",
+    ):
+        assert title in page
+    assert data["labels"]["fingerprint"] in page
+    # Every chart is inline SVG with an accessible name.
+    assert html.count("<svg ") == html.count('role="img"') >= 40
+
+
+def test_the_demo_reports_text_is_pinned(
+    demo_db: Path, tmp_path: Path, cli: Cli, snapshot: SnapshotAssertion
+) -> None:
+    out = tmp_path / "report.html"
+    code, _, err = cli("report", demo_db, "--answers", "-o", out)
+    assert code == 0, err
+    text = "\n".join(parse(out.read_text(encoding="utf-8")).text)
+    assert text == snapshot
+
+
+def test_markdown_writes_report_md_and_every_chart_it_links(tmp_path: Path, cli: Cli) -> None:
+    folder = tmp_path / "pr"
+    code, _, err = cli(*files_argv("--format", "markdown", "-o", folder))
+    assert code == 0, err
+    text = (folder / "report.md").read_text(encoding="utf-8")
+    linked = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert sorted(linked) == sorted(p.name for p in folder.glob("*.svg"))
+    assert len(linked) == 36  # 17 metrics: means and differences, the distribution, grades
+    for name in linked:
+        root = ET.parse(folder / name).getroot()
+        assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    assert "## Summary" in text and "| metric | bm25 | dense |" in text
+    assert not list(tmp_path.glob(".raglabel-report-*")), "the staging folder is gone"
+
+
+def test_names_are_escaped_everywhere(tmp_path: Path, cli: Cli) -> None:
+    out = tmp_path / "report.html"
+    odd = 'a<b&"c"'
+    code, _, err = cli(
+        "report",
+        "--qrels",
+        DEMO / "qrels.txt",
+        "--run",
+        f"{odd}={RUNS['bm25']}",
+        "--run",
+        f"dense={RUNS['dense']}",
+        "--title",
+        "<i>mine</i>",
+        "-o",
+        out,
+    )
+    assert code == 0, err
+    html = out.read_text(encoding="utf-8")
+    assert odd not in html and "<i>mine</i>" not in html
+    assert "a&lt;b&amp;&quot;c&quot;" in html
+    assert odd in " ".join(parse(html).text)
+    ET.fromstring(re.findall(r"<svg .*?</svg>", html, re.S)[0])  # well-formed XML
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--headline", "nope@5"], "--headline 'nope@5' is not among the metrics"),
+        (["--baseline", "nope"], "--baseline 'nope' is not one of the runs"),
+        (["--answers"], "--answers needs a project DB"),
+        (["-o", "missing/report.html"], "does not exist"),
+    ],
+)
+def test_refusals_exit_2_and_write_nothing(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch, extra: list[str], message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    argv = files_argv(*extra)
+    if "-o" not in extra:
+        argv += ["-o", "report.html"]
+    code, _, err = cli(*argv)
+    assert code == 2, err
+    assert message in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_markdown_into_a_file_is_refused(tmp_path: Path, cli: Cli) -> None:
+    taken = tmp_path / "taken"
+    taken.write_text("mine")
+    code, _, err = cli(*files_argv("--format", "markdown", "-o", taken))
+    assert code == 2 and "not a folder" in err
+    assert taken.read_text() == "mine"
+
+
+def test_to_html_equals_the_command_on_files_and_on_dicts(tmp_path: Path, cli: Cli) -> None:
+    out = tmp_path / "report.html"
+    code, _, err = cli(*files_argv("-k", "5,10", "-o", out))
+    assert code == 0, err
+    from_files = raglabel.evaluate(
+        str(DEMO / "qrels.txt"), {n: str(p) for n, p in RUNS.items()}, k=[5, 10]
+    )
+    assert from_files.to_html() == out.read_text(encoding="utf-8")
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (DEMO / "qrels.txt").read_text().splitlines():
+        q, _, d, label = line.split()[:4]
+        qrels.setdefault(q, {})[d] = int(label)
+    from_dicts = raglabel.evaluate(qrels, {n: str(p) for n, p in RUNS.items()}, k=[5, 10])
+    html = from_dicts.to_html()
+    # The same labels and runs: the same report, but for where the qrels came from.
+    assert html.replace("qrels qrels.txt", "SOURCE") == out.read_text(encoding="utf-8").replace(
+        "qrels qrels.txt", "SOURCE"
+    )
+    with pytest.raises(ValueError, match="--baseline 'x' is not one of the runs"):
+        from_dicts.to_html(baseline="x")
+    assert "On ndcg@10," in from_dicts.to_html(headline="ndcg@10")
+
+
+def run_file(path: Path, order: dict[str, list[str]]) -> Path:
+    path.write_text(
+        "".join(
+            f"{q} Q0 {d} {i + 1} {100 - i} x\n"
+            for q, docs in order.items()
+            for i, d in enumerate(docs)
+        )
+    )
+    return path
+
+
+def words(tmp_path: Path, cli: Cli, runs: dict[str, dict[str, list[str]]], *extra: str) -> str:
+    qrels = tmp_path / "qrels.txt"
+    queries = [f"q{i:02d}" for i in range(30)]
+    qrels.write_text("".join(f"{q} 0 good 3\n{q} 0 bad 0\n{q} 0 meh 1\n" for q in queries))
+    argv: list[str | Path] = ["report", "--qrels", qrels, "--metrics", "ndcg@5,judged@5"]
+    for name, order in runs.items():
+        argv += ["--run", f"{name}={run_file(tmp_path / f'{name}.run', order)}"]
+    out = tmp_path / "r.html"
+    code, _, err = cli(*argv, *extra, "-o", out)
+    assert code == 0, err
+    page = parse(out.read_text(encoding="utf-8")).text
+    return page[page.index("Summary") + 1]
+
+
+def test_the_summary_says_significant_when_it_is(tmp_path: Path, cli: Cli) -> None:
+    queries = [f"q{i:02d}" for i in range(30)]
+    text = words(
+        tmp_path,
+        cli,
+        {
+            "old": {q: ["bad", "meh", "good"] for q in queries},
+            "new": {q: ["good", "meh", "bad"] for q in queries},
+        },
+    )
+    assert text.startswith("On ndcg@5, new is best: 1.000")
+    assert "Against the baseline old, new differs by +" in text
+    assert "(30 better, 0 tied, 0 worse): significant at the 0.05 level after Holm's" in text
+    assert "thin" not in text
+
+
+def test_the_summary_says_when_runs_cannot_be_told_apart(tmp_path: Path, cli: Cli) -> None:
+    queries = [f"q{i:02d}" for i in range(30)]
+    same = {q: ["good", "meh", "bad"] for q in queries}
+    text = words(tmp_path, cli, {"a": same, "b": same})
+    assert text.startswith("On ndcg@5, every run scores the same, 1.000, over 30 queries.")
+    # a is ahead on 16 queries, b on 14: a small difference of means, not significant.
+    first, second = ["good", "meh"], ["meh", "good"]
+    a = {q: first if i < 16 else second for i, q in enumerate(queries)}
+    b = {q: second if i < 16 else first for i, q in enumerate(queries)}
+    text = words(tmp_path, cli, {"a": a, "b": b}, "--baseline", "b")
+    assert "a is best" in text and "Against the baseline b, a differs by +" in text
+    assert "(16 better, 0 tied, 14 worse)" in text
+    assert "not significant at the 0.05 level" in text and "cannot be told apart" in text
+    unjudged = {q: ["unjudged", "good"] for q in queries}
+    text = words(tmp_path, cli, {"a": same, "b": unjudged})
+    assert "Labels are thin: only 50% of b's top passages are graded" in text
+
+
+def test_a_best_baseline_is_set_against_the_runner_up(tmp_path: Path, cli: Cli) -> None:
+    queries = [f"q{i:02d}" for i in range(30)]
+    text = words(
+        tmp_path,
+        cli,
+        {
+            "best": {q: ["good", "meh", "bad"] for q in queries},
+            "worst": {q: ["bad", "meh", "good"] for q in queries},
+            "middle": {q: ["meh", "good", "bad"] for q in queries},
+        },
+    )
+    assert "best is the baseline; against the runner-up middle, it differs by +" in text
+
+
+def test_agreement_shows_a_heatmap_and_alpha_with_its_interval(tmp_path: Path, cli: Cli) -> None:
+    from test_agree import build
+
+    db = build(tmp_path, cli, {"m1": [4, 4, 3, 1, 1, 5]})
+    out = tmp_path / "a.html"
+    code, _, err = cli("report", db, "-o", out)
+    assert code == 0, err
+    html = out.read_text(encoding="utf-8")
+    text = " ".join(parse(html).text)
+    assert "The judge (m1) and people graded" in text
+    assert re.search(r"Krippendorff's alpha \(ordinal\) between the judge and people is -?\d", text)
+    assert "<figcaption>Judge against people</figcaption>" in html
+    assert_fetches_nothing(html)
+
+
+def test_files_have_no_judge_section_and_say_why(tmp_path: Path, cli: Cli) -> None:
+    out = tmp_path / "r.html"
+    assert cli(*files_argv("-o", out))[0] == 0
+    text = " ".join(parse(out.read_text(encoding="utf-8")).text)
+    assert "Not shown: the labels come from files" in text
+
+
+def test_the_same_inputs_give_the_same_bytes(tmp_path: Path, cli: Cli) -> None:
+    first, second = tmp_path / "1.html", tmp_path / "2.html"
+    assert cli(*files_argv("-o", first))[0] == 0
+    assert cli(*files_argv("-o", second))[0] == 0
+    assert first.read_bytes() == second.read_bytes()

@@ -1,0 +1,46 @@
+"""The HTML report in a real headless Chromium: it loads from a file, offline, and draws."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from browser import chromium
+
+if TYPE_CHECKING:
+    from cli_helpers import Cli
+
+
+async def test_the_demo_report_renders_every_chart(demo_db: Path, tmp_path: Path, cli: Cli) -> None:
+    out = tmp_path / "report.html"
+    code, _, err = cli("report", demo_db, "--answers", "-o", out)
+    assert code == 0, err
+    async with chromium(1200, 900) as browser:
+        tab = await browser.tab()
+        # Every request the page makes is recorded: a file report must make none but itself.
+        await tab.send("Network.enable")
+        assert await tab.goto(out.as_uri()) in (0, 200)
+        requests = [
+            e["params"]["request"]["url"]
+            for e in tab.events
+            if e.get("method") == "Network.requestWillBeSent"
+        ]
+        assert requests == [out.as_uri()], requests
+        text = await tab.text()
+        assert "Summary" in text and "tie for the best score" in text
+        sizes = await tab.evaluate(
+            "[...document.querySelectorAll('svg')].map(s => {"
+            " const r = s.getBoundingClientRect(); return [r.width, r.height]; })"
+        )
+        assert len(sizes) >= 40
+        assert all(width > 100 and height > 50 for width, height in sizes), sizes
+        drawn = await tab.evaluate(
+            "[...document.querySelectorAll('svg')].every(s => s.querySelectorAll("
+            "'circle, rect, polygon, line').length > 3)"
+        )
+        assert drawn is True
+        height = await tab.evaluate("document.body.scrollHeight")
+        assert height > 3000
+        png = await tab.screenshot("report-demo")
+        # A blank page compresses to a few kilobytes; charts and text do not.
+        assert len(png) > 50_000
