@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +29,16 @@ DEFAULT_RUN = "run"
 
 @dataclass(frozen=True)
 class Report:
-    """What ``evaluate`` returns: the ``eval --format json`` document, with views of it."""
+    """What ``evaluate`` returns: the ``eval --format json`` document, with views of it.
+
+    ``argv`` is the ``eval`` command line it was computed with, and ``inputs`` the
+    folder holding whatever was given as Python objects, kept while the Report lives so
+    ``to_html`` can compute what a report adds (intervals, paired tests) on the same files.
+    """
 
     data: ReportData
+    argv: tuple[str, ...] = ()
+    inputs: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
 
     @property
     def means(self) -> dict[str, dict[str, float | None]]:
@@ -57,6 +64,38 @@ class Report:
     def to_json(self) -> str:
         """The text ``raglabel eval --format json`` prints for the same inputs."""
         return self.data.to_json()
+
+    def to_html(
+        self,
+        *,
+        baseline: str | None = None,
+        headline: str | None = None,
+        title: str | None = None,
+    ) -> str:
+        """The file ``raglabel report`` writes for the same inputs and options: one
+        self-contained HTML page with a summary in words and inline SVG charts.
+        Intervals and paired tests against ``baseline`` (default: the first run) are
+        computed here, with the command's seeds."""
+        from raglabel.cli.main import build_parser, parse_args
+        from raglabel.cli.report_cmd import build_input
+        from raglabel.report.html import render_html
+
+        if not self.argv:
+            raise ValueError("this Report was not made by raglabel.evaluate")
+        argv = ["report", *self.argv[1:], "--output", "report.html"]
+        for option, given in (("--baseline", baseline), ("--headline", headline)):
+            if given is not None:
+                argv += [option, given]
+        if title is not None:
+            argv += ["--title", title]
+        try:
+            args = parse_args(build_parser(), argv)
+            report = build_input(args, warn=lambda _: None)
+        except (UsageError, InputError) as exc:
+            raise ValueError(str(exc)) from None
+        except SystemExit as exc:
+            raise ValueError(f"an option was refused: {argv[1:]!r}") from exc
+        return render_html(report)
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per (run, query, metric) with its value: the long, tidy shape."""
@@ -104,8 +143,10 @@ def evaluate(
     from raglabel.cli.main import build_parser, parse_args
 
     named = _named_runs(runs)
-    with tempfile.TemporaryDirectory(prefix="raglabel-") as folder:
-        where = Path(folder)
+    inputs = tempfile.TemporaryDirectory(prefix="raglabel-")
+    where = Path(inputs.name)
+    # The folder outlives this call: the Report keeps it, for to_html.
+    try:
         argv = ["eval", "--qrels", _qrels_file(qrels, where), "--per-query"]
         for i, (name, run) in enumerate(named.items()):
             argv += ["--run", f"{name}={_run_file(run, where / f'run{i}.txt')}"]
@@ -129,7 +170,10 @@ def evaluate(
             config=loaded.config,
             warnings=loaded.warnings,
         )
-    return Report(report)
+    except BaseException:
+        inputs.cleanup()
+        raise
+    return Report(report, tuple(argv), inputs)
 
 
 def _named_runs(runs: Any) -> dict[str, Any]:
