@@ -145,14 +145,16 @@ def test_grade_maps_only_map_onto_grades(fields: dict[str, object]) -> None:
 
 
 def test_plain_eval_imports_neither_pydantic_nor_polars(tmp_path: Path) -> None:
-    # Importing either costs more than evaluating a small run from start to finish.
+    # Importing either costs more than evaluating a small run from start to finish; nor
+    # does it load the judge's client or the web server's event loop and templates.
     (tmp_path / "q").write_text("q1 0 a 3\nq1 0 b 0\n")
     (tmp_path / "r").write_text("q1 Q0 a 1 0.5 t\nq1 Q0 b 2 0.4 t\n")
     code = (
         "import sys; from raglabel.cli.main import main; "
         f"main(['eval', '--qrels', {str(tmp_path / 'q')!r}, '--run', {str(tmp_path / 'r')!r}, "
         "'--format', 'json']); "
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'polars', 'rich'}))"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'polars', 'rich',"
+        " 'asyncio', 'aiohttp', 'textual', 'textual_serve', 'httpx', 'jinja2'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"

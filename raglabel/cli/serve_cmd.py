@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import logging
 import sys
 import unicodedata
 from pathlib import Path
@@ -135,6 +133,10 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def _run_server(args: argparse.Namespace, project: Path, cutoffs: str, invited: list[str]) -> int:
+    # Imported here: every other command starts without asyncio and the web server.
+    import asyncio
+    import logging
+
     from raglabel.web.access import Site
     from raglabel.web.server import GradingServer, listen, serve
 
