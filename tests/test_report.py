@@ -313,3 +313,14 @@ def test_the_same_inputs_give_the_same_bytes(tmp_path: Path, cli: Cli) -> None:
     assert cli(*files_argv("-o", first))[0] == 0
     assert cli(*files_argv("-o", second))[0] == 0
     assert first.read_bytes() == second.read_bytes()
+
+
+def test_one_run_has_no_baseline_section_and_no_warning_about_it(tmp_path: Path, cli: Cli) -> None:
+    out = tmp_path / "one.html"
+    code, _, err = cli("report", "--qrels", DEMO / "qrels.txt", "--run", RUNS["bm25"], "-o", out)
+    assert code == 0, err
+    assert "compare" not in err
+    text = parse(out.read_text(encoding="utf-8")).text
+    assert not any(line.startswith("Against the baseline") for line in text)
+    summary = text[text.index("Summary") + 1]
+    assert summary.startswith("On ra_nwg@5, bm25 scores 0.693 (95% interval")

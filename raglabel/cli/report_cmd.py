@@ -97,7 +97,9 @@ def build_input(args: argparse.Namespace, warn: Callable[[str], None] = _say) ->
     from raglabel.cli.eval_cmd import compute
     from raglabel.report.model import ReportInput
 
-    args.ci = args.compare = args.per_query = True
+    args.ci = args.per_query = True
+    # One run from files has nothing to be compared with; eval would warn that it is so.
+    args.compare = bool(getattr(args, "db", None)) or len(args.run) + bool(args.samples) > 1
     report, warnings, _, labels = compute(args)
     for warning in warnings:
         warn(warning)
