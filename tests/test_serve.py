@@ -331,3 +331,21 @@ def test_the_tab_command_quotes_every_argument() -> None:
     argv = shlex.split(command)
     assert argv[-5:] == ["--annotator", "o'neil; rm -rf /", "--locked", "-k", "5"]
     assert argv[4] == "/data/my project.db"
+
+
+async def test_an_open_tab_closes_once_its_invite_is_revoked(
+    client: tuple[TestClient[Any, Any], Path],
+    recorder: type[Recorder],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(server_module, "RECHECK_SECONDS", 0.05)
+    http, db = client
+    token = invite(db, "alice")
+    socket = await http.ws_connect("/ws", headers=cookie_of(db, token) | {"Origin": PUBLIC})
+    await socket.send_json(["ping", "1"])
+    assert (await socket.receive()).json() == ["pong", "1"]
+    with Project.open(db) as project:
+        revoke_invite(project, "alice")
+    closing = await asyncio.wait_for(socket.receive(), 10)
+    assert closing.type in (WSMsgType.CLOSE, WSMsgType.CLOSED, WSMsgType.CLOSING)
+    assert socket.close_code == 4001
