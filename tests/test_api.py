@@ -123,3 +123,36 @@ def test_bad_inputs_raise_value_error() -> None:
         raglabel.evaluate({"q 1": {"d1": 1}}, {"q1": {"d1": 1.0}})
     with pytest.raises(ValueError, match="no query_id or q_id or qid column"):
         raglabel.evaluate(pl.DataFrame({"x": [1]}), {"q1": {"d1": 1.0}})
+
+
+TREC_EVAL = Path(__file__).resolve().parent / "data" / "trec_eval"
+
+
+def test_dicts_and_frames_equal_pytrec_eval_on_trec_evals_own_test_files() -> None:
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (TREC_EVAL / "qrels.test").read_text().splitlines():
+        q, _, d, label = line.split()[:4]
+        qrels.setdefault(q, {})[d] = int(label)
+    run = run_dict(TREC_EVAL / "results.test")
+    # Binary labels: 0 and 1 read as grades 2 and 3 (the default map), and grade 3 is
+    # relevant at --relevance-threshold 3, as 1 is at trec_eval's relevance level 1.
+    options = {"metrics": TREC, "na": "zero", "relevance_threshold": 3}
+    report = raglabel.evaluate(qrels, run, **options)
+    measures = {"map", "P.10", "ndcg_cut.10", "recip_rank", "bpref", "Rprec"}
+    expected = pytrec_eval.RelevanceEvaluator(qrels, measures, relevance_level=1).evaluate(run)
+    ours = report.per_query["run"]
+    assert set(expected) == set(ours) and len(expected) == 3
+    for query, values in expected.items():
+        for mine, theirs in NAMES.items():
+            assert ours[query][mine] == pytest.approx(values[theirs], abs=1e-12), (query, mine)
+    qrels_frame = pl.DataFrame(
+        [(q, d, g) for q, docs in qrels.items() for d, g in docs.items()],
+        schema=["query_id", "doc_id", "relevance"],
+        orient="row",
+    )
+    run_frame = pl.DataFrame(
+        [(q, d, s) for q, docs in run.items() for d, s in docs.items()],
+        schema=["query_id", "doc_id", "score"],
+        orient="row",
+    )
+    assert raglabel.evaluate(qrels_frame, run_frame, **options).per_query == report.per_query
