@@ -156,3 +156,38 @@ def test_dicts_and_frames_equal_pytrec_eval_on_trec_evals_own_test_files() -> No
         orient="row",
     )
     assert raglabel.evaluate(qrels_frame, run_frame, **options).per_query == report.per_query
+
+
+def test_pandas_frames_in_and_out() -> None:
+    pd = pytest.importorskip("pandas")
+    qrels = qrels_dict()
+    run = run_dict(RUNS["dense"])
+    # ir_measures' and ranx's column names: query_id / q_id, doc_id, relevance, score.
+    qrels_frame = pd.DataFrame(
+        [(q, d, g) for q, docs in qrels.items() for d, g in docs.items()],
+        columns=["q_id", "doc_id", "relevance"],
+    )
+    run_frame = pd.DataFrame(
+        [(q, d, s) for q, docs in run.items() for d, s in docs.items()],
+        columns=["query_id", "doc_id", "score"],
+    )
+    from_frames = raglabel.evaluate(qrels_frame, {"dense": run_frame}, metrics="set,ndcg@10")
+    from_dicts = raglabel.evaluate(qrels, {"dense": run}, metrics="set,ndcg@10")
+    assert from_frames.per_query == from_dicts.per_query
+    table = from_dicts.to_pandas()
+    assert list(table.columns) == ["run", "query", "metric", "value"]
+    assert len(table) == len(from_dicts.rows())
+
+
+def test_neither_frame_library_is_imported_unless_asked() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, raglabel; "
+        "r = raglabel.evaluate({'q': {'a': 1}}, {'q': {'a': 1.0}}, metrics='ndcg@10'); "
+        "r.means; r.to_json(); "
+        "print(sorted({'pandas', 'polars'} & {m.split('.')[0] for m in sys.modules}))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
