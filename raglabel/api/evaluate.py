@@ -138,8 +138,7 @@ def evaluate(
     always computed. A bad input or option raises ``ValueError`` with the command's
     message.
     """
-    from raglabel.analysis.evaluation import evaluate as compute
-    from raglabel.cli.eval_inputs import load_inputs
+    from raglabel.cli.eval_cmd import compute
     from raglabel.cli.main import build_parser, parse_args
 
     named = _named_runs(runs)
@@ -156,20 +155,12 @@ def evaluate(
             argv += ["-k", str(k) if isinstance(k, int) else ",".join(map(str, k))]
         argv += _options(conventions)
         try:
-            args = parse_args(build_parser(), argv)
-            loaded = load_inputs(args)
+            # The eval command's own computation: the warnings stay in the report.
+            report = compute(parse_args(build_parser(), argv))[0]
         except (UsageError, InputError) as exc:
             raise ValueError(str(exc)) from None
         except SystemExit as exc:  # argparse's own refusal, printed on stderr
             raise ValueError(f"an option was refused: {dict(conventions)!r}") from exc
-        report = compute(
-            loaded.stats,
-            loaded.runs,
-            loaded.options,
-            labels_info=loaded.labels_info,
-            config=loaded.config,
-            warnings=loaded.warnings,
-        )
     except BaseException:
         inputs.cleanup()
         raise
