@@ -211,6 +211,15 @@ def test_to_html_equals_the_command_on_files_and_on_dicts(tmp_path: Path, cli: C
     with pytest.raises(ValueError, match="--baseline 'x' is not one of the runs"):
         from_dicts.to_html(baseline="x")
     assert "On ndcg@10," in from_dicts.to_html(headline="ndcg@10")
+    # Asked for intervals and tests already, the page is the same.
+    with_tests = raglabel.evaluate(
+        str(DEMO / "qrels.txt"),
+        {n: str(p) for n, p in RUNS.items()},
+        k=[5, 10],
+        ci=True,
+        compare=True,
+    )
+    assert with_tests.to_html() == out.read_text(encoding="utf-8")
 
 
 def run_file(path: Path, order: dict[str, list[str]]) -> Path:

@@ -82,7 +82,10 @@ class Report:
 
         if not self.argv:
             raise ValueError("this Report was not made by raglabel.evaluate")
-        argv = ["report", *self.argv[1:], "--output", "report.html"]
+        # The report always computes these three; its parser does not take them.
+        always = {"--per-query", "--ci", "--compare"}
+        kept = [word for word in self.argv[1:] if word not in always]
+        argv = ["report", *kept, "--output", "report.html"]
         for option, given in (("--baseline", baseline), ("--headline", headline)):
             if given is not None:
                 argv += [option, given]

@@ -59,8 +59,10 @@ def register(commands: Any) -> None:
     parser.set_defaults(handler=run, settle=settle_db)
 
 
-def add_inputs_and_conventions(parser: argparse.ArgumentParser) -> None:
-    """What eval reads and computes; ``raglabel report`` takes the very same options."""
+def add_inputs_and_conventions(parser: argparse.ArgumentParser, *, report: bool = False) -> None:
+    """What eval reads and computes. ``raglabel report`` takes the very same options,
+    but for the three it always does (``report=True``): per-query values, intervals and
+    paired tests against one baseline."""
     parser.add_argument(
         "db",
         metavar="DB",
@@ -153,19 +155,22 @@ def add_inputs_and_conventions(parser: argparse.ArgumentParser) -> None:
         help="drop unjudged passages from each ranking before the classic metrics "
         "(trec_eval -J) (default: off)",
     )
-    what.add_argument(
-        "--per-query", action="store_true", help="add every query's values (default: off)"
-    )
-    what.add_argument(
-        "--ci", action="store_true", help="bootstrap confidence intervals (default: off)"
-    )
-    what.add_argument(
-        "--compare", action="store_true", help="paired randomization tests (default: off)"
-    )
+    if not report:
+        what.add_argument(
+            "--per-query", action="store_true", help="add every query's values (default: off)"
+        )
+        what.add_argument(
+            "--ci", action="store_true", help="bootstrap confidence intervals (default: off)"
+        )
+        what.add_argument(
+            "--compare", action="store_true", help="paired randomization tests (default: off)"
+        )
     what.add_argument(
         "--baseline",
         metavar="NAME",
-        help="compare every run with this one only (default: all pairs)",
+        help="the run every other is tested against (default: the first run)"
+        if report
+        else "compare every run with this one only (default: all pairs)",
     )
     what.add_argument(
         "--adjust",

@@ -42,7 +42,7 @@ def register(commands: Any) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_inputs_and_conventions(parser)
+    add_inputs_and_conventions(parser, report=True)
     out = parser.add_argument_group("the report")
     out.add_argument(
         "--output",
