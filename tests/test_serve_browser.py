@@ -106,11 +106,22 @@ async def until(check: object, what: str) -> None:
     raise AssertionError(f"{what} within {PATIENCE} s")
 
 
+async def body_class(tab: Tab) -> str:
+    """The page's body classes; "" while the signed-in page refreshes into the app's,
+    when there is no document to ask for a moment."""
+    try:
+        return str(await tab.evaluate("document.body ? document.body.className : ''"))
+    except RuntimeError as exc:
+        if "navigated" in str(exc) or "context" in str(exc):
+            return ""
+        raise
+
+
 async def open_app(tab: Tab, invite: str) -> None:
     """Follow the invite link, and wait until the tab's app has drawn its first screen."""
     assert await tab.goto(invite) == 200
     deadline = time.monotonic() + PATIENCE
-    while "-first-byte" not in str(await tab.evaluate("document.body.className")):
+    while "-first-byte" not in await body_class(tab):
         if time.monotonic() > deadline:
             raise AssertionError(f"the app never drew: {await tab.text()!r}")
         await asyncio.sleep(0.2)
