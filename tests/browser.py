@@ -18,6 +18,7 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -203,7 +204,9 @@ class Browser:
     """A headless Chromium process with a DevTools port; `tab()` opens a page."""
 
     def __init__(self, executable: str, width: int = 1280, height: int = 800) -> None:
-        self._profile = tempfile.TemporaryDirectory(prefix="raglabel-chromium-")
+        self._profile = tempfile.TemporaryDirectory(
+            prefix="raglabel-chromium-", ignore_cleanup_errors=True
+        )
         self.process = subprocess.Popen(
             [
                 executable,
@@ -214,6 +217,9 @@ class Browser:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            # A group of its own, so closing ends the renderer and helper
+            # processes too, not only the one we started.
+            start_new_session=True,
         )
         self.port = self._wait_for_port()
         self._session: aiohttp.ClientSession | None = None
@@ -264,13 +270,29 @@ class Browser:
             await tab.close()
         if self._session is not None:
             await self._session.close()
-        self.process.terminate()
+        self._signal_group(signal.SIGTERM)
         try:
             self.process.wait(10)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        self._profile.cleanup()
+        # Helpers that outlive the main process (crashpad, a renderer still
+        # flushing) keep writing into the profile; end them before removing it.
+        self._signal_group(signal.SIGKILL)
+        for attempt in range(20):
+            try:
+                shutil.rmtree(self._profile.name)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                if attempt == 19:
+                    raise
+                time.sleep(0.1)
+
+    def _signal_group(self, number: signal.Signals) -> None:
+        with suppress(ProcessLookupError):
+            os.killpg(self.process.pid, number)
 
 
 @asynccontextmanager
