@@ -14,6 +14,8 @@ import io
 import json
 import shutil
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from cli_helpers import child
 
+import raglabel.cli.main as cli_main
 from raglabel.cli.main import build_parser, main
 from raglabel.storage.grades import GradeEvent, record, undo_last
 from raglabel.storage.project import APPLICATION_ID, Project
@@ -926,3 +929,27 @@ def test_merging_a_copys_log_adds_only_what_was_done_on_the_copy(
     out = ok(cli, "import", main_db, "--labels", log)
     assert f"label events already in the log: {shared + 3}" in out
     assert scalar(main_db, "SELECT count(*) FROM event") == before + 3
+
+
+def test_every_command_module_is_listed_with_the_commands_it_registers() -> None:
+    # main() imports only the module of the command it was given, so the list must be
+    # whole: a command module missing from it would be unreachable.
+    modules = {path.stem for path in Path(cli_main.__file__).parent.glob("*_cmd.py")}
+    assert set(cli_main.COMMANDS) == modules
+    for names in cli_main.COMMANDS.values():
+        for name in names:
+            parser = cli_main.build_parser(name)
+            registered = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+            assert set(registered) == set(names)
+    whole = cli_main.build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert list(whole) == [name for names in cli_main.COMMANDS.values() for name in names]
+
+
+def test_a_command_imports_no_other_commands_module() -> None:
+    code = (
+        "import sys; from raglabel.cli.main import main\n"
+        "try:\n    main(['eval', '--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.endswith('_cmd')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "['raglabel.cli.eval_cmd']"

@@ -9,7 +9,6 @@ input (tests check it), so which one runs is a question of speed only.
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -23,6 +22,7 @@ from raglabel.metrics.run import RankedRun
 
 if TYPE_CHECKING:
     import sqlite3
+    from concurrent.futures import Future
 
     import polars as pl
 
@@ -121,6 +121,8 @@ class PolarsFiles:
     def __init__(
         self, qrels: Path, grade_map: GradeMap | None, first_run: Path | None = None
     ) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
         from raglabel.formats.align import Alignment
         from raglabel.formats.trec import read_qrels, read_run
 

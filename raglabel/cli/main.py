@@ -3,44 +3,43 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
 from raglabel import __version__
-from raglabel.cli import (
-    agree_cmd,
-    backup_cmd,
-    eval_cmd,
-    export_cmd,
-    import_cmd,
-    init_cmd,
-    judge_cmd,
-    label_cmd,
-    report_cmd,
-    serve_cmd,
-)
 from raglabel.errors import InputError, StorageError, UsageError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
+# Each command's module (under raglabel.cli), in the order help lists them, and the
+# commands it registers.
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "init_cmd": ("init",),
+    "import_cmd": ("import",),
+    "export_cmd": ("export",),
+    "eval_cmd": ("eval",),
+    "label_cmd": ("label", "demo"),
+    "judge_cmd": ("judge",),
+    "agree_cmd": ("agree",),
+    "report_cmd": ("report",),
+    "backup_cmd": ("backup",),
+    "serve_cmd": ("serve",),
+}
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``command``, one that knows only the module registering it
+    (when one does), so that a quick ``raglabel eval`` imports and builds nothing else."""
     parser = argparse.ArgumentParser(
         prog="raglabel",
         description="Grade passages for RAG queries and measure whether retrieval got better.",
     )
     parser.add_argument("--version", action="version", version=f"raglabel {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    init_cmd.register(commands)
-    import_cmd.register(commands)
-    export_cmd.register(commands)
-    eval_cmd.register(commands)
-    label_cmd.register(commands)
-    judge_cmd.register(commands)
-    agree_cmd.register(commands)
-    report_cmd.register(commands)
-    backup_cmd.register(commands)
-    serve_cmd.register(commands)
+    chosen = [module for module, names in COMMANDS.items() if command in names]
+    for module in chosen or COMMANDS:
+        importlib.import_module(f"raglabel.cli.{module}").register(commands)
     return parser
 
 
@@ -58,7 +57,9 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> a
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else list(argv)
+    # The first word names the command unless it is an option (--help, --version).
+    parser = build_parser(words[0] if words else None)
     args = parse_args(parser, argv)
     try:
         result: int = args.handler(args)

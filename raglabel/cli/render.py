@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 
+from raglabel.cli.plain_table import Column, Table, draw
 from raglabel.formats.report import Comparison, CriterionAnswers, GradeSummary, Report
 
 CSV_COLUMNS = ("kind", "run", "metric", "query", "baseline", "value")
@@ -349,44 +350,39 @@ def _answers_markdown(report: Report, *, per_query: bool) -> list[str]:
 
 
 def _table(report: Report, *, per_query: bool = False) -> str:
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-
     has_ci = any(result.ci for result in report.runs.values())
     # Wide enough that a cell with its interval and count never wraps.
     column = 36 if has_ci else 20
+    width = max(80, 24 + column * len(report.runs))
     output = io.StringIO()
-    console = Console(file=output, width=max(80, 24 + column * len(report.runs)))
     labels = report.labels
     for line in header_lines(report):
         output.write(line + "\n")
-    table = Table(box=box.SIMPLE_HEAVY)
-    table.add_column("metric", style="bold")
-    for run in report.runs:
-        table.add_column(run, justify="right")
-    for metric in _metric_names(report):
-        table.add_row(metric, *[_cell(report, run, metric) for run in report.runs])
-    console.print(table)
+    columns = [Column("metric"), *(Column(run, right=True) for run in report.runs)]
+    rows = [
+        [metric, *[_cell(report, run, metric) for run in report.runs]]
+        for metric in _metric_names(report)
+    ]
+    output.write(_drawn(Table(columns, rows), width))
     if report.compare:
-        comp = Table(title="paired randomization tests (run - baseline)", box=box.SIMPLE_HEAVY)
-        headers = ("metric", "baseline", "run", "diff", "CI", "p", _p_header(report), "W/T/L")
-        for header in headers:
-            comp.add_column(header, justify="right" if header in {"diff", "p"} else "left")
-        for c in report.compare:
-            comp.add_row(*_compare_cells(c))
-        console.print(comp)
+        output.write(
+            _drawn(
+                _compare_table(
+                    "paired randomization tests (run - baseline)", "run", report.compare, report
+                ),
+                width,
+            )
+        )
     if per_query and report.runs:
         metrics = _metric_names(report)
         for run, result in report.runs.items():
-            rows = Table(title=f"{run}: per query", box=box.SIMPLE_HEAVY)
-            rows.add_column("query")
-            for metric in metrics:
-                rows.add_column(metric, justify="right")
-            for qid, values in (result.per_query or {}).items():
-                rows.add_row(qid, *[_number(values[m]) for m in metrics])
-            wide = Console(file=output, width=max(80, 12 + 12 * (len(metrics) + 1)))
-            wide.print(rows)
+            columns = [Column("query"), *(Column(metric, right=True) for metric in metrics)]
+            rows = [
+                [qid, *[_number(values[m]) for m in metrics]]
+                for qid, values in (result.per_query or {}).items()
+            ]
+            wide = max(80, 12 + 12 * (len(metrics) + 1))
+            output.write(_drawn(Table(columns, rows, title=f"{run}: per query"), wide))
     _answers_table(report, output, per_query=per_query)
     if labels.grade_inversions:
         shown = ", ".join(labels.grade_inversions[:5])
@@ -398,42 +394,51 @@ def _table(report: Report, *, per_query: bool = False) -> str:
     return output.getvalue()
 
 
+def _compare_table(title: str, side: str, comparisons: list[Comparison], report: Report) -> Table:
+    headers = ("metric", "baseline", side, "diff", "CI", "p", _p_header(report), "W/T/L")
+    columns = [Column(header, right=header in {"diff", "p"}) for header in headers]
+    return Table(columns, [_compare_cells(c) for c in comparisons], title=title)
+
+
+def _drawn(table: Table, width: int) -> str:
+    """The table as rich draws it on a console ``width`` wide; rich itself is imported
+    only for what the plain drawing cannot do."""
+    text = draw(table, width)
+    if text is not None:
+        return text
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table as RichTable
+
+    output = io.StringIO()
+    drawn = RichTable(title=table.title, box=box.SIMPLE_HEAVY)
+    for column in table.columns:
+        drawn.add_column(column.header, justify="right" if column.right else "left")
+    for row in table.rows:
+        drawn.add_row(*row)
+    Console(file=output, width=width).print(drawn)
+    return output.getvalue()
+
+
 def _answers_table(report: Report, output: io.StringIO, *, per_query: bool) -> None:
     if report.answers is None:
         return
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(file=output, width=200)
+    width = 200
     for line in _answers_header(report):
         output.write(line + "\n")
     for system, criteria in report.answers.items():
-        table = Table(title=f"answers of {system}", box=box.SIMPLE_HEAVY)
-        for header in ANSWER_HEADERS:
-            table.add_column(header, justify="right" if header in ANSWER_HEADERS[1:4] else "left")
-        for criterion, answers in criteria.items():
-            table.add_row(*answer_cells(criterion, answers))
-        console.print(table)
+        columns = [Column(h, right=h in ANSWER_HEADERS[1:4]) for h in ANSWER_HEADERS]
+        rows = [answer_cells(criterion, answers) for criterion, answers in criteria.items()]
+        output.write(_drawn(Table(columns, rows, title=f"answers of {system}"), width))
         retrieval = _retrieval_line(report, system)
         if retrieval:
             output.write(retrieval + "\n")
         if per_query and criteria:
-            headers, rows = _sample_rows(criteria)
-            samples = Table(title=f"{system}: per sample (human / judge)", box=box.SIMPLE_HEAVY)
-            for header in headers:
-                samples.add_column(header)
-            for row in rows:
-                samples.add_row(*row)
-            console.print(samples)
+            headers, sample_rows = _sample_rows(criteria)
+            title = f"{system}: per sample (human / judge)"
+            table = Table([Column(h) for h in headers], sample_rows, title=title)
+            output.write(_drawn(table, width))
     if report.answer_compare:
-        comp = Table(
-            title="paired randomization tests between answer systems (system - baseline)",
-            box=box.SIMPLE_HEAVY,
-        )
-        titles = ("metric", "baseline", "system", "diff", "CI", "p", _p_header(report), "W/T/L")
-        for title in titles:
-            comp.add_column(title, justify="right" if title in {"diff", "p"} else "left")
-        for c in report.answer_compare:
-            comp.add_row(*_compare_cells(c))
-        console.print(comp)
+        title = "paired randomization tests between answer systems (system - baseline)"
+        table = _compare_table(title, "system", report.answer_compare, report)
+        output.write(_drawn(table, width))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from statistics import NormalDist
 from typing import ClassVar
 
 import numpy as np
@@ -137,6 +136,10 @@ def corrected_mean(
     gap = judge[both] - human[both]
     theta = float(f.mean() - gap.mean())
     error = math.sqrt(float(f.var(ddof=1)) / f.size + float(gap.var(ddof=1)) / n)
+    # Imported here: only answer intervals need it, and eval of a run alone should not
+    # pay for statistics' import (with fractions and decimal).
+    from statistics import NormalDist
+
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     return CorrectedMean(theta, (theta - z * error, theta + z * error), n, int(f.size))
 

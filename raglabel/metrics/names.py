@@ -3,7 +3,6 @@ other tools give the same measures (trec_eval's ``P_5``, ir_measures' ``nDCG@10`
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 
@@ -85,6 +84,8 @@ def _known_names() -> list[str]:
 
 
 def _unknown(item: str) -> MetricNameError:
+    import difflib  # only a misspelt name needs it
+
     close = difflib.get_close_matches(item, _known_names(), n=1, cutoff=0.5)
     if not close:
         close = difflib.get_close_matches(item.lower(), [n.lower() for n in _known_names()], n=1)
