@@ -1,6 +1,6 @@
 """Synthetic TREC qrels and runs for the benchmarks, reproducible from a fixed seed.
 
-    python benchmarks/generate.py [--size small|large|multi|all] [--force]
+    python benchmarks/generate.py [--size small|large|multi|grading|tiny|huge|all] [--force]
 
 Writes ``benchmarks/data/<size>/qrels.txt`` and one or more run files. A dataset whose
 ``stamp.json`` matches the current parameters is left alone, so calling this before every
@@ -66,6 +66,9 @@ SPECS: dict[str, Spec] = {
     "multi": Spec("multi", queries=10_000, depth=100, runs=10, dataset=2),
     # The project a grading session works in (benchmarks/project.py records grades into it).
     "grading": Spec("grading", queries=1_000, depth=100, runs=10, dataset=3),
+    # speed.py: the quick check's small end, and a run three times `large` (memory).
+    "tiny": Spec("tiny", queries=100, depth=100, runs=1, dataset=4),
+    "huge": Spec("huge", queries=30_000, depth=1_000, runs=1, dataset=5),
 }
 
 
