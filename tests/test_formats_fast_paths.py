@@ -213,3 +213,33 @@ def test_run_read_ahead_keeps_error_order(
     )
     assert code == 2
     assert "no such file" in err
+
+
+QRELS_LINE = st.tuples(
+    st.sampled_from(["q1", "q2", "\u00e9q", "q 3", "#q"]),
+    st.sampled_from(["0", "Q0"]),
+    st.sampled_from(["d1", "d2", "d\u00fc", "d\t4"]),
+    st.sampled_from(["0", "1", "3", "-1", "7", "01", "x"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(QRELS_LINE, min_size=1, max_size=8), st.booleans())
+def test_qrels_rows_cut_by_numpy_equal_the_line_reader(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[tuple[str, ...]], newline: bool
+) -> None:
+    from raglabel.errors import InputError
+    from raglabel.formats.maps import GradeMap
+    from raglabel.formats.rows import read_qrels_exactly, read_qrels_rows
+
+    path = tmp_path_factory.mktemp("qrels") / "qrels.txt"
+    path.write_text("\n".join(" ".join(line) for line in lines) + ("\n" if newline else ""))
+    grade_map = GradeMap(mapping={0: 1, 1: 3, 3: 5}, negative=1)
+    try:
+        expected = read_qrels_exactly(path, grade_map)
+    except InputError as exc:
+        with pytest.raises(InputError) as caught:
+            read_qrels_rows(path, grade_map)
+        assert str(caught.value) == str(exc)
+    else:
+        assert read_qrels_rows(path, grade_map) == expected

@@ -49,6 +49,10 @@ class Fields:
         starts[1:] = self.separators[:-1, -1] + 1
         return starts
 
+    def longest(self, field: int) -> int:
+        """The length in bytes of the longest value of field ``field``."""
+        return int((self.separators[:, field] - self.starts(field)).max(initial=0))
+
     def matrix(self, field: int) -> NDArray[np.uint8]:
         """Field ``field`` of every line, zero-padded to the longest one."""
         starts = self.starts(field)

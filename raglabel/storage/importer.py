@@ -29,8 +29,8 @@ from raglabel.formats.notices import repeated_passages
 from raglabel.formats.rows import QrelsRows, read_qrels_rows
 from raglabel.formats.samples import Sample, gold_grades, samples_in
 from raglabel.storage.answers import write_answer_grades, write_system
-from raglabel.storage.grades import GradeEvent, append_many, event_row
-from raglabel.storage.items import annotator_id, ensure_passages, ensure_queries
+from raglabel.storage.grades import GradeEvent, append_many, append_staged_grades, event_row
+from raglabel.storage.items import annotator_id, ensure_passages, ensure_queries, stage_grades
 from raglabel.storage.labelfile import LabelLine, read_label_file
 from raglabel.storage.matching import PassageIndex
 from raglabel.storage.project import Project, now
@@ -81,6 +81,9 @@ class _Parsed:
 
 Progress = Callable[[str], None]
 
+# SQLite's page cache while importing, in KiB.
+IMPORT_CACHE_KIB = 256 * 1024
+
 
 def run_import(
     project: Project, request: ImportRequest, progress: Progress | None = None
@@ -89,6 +92,11 @@ def run_import(
     parsed = _parse(request, step)
     summary = ImportSummary()
     step("writing to the project")
+    # A bulk write touches every page of the indexes it grows: with SQLite's default 2 MB
+    # cache most of them would be read back and written out again. Staging tables stay
+    # in memory. Both settings belong to this connection only.
+    project.conn.execute(f"PRAGMA cache_size = -{IMPORT_CACHE_KIB}")
+    project.conn.execute("PRAGMA temp_store = MEMORY")
     with project.write():
         conn = project.conn
         _write_corpus(conn, parsed, summary)
@@ -223,35 +231,9 @@ def _grade_events(
     conn: sqlite3.Connection, triples: list[tuple[str, str, int]], annotator: str, origin: str
 ) -> int:
     """Imported grades as events by ``annotator``; their pairs become candidates."""
-    queries = ensure_queries(conn, (q for q, _, _ in triples))
-    passages = ensure_passages(conn, (p for _, p, _ in triples))
-    who = annotator_id(conn, annotator)
-    stamp = now()
-    conn.executemany(
-        "INSERT OR IGNORE INTO candidate (query_id, passage_id) VALUES (?, ?)",
-        ((queries[q], passages[p]) for q, p, _ in triples),
-    )
-    append_many(
-        conn,
-        (
-            (
-                queries[q],
-                passages[p],
-                who,
-                "grade",
-                g,
-                None,
-                None,
-                "human",
-                None,
-                origin,
-                None,
-                stamp,
-                None,
-                None,
-            )
-            for q, p, g in triples
-        ),
+    stage_grades(conn, triples)
+    append_staged_grades(
+        conn, annotator_id=annotator_id(conn, annotator), origin=origin, graded_at=now()
     )
     return len(triples)
 
