@@ -8,7 +8,8 @@ run, the commands interleaved so that a busy moment of the machine hits both.
 
 - quick: `raglabel eval --qrels Q --run R --metrics ndcg@10,recall@100,mrr` against
   the plain pytrec_eval script (tools/pytrec_eval_eval.py) at 10k and 100k run lines.
-- huge: the same evaluation on 10M and 30M run lines against pytrec_eval (10M only)
+- huge: the same evaluation on 10M and 30M run lines (10,000 queries either way, so
+  the labels are the same size and only the run grows) against pytrec_eval (10M only)
   and against reading the run file alone with polars (tools/polars_read.py), with
   raglabel's peak memory.
 - import: qrels and runs of the 10M-line dataset into fresh and existing projects.
@@ -199,7 +200,7 @@ def huge(repeats: int, env: dict[str, str], record: dict[str, Any]) -> list[Goal
         commands = [ours, floor]
         peer = None
         if size == "large":
-            # pytrec_eval at 30M lines would need about 5 GB and 40 s a repeat.
+            # pytrec_eval at 30M lines would need about 5 GB and 20 s a repeat.
             peer = Timed(f"{lines}: pytrec_eval", pytrec_argv(ds))
             commands.append(peer)
         interleave(commands, repeats if size == "large" else 1, env)

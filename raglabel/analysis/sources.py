@@ -9,6 +9,7 @@ input (tests check it), so which one runs is a question of speed only.
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -129,7 +130,7 @@ class PolarsFiles:
         # The first run is parsed while the labels are fingerprinted: polars' parse
         # leaves part of the second core idle. Its errors come out when it is asked for.
         self._ahead: dict[Path, Future[pl.DataFrame]] = {}
-        if first_run is not None:
+        if first_run is not None and not _in_blocks(first_run):
             pool = ThreadPoolExecutor(max_workers=1)
             self._ahead[first_run] = pool.submit(read_run, first_run)
             pool.shutdown(wait=False)
@@ -151,8 +152,33 @@ class PolarsFiles:
         from raglabel.formats.trec import read_run
 
         ahead = self._ahead.pop(path, None)
+        if ahead is None and _in_blocks(path):
+            ranked = self._run_in_blocks(name, path)
+            if ranked is not None:
+                return ranked
         frame = read_run(path) if ahead is None else ahead.result()
         return self._polars.run(name, frame)
+
+    def _run_in_blocks(self, name: str, path: Path) -> RankedRun | None:
+        """A large run read in blocks of whole queries, so that memory stays flat; None
+        when it has to be read whole (saying so when the file is not grouped)."""
+        from raglabel.formats.align import NOT_GROUPED, NotInBlocks
+        from raglabel.formats.blocks import QueryTooLargeError
+        from raglabel.formats.trec import read_run_blocks
+
+        with closing(read_run_blocks(path)) as frames:
+            try:
+                return self._polars.run_in_blocks(name, frames)
+            except NotInBlocks as refusal:
+                if str(refusal) == NOT_GROUPED:
+                    self.warnings.append(
+                        f"run {name!r}: {NOT_GROUPED}, so it was read whole, not in blocks"
+                        " of queries (memory grows with the file; sorting it by query,"
+                        " as TREC runs are, keeps it flat)"
+                    )
+            except QueryTooLargeError:
+                pass
+        return None
 
 
 class ProjectSource:
@@ -249,6 +275,13 @@ class ProjectSource:
             answer = answers.get(qid, "")
             flags.append(bool(answer) and answer in normalize(texts.get(pid, "")))
         return flags
+
+
+def _in_blocks(path: Path) -> bool:
+    """Whether a run file is large enough to be read in blocks of queries."""
+    from raglabel.formats.blocks import BLOCK_BYTES
+
+    return path.is_file() and path.stat().st_size > 2 * BLOCK_BYTES
 
 
 def _rows_run(align: RowAlignment, name: str, path: Path) -> RankedRun:

@@ -11,6 +11,7 @@ mislabel an entry.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,8 +26,16 @@ from raglabel.metrics.labels import LabelSet, counts_from_grades
 from raglabel.metrics.run import RankedRun
 
 _SEED = 0x5EED
+_FINGERPRINT_ROWS = 100_000
 # An odd 64-bit constant (the golden ratio's): spreads query indexes over all bits.
 _MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+NOT_GROUPED = "its lines are not grouped by query"
+
+
+class NotInBlocks(Exception):  # noqa: N818 (a refusal, not an error: the file is read whole)
+    """A run that cannot be aligned block by block; the message says why."""
 
 
 @dataclass
@@ -60,13 +69,20 @@ class Alignment:
     def fingerprint(self) -> str:
         """SHA-256 of the sorted ``qid, docid, grade`` lines, as the row reader computes it."""
         # Label indexes follow the sorted query ids, and sort faster than the ids.
-        text = (
-            self.qrels.with_columns(_q=pl.Series(self._qidx))
-            .sort(["_q", "docid"])
-            .select(pl.format("{}\t{}\t{}\n", "qid", "docid", "grade").str.join(""))
-            .item()
+        order = (
+            pl.DataFrame({"_q": self._qidx, "docid": self.qrels["docid"]})
+            .select(pl.arg_sort_by(["_q", "docid"]))
+            .to_series()
         )
-        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+        digest = hashlib.sha256()
+        # The sorted order, then the lines a slice at a time: a sorted copy of a million
+        # labels and their text held whole (as frame, str and bytes) was the peak of a
+        # large evaluation.
+        for start in range(0, len(order), _FINGERPRINT_ROWS):
+            rows = self.qrels[order[start : start + _FINGERPRINT_ROWS]]
+            lines = rows.select(pl.format("{}\t{}\t{}\n", "qid", "docid", "grade").str.join(""))
+            digest.update(lines.item().encode())
+        return "sha256:" + digest.hexdigest()[:16]
 
     def grades_of(
         self, frame: pl.DataFrame, qidx: NDArray[np.int32], keys: NDArray[np.uint64]
@@ -147,6 +163,32 @@ class Alignment:
             name, self.labels.n_queries, qidx, grades, contains=contains, k_override=pinned
         )
 
+    def run_in_blocks(self, name: str, frames: Iterator[pl.DataFrame | None]) -> RankedRun:
+        """The run whose blocks of whole queries ``frames`` gives, ranked and graded block
+        by block: what :meth:`run` makes of the whole file.
+
+        Raises :class:`NotInBlocks` where that is not sure, and the caller reads the file
+        whole: a block the quick reader refused (None), a query met again in a later
+        block (the file is not grouped by query), or a block raising a warning (warnings
+        count and name over the whole file).
+        """
+        parts: list[RankedRun] = []
+        seen = np.zeros(self.labels.n_queries, dtype=np.bool_)
+        warned = len(self.warnings)
+        for frame in frames:
+            if frame is None:
+                raise NotInBlocks("a block needs the exact reader")
+            part = self.run(name, frame)
+            if len(self.warnings) > warned:
+                del self.warnings[warned:]
+                raise NotInBlocks("a block raised a warning")
+            present = part.lengths > 0
+            if bool((seen & present).any()):
+                raise NotInBlocks(NOT_GROUPED)
+            seen |= present
+            parts.append(part)
+        return _joined(name, self.labels.n_queries, parts)
+
     def _known_queries(
         self, name: str, frame: pl.DataFrame
     ) -> tuple[pl.DataFrame, NDArray[np.int32]]:
@@ -203,6 +245,24 @@ class Alignment:
         docids = frame["docid"].gather(source).to_list()
         pairs = zip(rows.tolist(), qidx[rows].tolist(), docids, strict=True)
         return keep_first(name, frame.height, pairs, self.labels.query_ids, self.warnings)
+
+
+def _joined(name: str, n_queries: int, parts: list[RankedRun]) -> RankedRun:
+    """One run from parts that each hold some queries' whole rankings."""
+    lengths = np.zeros(n_queries, dtype=np.int64)
+    for part in parts:
+        lengths += part.lengths
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    grades = np.zeros(int(offsets[-1]), dtype=np.int8)
+    while parts:
+        # Each of the part's entries moves to its query's place in the whole run. Not
+        # through the part's cached query index: held for every part, those indexes
+        # would be eight bytes an entry of the whole run.
+        part = parts.pop()
+        qidx = np.repeat(np.arange(n_queries, dtype=np.int64), part.lengths)
+        rank = np.arange(part.grades.size, dtype=np.int64) - part.offsets[qidx]
+        grades[offsets[qidx] + rank] = part.grades
+    return RankedRun(name=name, offsets=offsets, grades=grades)
 
 
 def _distinct_in_blocks(

@@ -34,10 +34,13 @@ def check_readable(path: Path) -> int:
     return path.stat().st_size
 
 
-def is_canonical(path: Path) -> bool:
-    """True when the file has none of the bytes that need the exact reader."""
-    with path.open("rb") as handle:
-        if path.stat().st_size == 0:
+def is_canonical(source: Path | bytes) -> bool:
+    """True when the file (or a block of it) has none of the bytes that need the exact
+    reader."""
+    if isinstance(source, bytes):
+        return all(source.find(byte) < 0 for byte in _IRREGULAR)
+    with source.open("rb") as handle:
+        if source.stat().st_size == 0:
             return True
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
             return all(data.find(byte) < 0 for byte in _IRREGULAR)

@@ -6,25 +6,36 @@ Runs: ``qid Q0 docid rank score tag`` (fields past the sixth ignored); qrels:
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Generator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from raglabel.errors import InputError
+from raglabel.formats.align import as_numpy
+from raglabel.formats.blocks import query_blocks
 from raglabel.formats.limits import MAX_ID_CHARS
 from raglabel.formats.lines import check_readable, is_canonical, line_of_row
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.rows import read_qrels_exactly, read_run_exactly
 
 _QRELS_FIELDS = ("qid", "iteration", "docid", "relevance")
+_PAIR_SEED = 0x5EED
+# An odd 64-bit constant (the golden ratio's), so that (a, b) and (b, a) hash apart.
+_MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 def _fast_frame(
-    path: Path, schema: dict[str, pl.DataType], keep: list[str], *, comments: bool = True
+    source: Path | bytes,
+    schema: dict[str, pl.DataType],
+    keep: list[str],
+    *,
+    comments: bool = True,
 ) -> pl.DataFrame | None:
-    """Parse a canonical single-space file with polars; None when it is not canonical.
+    """Parse a canonical single-space file (or a block of one) with polars; None when it
+    is not canonical.
 
     A missing or empty field shows as null, a bad number as a parse error: either way
     the exact reader is asked to find and name the line. Without ``comments`` a comment
@@ -33,11 +44,11 @@ def _fast_frame(
     complete = pl.all_horizontal([pl.col(name).is_not_null() for name in schema])
     # The byte scan runs beside polars' parse, which does not hold the GIL.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        canonical = pool.submit(is_canonical, path)
+        canonical = pool.submit(is_canonical, source)
         try:
             frame = (
                 pl.scan_csv(
-                    path,
+                    source,
                     separator=" ",
                     has_header=False,
                     quote_char=None,
@@ -91,6 +102,19 @@ def read_run(path: str | Path) -> pl.DataFrame:
     """
     path = Path(path)
     check_readable(path)
+    frame = read_run_block(path)
+    if frame is not None:
+        return frame
+    rows = read_run_exactly(path)
+    return pl.DataFrame(
+        {"qid": rows.qids, "docid": rows.docids, "score": rows.scores},
+        schema={"qid": pl.Categorical, "docid": pl.String, "score": pl.Float64},
+    )
+
+
+def read_run_block(source: Path | bytes) -> pl.DataFrame | None:
+    """What :func:`read_run` reads quickly: a canonical run file or block of one, as its
+    frame; None for anything the exact reader has to see (it also names bad lines)."""
     # Columns that are only checked for presence parse to cheap types (strings: a batch
     # of them is dropped at once, while a categorical hashes every value into the
     # process-wide table). A rank that is not an integer sends the file to the exact
@@ -106,9 +130,9 @@ def read_run(path: str | Path) -> pl.DataFrame:
     keep = ["qid", "docid", "score"]
     # polars reads much faster without looking for comments; a file that has them
     # (a row whose qid starts with "#", or a short row) is read again with them.
-    frame = _fast_frame(path, schema, keep, comments=False)
+    frame = _fast_frame(source, schema, keep, comments=False)
     if frame is None or bool(frame["qid"].cat.starts_with("#").any()):
-        frame = _fast_frame(path, schema, keep)
+        frame = _fast_frame(source, schema, keep)
     if (
         frame is not None
         and frame.height
@@ -116,11 +140,24 @@ def read_run(path: str | Path) -> pl.DataFrame:
         and _ids_fit(frame)
     ):
         return frame
-    rows = read_run_exactly(path)
-    return pl.DataFrame(
-        {"qid": rows.qids, "docid": rows.docids, "score": rows.scores},
-        schema={"qid": pl.Categorical, "docid": pl.String, "score": pl.Float64},
-    )
+    return None
+
+
+def read_run_blocks(
+    path: Path, block_bytes: int | None = None
+) -> Generator[pl.DataFrame | None, None, None]:
+    """A grouped run's blocks of whole queries (:mod:`raglabel.formats.blocks`), each as
+    :func:`read_run_block` reads it; the next block is parsed while the caller works on
+    this one (polars parses without the GIL)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending: Future[pl.DataFrame | None] | None = None
+        for block in query_blocks(path, block_bytes):
+            ahead = pool.submit(read_run_block, block)
+            if pending is not None:
+                yield pending.result()
+            pending = ahead
+        if pending is not None:
+            yield pending.result()
 
 
 def read_qrels(path: str | Path, grade_map: GradeMap | None = None) -> pl.DataFrame:
@@ -155,7 +192,7 @@ def read_qrels(path: str | Path, grade_map: GradeMap | None = None) -> pl.DataFr
             line_of_row(path, row),
         )
     frame = frame.select("qid", "docid").with_columns(grade=pl.Series(grades, dtype=pl.Int8))
-    dup = frame.select(pl.struct("qid", "docid").is_duplicated()).to_series()
+    dup = _repeated_pairs(frame)
     if dup.any():
         rows_dup = np.flatnonzero(dup.to_numpy())
         first = frame.row(int(rows_dup[0]), named=True)
@@ -170,3 +207,25 @@ def read_qrels(path: str | Path, grade_map: GradeMap | None = None) -> pl.DataFr
             lines[1],
         )
     return frame
+
+
+def _repeated_pairs(frame: pl.DataFrame) -> pl.Series:
+    """Whether each row's (qid, docid) occurs in another row too.
+
+    Pairs are compared by a 64-bit hash first, sorted by numpy, and as strings only where
+    hashes meet: polars' own search for repeats took over 250 MB for a million pairs.
+    """
+    pair = pl.struct("qid", "docid")
+    # Hashed column by column: an expression over the frame would first copy its string
+    # columns into one chunk each (the parser leaves them in dozens).
+    qids, docids = (as_numpy(frame[name].hash(_PAIR_SEED)) for name in ("qid", "docid"))
+    hashes = qids ^ (docids * _MIX)
+    order = np.argsort(hashes)
+    ordered = hashes[order]
+    meets = np.flatnonzero(ordered[1:] == ordered[:-1])
+    repeated = np.zeros(frame.height, dtype=np.bool_)
+    if meets.size:
+        rows = np.unique(np.concatenate([order[meets], order[meets + 1]]))
+        confirmed = frame[pl.Series(rows)].select(pair.is_duplicated()).to_series().to_numpy()
+        repeated[rows[confirmed]] = True
+    return pl.Series(repeated)

@@ -1,0 +1,67 @@
+"""A large run file in blocks of whole queries, so that memory does not grow with it.
+
+TREC runs list each query's lines together. Cut where one query's lines end and the
+next one's begin, a file falls into blocks that can each be parsed, ranked and graded
+alone, and only one or two blocks exist at a time. Whether the file really is grouped
+is the caller's to check (a query met in two blocks); this module only cuts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+#: About how much of the file one block holds. Sixteen megabytes keep a 10M-line run's
+#: evaluation near 300 MB at its peak and cost little against larger blocks.
+BLOCK_BYTES = 16 << 20
+
+
+class QueryTooLargeError(Exception):
+    """One query's lines do not fit in a block: the file is better read whole."""
+
+
+def query_blocks(path: Path, block_bytes: int | None = None) -> Iterator[bytes]:
+    """The file's bytes in order, each block ending where a query's lines end.
+
+    A block holds whole lines, and every line of the query it ends with: the lines of
+    the query the buffer ends in are carried over to the next block. The cut goes by the
+    first field of a line (up to its first space), as the readers split it.
+    """
+    block_bytes = BLOCK_BYTES if block_bytes is None else block_bytes
+    buffer = bytearray(block_bytes)
+    view = memoryview(buffer)
+    held = 0
+    # Reading into one buffer again and again: a fresh block of memory for every read
+    # costs more in page faults than the copying.
+    with open(path, "rb", buffering=0) as handle:
+        while True:
+            got = handle.readinto(view[held:])
+            filled = held + (got or 0)
+            if filled < block_bytes:
+                if filled:
+                    yield bytes(view[:filled])
+                return
+            cut = _last_query_start(buffer, filled)
+            if cut == 0:
+                raise QueryTooLargeError(f"a query of {path} fills more than {block_bytes} bytes")
+            yield bytes(view[:cut])
+            held = filled - cut
+            buffer[:held] = bytes(view[cut:filled])
+
+
+def _last_query_start(buffer: bytearray, filled: int) -> int:
+    """Where the lines of the last query begin among the first ``filled`` bytes (a
+    partial last line counts with it), or 0 when they are all one query's."""
+    complete = buffer.rfind(b"\n", 0, filled) + 1
+    if complete == 0:
+        return 0
+    line = buffer.rfind(b"\n", 0, complete - 1) + 1
+    space = buffer.find(b" ", line, complete)
+    # A line without a space is cut as its own query; the parser rejects it anyway.
+    prefix = bytes(buffer[line : space + 1 if space >= 0 else complete])
+    while line > 0:
+        before = buffer.rfind(b"\n", 0, line - 1) + 1
+        if not buffer.startswith(prefix, before):
+            break
+        line = before
+    return line

@@ -1,0 +1,164 @@
+"""Large runs read in blocks of whole queries: the same run as read whole, or refused."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from raglabel.formats import blocks
+from raglabel.formats.align import NOT_GROUPED, Alignment, NotInBlocks
+from raglabel.formats.blocks import QueryTooLargeError, query_blocks
+from raglabel.formats.trec import _repeated_pairs, read_qrels, read_run, read_run_blocks
+
+if TYPE_CHECKING:
+    from cli_helpers import Cli
+
+
+def run_lines(seed: int, queries: int, depth: int, *, grouped: bool = True) -> list[str]:
+    rng = random.Random(seed)
+    lines = []
+    for q in range(queries):
+        for r in range(rng.randint(1, depth)):
+            # Scores with 1 decimal tie often; docids repeat across queries.
+            score = round(rng.uniform(0, 3), 1)
+            lines.append(f"q{q} Q0 d{rng.randint(0, 40)} {r + 1} {score} tag")
+    if not grouped:
+        rng.shuffle(lines)
+    return lines
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 30), st.integers(48, 400), st.booleans())
+def test_blocks_hold_whole_queries_and_nothing_is_lost(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, queries: int, size: int, newline: bool
+) -> None:
+    lines = run_lines(seed, queries, 6)
+    text = "\n".join(lines) + ("\n" if newline else "")
+    path = tmp_path_factory.mktemp("blocks") / "run.txt"
+    path.write_text(text)
+    try:
+        parts = list(query_blocks(path, size))
+    except QueryTooLargeError:
+        # Only one query's complete lines (and part of the next line) filled the buffer.
+        longest = max(
+            sum(len(line) + 1 for line in lines if line.split()[0] == f"q{q}")
+            for q in range(queries)
+        )
+        assert longest + max(len(line) + 1 for line in lines) >= size
+        return
+    assert b"".join(parts) == text.encode()
+    owners: dict[str, int] = {}
+    for number, part in enumerate(parts):
+        for line in part.decode().splitlines():
+            assert owners.setdefault(line.split()[0], number) == number
+
+
+def test_a_query_larger_than_a_block_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "run.txt"
+    path.write_text("\n".join(f"q1 Q0 d{i} {i} 1.0 t" for i in range(50)) + "\n")
+    with pytest.raises(QueryTooLargeError):
+        list(query_blocks(path, 64))
+
+
+def qrels_file(tmp_path: Path, queries: int) -> Path:
+    rng = random.Random(7)
+    path = tmp_path / "qrels.txt"
+    lines = [
+        f"q{q} 0 d{d} {rng.choice([0, 1, 2, 3])}"
+        for q in range(queries)
+        for d in rng.sample(range(41), 12)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_grouped_run_in_blocks_equals_the_run_read_whole(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    # No passage twice in a query: a repeat warns, and warnings refuse blocks (below).
+    lines, score = [], 100.0
+    for q in range(25):
+        for d in rng.sample(range(41), rng.randint(1, 30)):
+            score -= rng.choice([0.0, 0.1])
+            lines.append(f"q{q} Q0 d{d} 1 {score:.1f} t")
+    run = tmp_path / "run.txt"
+    run.write_text("\n".join(lines) + "\n")
+    alignment = Alignment.from_qrels(read_qrels(qrels_file(tmp_path, 25)))
+    whole = alignment.run("r", read_run(run))
+    parts = read_run_blocks(run, block_bytes=1024)
+    ranked = alignment.run_in_blocks("r", parts)
+    np.testing.assert_array_equal(ranked.offsets, whole.offsets)
+    np.testing.assert_array_equal(ranked.grades, whole.grades)
+    assert alignment.warnings == []
+
+
+def test_an_ungrouped_run_is_refused_as_such(tmp_path: Path) -> None:
+    run = tmp_path / "run.txt"
+    run.write_text("\n".join(run_lines(3, 20, 8, grouped=False)) + "\n")
+    alignment = Alignment.from_qrels(read_qrels(qrels_file(tmp_path, 20)))
+    with pytest.raises(NotInBlocks, match=NOT_GROUPED):
+        alignment.run_in_blocks("r", read_run_blocks(run, block_bytes=200))
+
+
+@pytest.mark.parametrize(
+    "line", ["zz Q0 d1 1 1.0 t", "q1 Q0 d1 1 nan t", "q1\tQ0 d1 1 1.0 t", "# comment"]
+)
+def test_a_block_that_warns_or_needs_the_exact_reader_is_refused(tmp_path: Path, line: str) -> None:
+    lines = [f"q{q} Q0 d{d} {d + 1} {9 - d}.0 t" for q in range(20) for d in range(8)]
+    lines[90:90] = [line]
+    run = tmp_path / "run.txt"
+    run.write_text("\n".join(lines) + "\n")
+    alignment = Alignment.from_qrels(read_qrels(qrels_file(tmp_path, 20)))
+    with pytest.raises(NotInBlocks):
+        alignment.run_in_blocks("r", read_run_blocks(run, block_bytes=200))
+    assert alignment.warnings == []
+
+
+@pytest.mark.parametrize("grouped", [True, False])
+def test_eval_reads_a_large_run_in_blocks_with_the_same_report(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, grouped: bool
+) -> None:
+    lines = [
+        f"q{q} Q0 d{d} {r + 1} {30 - r}.{q % 3} t"
+        for q in range(30)
+        for r, d in enumerate(random.Random(q).sample(range(41), 25))
+    ]
+    if not grouped:
+        lines = lines[1:] + lines[:1]  # the first query's top line comes last
+    run = tmp_path / "run.txt"
+    run.write_text("\n".join(lines) + "\n")
+    qrels = qrels_file(tmp_path, 30)
+    args = ["eval", "--qrels", qrels, "--run", run, "--reader", "polars", "--format", "json"]
+    args += ["--per-query"]
+    code, whole, _ = cli(*args)
+    assert code == 0
+    # Blocks of 2 KB: the 30-query run (about 24 KB) is now "large".
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 2048)
+    code, streamed, err = cli(*args)
+    assert code == 0
+    whole_doc, streamed_doc = json.loads(whole), json.loads(streamed)
+    if grouped:
+        assert streamed_doc == whole_doc
+        assert err == ""
+    else:
+        assert streamed_doc["runs"] == whole_doc["runs"]
+        assert NOT_GROUPED in err and "read whole" in err
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from("xyz")), max_size=12))
+def test_repeated_pairs_are_found_as_polars_finds_them(pairs: list[tuple[str, str]]) -> None:
+    frame = pl.DataFrame(
+        {"qid": [q for q, _ in pairs], "docid": [d for _, d in pairs]},
+        schema={"qid": pl.String, "docid": pl.String},
+    )
+    expected = frame.select(pl.struct("qid", "docid").is_duplicated()).to_series()
+    assert _repeated_pairs(frame).to_list() == expected.to_list()
