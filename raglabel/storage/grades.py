@@ -267,7 +267,21 @@ def append_staged_grades(
         (annotator_id, origin, graded_at),
     )
     conn.execute("DELETE FROM staged_grade")
-    _bring_up_to_date(conn, first)
+    earlier = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM event WHERE annotator_id = ? AND id < ?)",
+        (annotator_id, first),
+    ).fetchone()[0]
+    if earlier:
+        _bring_up_to_date(conn, first)
+        return
+    # The annotator's first events: each item stands at its last grade here, which
+    # replacing in id order leaves; no item needs its history read back.
+    conn.execute(
+        "INSERT OR REPLACE INTO current_grade"
+        " SELECT query_id, passage_id, annotator_id, grade, id FROM event WHERE id >= ?"
+        " ORDER BY id",
+        (first,),
+    )
 
 
 def _bring_up_to_date(conn: sqlite3.Connection, first: int) -> None:
