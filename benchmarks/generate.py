@@ -1,6 +1,8 @@
 """Synthetic TREC qrels and runs for the benchmarks, reproducible from a fixed seed.
 
-    python benchmarks/generate.py [--size small|large|multi|grading|tiny|huge|all] [--force]
+    python benchmarks/generate.py [--size NAME|all] [--force]
+
+NAME is one of small, large, multi, grading, tiny, huge and bigproject (see SPECS).
 
 Writes ``benchmarks/data/<size>/qrels.txt`` and one or more run files. A dataset whose
 ``stamp.json`` matches the current parameters is left alone, so calling this before every
@@ -70,6 +72,8 @@ SPECS: dict[str, Spec] = {
     # queries (so as many labels): memory must not grow with the run.
     "tiny": Spec("tiny", queries=100, depth=100, runs=1, dataset=4),
     "huge": Spec("huge", queries=10_000, depth=3_000, runs=1, dataset=5),
+    # speed.py's big project: the app over 100,000 queries x 100 candidates x 5 runs.
+    "bigproject": Spec("bigproject", queries=100_000, depth=100, runs=5, dataset=6),
 }
 
 

@@ -13,6 +13,8 @@ run, the commands interleaved so that a busy moment of the machine hits both.
   and against reading the run file alone with polars (tools/polars_read.py), with
   raglabel's peak memory.
 - import: qrels and runs of the 10M-line dataset into fresh and existing projects.
+- project: the grading app on 100,000 queries x 100 candidates x 5 runs
+  (big_project.py): start-up, sort, filter, opening a query, and a grade's metrics.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from common import (
 )
 from generate import Dataset, generate
 
-PARTS = ("quick", "huge", "import")
+PARTS = ("quick", "huge", "import", "project")
 METRICS = "ndcg@10,recall@100,mrr"
 # pytrec_eval's names for the same three, as tools/pytrec_eval_eval.py prints them.
 MEAN_NAMES = ("ndcg@10", "recall@100", "mrr")
@@ -60,7 +62,14 @@ HUGE_PEAK_MIB = 400.0  # at 10M and at 30M lines
 LABELS_PER_S = 500_000
 RUN_LINES_PER_S = 1_000_000
 
-DEFAULT_REPEATS = {"quick": 15, "huge": 3, "import": 3}
+APP_START_S = 1.5
+APP_ACTION_P95_MS = 100.0  # sort, filter, open
+APP_GRADE_P95_MS = 16.0
+
+DEFAULT_REPEATS = {"quick": 15, "huge": 3, "import": 3, "project": 3}
+# The project part: rounds of sort, filter and open per session, and grade keys.
+APP_ROUNDS = 8
+APP_GRADES = 40
 
 
 @dataclass
@@ -292,6 +301,59 @@ def imports(repeats: int, env: dict[str, str], record: dict[str, Any], scratch: 
     return goals
 
 
+# -- project ---------------------------------------------------------------------------
+
+
+def nearest_rank_p95(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, -(-95 * len(ordered) // 100) - 1)]
+
+
+def app_part(
+    repeats: int, env: dict[str, str], record: dict[str, Any], scratch: Path
+) -> list[Goal]:
+    import big_project
+
+    db = big_project.project(env)
+    starts = []
+    for _ in range(repeats):
+        wall, marks = big_project.start(big_project.copy_of(db, scratch))
+        print(f"  project: start-up {wall:.2f}s", file=sys.stderr)
+        starts.append({"wall_s": wall, "marks": marks})
+    walls = sorted(s["wall_s"] for s in starts)
+    start_s = walls[len(walls) // 2]
+    found = big_project.latencies(big_project.copy_of(db, scratch), APP_ROUNDS, APP_GRADES)
+    record["startups"] = starts
+    record["latencies_ms"] = {
+        "sort": found.sort_ms,
+        "filter": found.filter_ms,
+        "open": found.open_ms,
+        "grade": found.grade_ms,
+    }
+    goals = [
+        Goal(
+            f"big project: start to a usable Queries screen < {APP_START_S} s",
+            f"{start_s:.2f} s (median of {len(walls)})",
+            start_s < APP_START_S,
+        )
+    ]
+    for name, values, limit in (
+        ("sort (o)", found.sort_ms, APP_ACTION_P95_MS),
+        ("filter (Enter)", found.filter_ms, APP_ACTION_P95_MS),
+        ("open a query (Enter)", found.open_ms, APP_ACTION_P95_MS),
+        ("grade key to metrics panel", found.grade_ms, APP_GRADE_P95_MS),
+    ):
+        p95 = nearest_rank_p95(values)
+        goals.append(
+            Goal(
+                f"big project: {name}, p95 < {limit:.0f} ms",
+                f"p95 {p95:.1f} ms, max {max(values):.1f} ms ({len(values)} keys)",
+                p95 < limit,
+            )
+        )
+    return goals
+
+
 # -- main ------------------------------------------------------------------------------
 
 
@@ -329,8 +391,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     goals += quick(repeats, env, found)
                 elif part == "huge":
                     goals += huge(repeats, env, found)
-                else:
+                elif part == "import":
                     goals += imports(repeats, env, found, scratch)
+                else:
+                    goals += app_part(repeats, env, found, scratch)
     except CommandFailedError as failure:
         print(f"speed.py: {failure}", file=sys.stderr)
         return 1
