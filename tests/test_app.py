@@ -9,6 +9,7 @@ the loopback chat-completions server) while grading goes on.
 from __future__ import annotations
 
 import asyncio
+import math
 import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -692,3 +693,34 @@ async def test_judge_key_without_a_setup_says_how(demo_db: Path) -> None:
 
     await drive(demo_db, scenario)
     assert ME  # the demo annotator graded nothing here through the app
+
+
+async def test_every_sort_and_filter_orders_as_row_by_row_sorting_would(db: Path) -> None:
+    # The screen sorts arrays; this is the plain Python sort of row objects it replaced.
+    def expected(rows: list[Any], sort: int, needle: str) -> list[int]:
+        rows = [r for r in rows if needle in r.ext_id.casefold() or needle in r.text.casefold()]
+        if sort == 1:
+            rows.sort(key=lambda r: (r.graded / r.candidates if r.candidates else 1.0, r.index))
+        elif sort == 2:
+            rows.sort(key=lambda r: (-r.holes, r.index))
+        elif sort >= 3:
+
+            def score(r: Any) -> float:
+                value = r.ra_nwg[sort - 3] if sort - 3 < len(r.ra_nwg) else math.nan
+                return math.inf if math.isnan(value) else value
+
+            rows.sort(key=lambda r: (score(r), r.index))
+        return [r.index for r in rows]
+
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        screen = app.screen
+        assert isinstance(screen, QueriesScreen)
+        await pilot.press("enter", "1", "2", "5", "q")  # some progress to sort by
+        for needle in ("", "q0", "zzz"):
+            screen.text_filter = needle
+            for sort in range(len(screen.sort_names())):
+                screen.sort = sort
+                every = app.session.query_rows()
+                assert screen.order() == expected(every, sort, needle)
+
+    await drive(db, scenario)

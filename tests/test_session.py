@@ -411,3 +411,32 @@ def test_search_grades_count_like_any_other(demo_db: Path) -> None:
         assert ext in {reopened.catalog.passage_ext[p] for p in reopened.catalog.candidates[q]}
     finally:
         reopened.close()
+
+
+def test_graded_candidates_stay_in_step_with_every_action(session: GradingSession) -> None:
+    # The Queries screen sorts and sums these counts without counting them again.
+    import random
+
+    rng = random.Random(16)
+
+    def counted() -> list[int]:
+        return [
+            sum(1 for pid in pool if pid in book)
+            for pool, book in zip(session.catalog.candidates, session.book.grades, strict=True)
+        ]
+
+    for _ in range(60):
+        q = rng.randrange(len(session.catalog.queries))
+        pool = session.catalog.candidates[q]
+        pid = rng.choice(pool)
+        action = rng.random()
+        if action < 0.6:
+            session.grade(q, pid, rng.randint(1, 5))
+        elif action < 0.8 and session.own_grade(q, pid) is not None:
+            session.clear(q, pid)
+        else:
+            session.undo()
+        assert session.book.graded_candidates.tolist() == counted()
+    columns = session.query_columns()
+    assert int(columns.graded.sum()) == sum(counted())
+    assert columns.candidates.tolist() == [len(pool) for pool in session.catalog.candidates]

@@ -24,6 +24,9 @@ class GradeBook:
         self.run_grades: list[NDArray[np.int8]] = [
             np.zeros(len(run.ext), dtype=np.int8) for run in catalog.runs
         ]
+        # Per query, how many of its candidates have a grade: the Queries screen sorts
+        # and sums it over every query, so it is kept, not counted again each time.
+        self.graded_candidates = np.zeros(n, dtype=np.int64)
 
     # -- loading -----------------------------------------------------------------------
 
@@ -39,6 +42,13 @@ class GradeBook:
         values = np.fromiter((g for book in self.grades for g in book.values()), dtype=np.int64)
         self.counts = np.bincount(qidx * 6 + values, minlength=n * 6).reshape(-1, 6)
         self.counts[:, 0] = 0
+        self.graded_candidates = np.array(
+            [
+                sum(1 for pid in pool if pid in book) if book else 0
+                for pool, book in zip(cat.candidates, self.grades, strict=True)
+            ],
+            dtype=np.int64,
+        )
         self.score_runs()
 
     def score_runs(self) -> None:
@@ -57,6 +67,8 @@ class GradeBook:
             return
         if old is not None:
             self.counts[q, old] -= 1
+        if (old is None) != (grade is None) and pid in self.catalog.candidates[q]:
+            self.graded_candidates[q] += 1 if old is None else -1
         if grade is None:
             book.pop(pid, None)
         else:

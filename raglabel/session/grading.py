@@ -58,6 +58,17 @@ class QueryRow:
 
 
 @dataclass(frozen=True)
+class QueryColumns:
+    """The Queries screen's numbers as arrays over all queries (index order)."""
+
+    graded: NDArray[np.int64]
+    candidates: NDArray[np.int64]
+    holes: NDArray[np.int64]
+    ra_nwg: NDArray[np.float64]  # runs x queries, NaN = NA
+    scored: bool
+
+
+@dataclass(frozen=True)
 class PassageRow:
     """One candidate passage of the Grade screen."""
 
@@ -276,15 +287,26 @@ class GradingSession:
     def query_rows(self) -> list[QueryRow]:
         return [self.query_row(q) for q in range(len(self.catalog.queries))]
 
+    def query_columns(self) -> QueryColumns:
+        """What the Queries screen sorts and sums, for every query at once."""
+        n = len(self.catalog.queries)
+        runs = len(self.catalog.run_names)
+        return QueryColumns(
+            graded=self.book.graded_candidates,
+            candidates=np.fromiter(map(len, self.catalog.candidates), np.int64, n),
+            holes=self._holes if self._holes.size else np.zeros(n, np.int64),
+            ra_nwg=self._ra if self._ra.size else np.full((runs, n), math.nan),
+            scored=not self._waiting,
+        )
+
     def query_row(self, q: int) -> QueryRow:
         query = self.catalog.queries[q]
         pool = self.catalog.candidates[q]
-        graded = self.book.grades[q]
         return QueryRow(
             index=q,
             ext_id=query.ext_id,
             text=query.text,
-            graded=sum(1 for pid in pool if pid in graded),
+            graded=int(self.book.graded_candidates[q]),
             candidates=len(pool),
             holes=int(self._holes[q]) if self._holes.size else 0,
             ra_nwg=tuple(float(v) for v in self._ra[:, q])
@@ -529,14 +551,15 @@ class GradingSession:
             else:
                 self._own[(q, pid)] = done.grade
             shown = self._resolved(q, pid)
-        self.book.set(q, pid, shown)
-        if self._answers is not None:
-            self._answers.passages_changed()
         if kind == "grade" and pid not in self.catalog.candidates[q]:
-            # The log made the pair a candidate (a passage found by search).
+            # The log made the pair a candidate (a passage found by search); before the
+            # book hears of the grade, which counts graded candidates.
             self.catalog.candidates[q].append(pid)
             if pid in self._extra.get(q, []):
                 self._extra[q].remove(pid)
+        self.book.set(q, pid, shown)
+        if self._answers is not None:
+            self._answers.passages_changed()
         self._refresh_query(q)
         return Change(q, pid, shown, done.event_id, kind)
 
