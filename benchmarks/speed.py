@@ -344,10 +344,12 @@ def app_part(
         ("grade key to metrics panel", found.grade_ms, APP_GRADE_P95_MS),
     ):
         p95 = nearest_rank_p95(values)
+        middle = sorted(values)[(len(values) - 1) // 2]
         goals.append(
             Goal(
                 f"big project: {name}, p95 < {limit:.0f} ms",
-                f"p95 {p95:.1f} ms, max {max(values):.1f} ms ({len(values)} keys)",
+                f"p50 {middle:.1f} ms, p95 {p95:.1f} ms, max {max(values):.1f} ms"
+                f" ({len(values)} keys)",
                 p95 < limit,
             )
         )
