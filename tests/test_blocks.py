@@ -109,7 +109,7 @@ def test_an_ungrouped_run_is_refused_as_such(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "line", ["zz Q0 d1 1 1.0 t", "q1 Q0 d1 1 nan t", "q1\tQ0 d1 1 1.0 t", "# comment"]
+    "line", ["q11 Q0 d3 1 1.0 t", "q1 Q0 d1 1 nan t", "q1\tQ0 d1 1 1.0 t", "# comment"]
 )
 def test_a_block_that_warns_or_needs_the_exact_reader_is_refused(tmp_path: Path, line: str) -> None:
     lines = [f"q{q} Q0 d{d} {d + 1} {9 - d}.0 t" for q in range(20) for d in range(8)]
@@ -120,6 +120,23 @@ def test_a_block_that_warns_or_needs_the_exact_reader_is_refused(tmp_path: Path,
     with pytest.raises(NotInBlocks):
         alignment.run_in_blocks("r", read_run_blocks(run, block_bytes=200))
     assert alignment.warnings == []
+
+
+def test_queries_the_labels_lack_make_one_warning_as_the_whole_file_does(
+    tmp_path: Path,
+) -> None:
+    # Runs often rank queries nobody labelled; that alone must not cost the blocks.
+    lines = [f"q{q} Q0 d{d} {d + 1} {9 - d}.0 t" for q in range(30) for d in range(8)]
+    run = tmp_path / "run.txt"
+    run.write_text("\n".join(lines) + "\n")
+    labelled = Alignment.from_qrels(read_qrels(qrels_file(tmp_path, 20)))  # q0..q19
+    whole = labelled.run("r", read_run(run))
+    expected = list(labelled.warnings)
+    labelled.warnings.clear()
+    ranked = labelled.run_in_blocks("r", read_run_blocks(run, block_bytes=300))
+    np.testing.assert_array_equal(ranked.offsets, whole.offsets)
+    np.testing.assert_array_equal(ranked.grades, whole.grades)
+    assert labelled.warnings == expected and "10 queries not in the labels" in expected[0]
 
 
 @pytest.mark.parametrize("grouped", [True, False])
@@ -162,3 +179,16 @@ def test_repeated_pairs_are_found_as_polars_finds_them(pairs: list[tuple[str, st
     )
     expected = frame.select(pl.struct("qid", "docid").is_duplicated()).to_series()
     assert _repeated_pairs(frame).to_list() == expected.to_list()
+
+
+def test_a_query_the_labels_lack_met_again_in_a_later_block_is_not_grouped(
+    tmp_path: Path,
+) -> None:
+    lines = [f"q{q} Q0 d{d} {d + 1} {9 - d}.0 t" for q in range(20) for d in range(8)]
+    lines = ["zz Q0 d1 1 1.0 t", *lines, "zz Q0 d2 2 0.5 t"]
+    run = tmp_path / "run.txt"
+    run.write_text("\n".join(lines) + "\n")
+    alignment = Alignment.from_qrels(read_qrels(qrels_file(tmp_path, 20)))
+    with pytest.raises(NotInBlocks, match=NOT_GROUPED):
+        alignment.run_in_blocks("r", read_run_blocks(run, block_bytes=300))
+    assert alignment.warnings == []

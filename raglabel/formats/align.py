@@ -126,14 +126,17 @@ class Alignment:
         *,
         in_list_order: bool = False,
         k_override: dict[str, int] | None = None,
+        unknown: list[str] | None = None,
     ) -> RankedRun:
         """Rank, deduplicate and grade a ``qid, docid[, score][, contains]`` run frame.
 
         ``in_list_order`` keeps each query's rows as given (lists without scores). The
         qid column may be String or Categorical. Passage ids are compared only among
-        tied scores and for key matches; everything else runs on integer arrays.
+        tied scores and for key matches; everything else runs on integer arrays. With
+        ``unknown``, the ids of queries the labels lack go there (in file order) instead
+        of into a warning.
         """
-        frame, qidx = self._known_queries(name, frame)
+        frame, qidx = self._known_queries(name, frame, unknown)
         starts = block_starts(qidx)
         keys = _pair_keys(qidx, frame["docid"])
         # Grading (mostly a hash probe in polars) and ranking (numpy) release the GIL
@@ -169,36 +172,49 @@ class Alignment:
 
         Raises :class:`NotInBlocks` where that is not sure, and the caller reads the file
         whole: a block the quick reader refused (None), a query met again in a later
-        block (the file is not grouped by query), or a block raising a warning (warnings
-        count and name over the whole file).
+        block (the file is not grouped by query), or a block raising a warning other than
+        queries the labels lack (those are gathered into the whole file's one warning;
+        the others count and name over the whole file).
         """
         parts: list[RankedRun] = []
         seen = np.zeros(self.labels.n_queries, dtype=np.bool_)
         warned = len(self.warnings)
+        # Queries the labels lack, over all blocks: one warning at the end, as the file
+        # read whole gives it (each query's lines are in one block, in file order).
+        unknown: list[str] = []
         for frame in frames:
             if frame is None:
                 raise NotInBlocks("a block needs the exact reader")
-            part = self.run(name, frame)
+            before = len(unknown)
+            part = self.run(name, frame, unknown=unknown)
             if len(self.warnings) > warned:
                 del self.warnings[warned:]
                 raise NotInBlocks("a block raised a warning")
             present = part.lengths > 0
-            if bool((seen & present).any()):
+            if bool((seen & present).any()) or not set(unknown[:before]).isdisjoint(
+                unknown[before:]
+            ):
                 raise NotInBlocks(NOT_GROUPED)
             seen |= present
             parts.append(part)
+        if unknown:
+            self.warnings.append(unknown_queries(name, unknown))
         return _joined(name, self.labels.n_queries, parts)
 
     def _known_queries(
-        self, name: str, frame: pl.DataFrame
+        self, name: str, frame: pl.DataFrame, unknown: list[str] | None = None
     ) -> tuple[pl.DataFrame, NDArray[np.int32]]:
         """``frame`` without rows of queries the labels lack, and each row's label index."""
         qidx = self._label_index(frame["qid"])
         known = qidx >= 0
         if bool(known.all()):
             return frame, qidx
-        unknown = frame["qid"].filter(pl.Series(~known)).unique(maintain_order=True)
-        self.warnings.append(unknown_queries(name, unknown.cast(pl.String).to_list()))
+        missing = frame["qid"].filter(pl.Series(~known)).unique(maintain_order=True)
+        ids = missing.cast(pl.String).to_list()
+        if unknown is None:
+            self.warnings.append(unknown_queries(name, ids))
+        else:
+            unknown += ids
         return frame.filter(pl.Series(known)), qidx[known]
 
     def _label_index(self, qid: pl.Series) -> NDArray[np.int32]:
