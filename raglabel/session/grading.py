@@ -664,6 +664,7 @@ def _read_runs(path: Path, catalog: Catalog, book: GradeBook) -> _LoadedRuns:
     # here writes to the catalog or the book; the app's thread puts the result in place.
     # The collector rests meanwhile: millions of ids hold no cycle, and collections
     # walking them again and again as they are made slowed the reading several times.
+    collecting = gc.isenabled()
     gc.disable()
     try:
         with Project.reader(path) as reader:
@@ -671,7 +672,8 @@ def _read_runs(path: Path, catalog: Catalog, book: GradeBook) -> _LoadedRuns:
         view = Catalog(catalog.queries, catalog.passage_ext, catalog.candidates, runs)
         loaded = _LoadedRuns(runs, entry_grades(view, book.grades), book)
     finally:
-        gc.enable()
+        if collecting:
+            gc.enable()
     # Warm the import the first grade needs, here rather than on the annotator's key.
     import raglabel.storage.grades  # noqa: F401
 
