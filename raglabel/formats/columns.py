@@ -20,8 +20,9 @@ from numpy.typing import NDArray
 _SPACE, _NEWLINE, _HASH, _MINUS, _DOT, _ZERO, _NINE = (ord(c) for c in " \n#-.09")
 
 # White space outside ASCII that str.split() splits on; the exact reader would see
-# more fields than the separators here do.
-_UNICODE_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+# more fields than the separators here do. Compiled only for a file with non-ASCII bytes:
+# compiling it costs more than splitting a small ASCII file.
+_UNICODE_SPACE = "[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 
 # Exact decimal parsing: a mantissa below 2**53 divided by an exactly representable
 # power of ten is one correctly rounded operation, so it equals Python's float().
@@ -152,7 +153,7 @@ def split_fields(data: bytes, n_fields: int) -> Fields | None:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             return None
-        if _UNICODE_SPACE.search(text):
+        if re.search(_UNICODE_SPACE, text):
             return None
     # Room after the last line for the widest field's window.
     padded = np.concatenate([buffer, np.zeros(int(gaps.max(initial=1)), dtype=np.uint8)])
