@@ -149,7 +149,8 @@ def test_plain_eval_imports_only_what_it_uses(tmp_path: Path, fmt: list[str]) ->
     # Importing any of these costs more than evaluating a small run from start to finish
     # (rich alone, warmed up, about as much as the evaluation): the table is drawn
     # without it. Nor does eval load the judge's client or the web server's event loop,
-    # nor OpenSSL (hashlib's _hashlib) for the labels' fingerprint.
+    # nor OpenSSL (hashlib's _hashlib) for the labels' fingerprint, nor shutil (with
+    # zlib, bz2 and lzma) to measure a terminal for help it does not print.
     (tmp_path / "q").write_text("q1 0 a 3\nq1 0 b 0\n")
     (tmp_path / "r").write_text("q1 Q0 a 1 0.5 t\nq1 Q0 b 2 0.4 t\n")
     argv = ["eval", "--qrels", str(tmp_path / "q"), "--run", str(tmp_path / "r")]
@@ -159,7 +160,7 @@ def test_plain_eval_imports_only_what_it_uses(tmp_path: Path, fmt: list[str]) ->
         f"main({argv!r}); "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'polars', 'rich',"
         " 'asyncio', 'aiohttp', 'textual', 'textual_serve', 'httpx', 'jinja2', 'sqlite3',"
-        " 'sqlite_utils', 'statistics', '_hashlib'}))"
+        " 'sqlite_utils', 'statistics', '_hashlib', 'shutil', 'bz2', 'lzma'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"

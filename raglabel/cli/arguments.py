@@ -129,3 +129,39 @@ def writes_over_project(target: Path, db: Path) -> bool:
         if companion.resolve() == resolved or same_file(target, companion):
             return True
     return False
+
+
+class LazyWidthFormatter(argparse.HelpFormatter):
+    """argparse's help formatter, measuring the terminal only when it formats.
+
+    argparse makes a formatter for every option added to a parser (to check its metavar),
+    and measuring the terminal imports shutil, with zlib, bz2 and lzma: about 2 ms of a
+    quick ``raglabel eval``, for help it does not print. The width and help position are
+    the ones argparse computes itself, worked out at the first use instead.
+    """
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        self._measure = width is None
+        self._asked_position = max_help_position
+        super().__init__(prog, indent_increment, max_help_position, width=width or 80)
+
+    def format_help(self) -> str:
+        if self._measure:
+            import shutil
+
+            self._measure = False
+            self._width = shutil.get_terminal_size().columns - 2
+            self._max_help_position = min(
+                self._asked_position, max(self._width - 20, self._indent_increment * 2)
+            )
+        return super().format_help()
+
+
+class LazyWidthRawDescription(LazyWidthFormatter, argparse.RawDescriptionHelpFormatter):
+    """:class:`LazyWidthFormatter` keeping the description's and epilog's line breaks."""

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from raglabel.cli.arguments import is_sqlite
+from raglabel.cli.arguments import LazyWidthRawDescription, is_sqlite
 from raglabel.cli.options import MAX_PERMUTATIONS, MAX_RESAMPLES, add_convention_options
 from raglabel.errors import UsageError
 from raglabel.storage.policies import POLICIES
@@ -42,7 +42,7 @@ def register(commands: Any) -> None:
             "  raglabel eval project.db --ci --compare --policy median\n"
             "  raglabel eval project.db --answers --threshold faithfulness=4 --format json"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=LazyWidthRawDescription,
     )
     add_inputs_and_conventions(parser)
     out = parser.add_argument_group("output")

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from raglabel import __version__
+from raglabel.cli.arguments import LazyWidthFormatter
 from raglabel.errors import InputError, StorageError, UsageError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -34,9 +35,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="raglabel",
         description="Grade passages for RAG queries and measure whether retrieval got better.",
+        formatter_class=LazyWidthFormatter,
     )
     parser.add_argument("--version", action="version", version=f"raglabel {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    # prog given, as argparse would format it, so that no help is formatted to build it.
+    commands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, prog=parser.prog
+    )
     chosen = [module for module, names in COMMANDS.items() if command in names]
     for module in chosen or COMMANDS:
         importlib.import_module(f"raglabel.cli.{module}").register(commands)
