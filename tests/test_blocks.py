@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from raglabel.formats import blocks
+from raglabel.formats import align, blocks
 from raglabel.formats.align import NOT_GROUPED, Alignment, NotInBlocks
 from raglabel.formats.blocks import QueryTooLargeError, query_blocks
 from raglabel.formats.trec import _repeated_pairs, read_qrels, read_run, read_run_blocks
@@ -80,8 +80,13 @@ def qrels_file(tmp_path: Path, queries: int) -> Path:
     return path
 
 
+@pytest.mark.parametrize("slices", [True, False])
 @pytest.mark.parametrize("seed", range(6))
-def test_a_grouped_run_in_blocks_equals_the_run_read_whole(tmp_path: Path, seed: int) -> None:
+def test_a_grouped_run_in_blocks_equals_the_run_read_whole(
+    tmp_path: Path, seed: int, slices: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not slices:  # every part joined entry by entry, as when it is many short slices
+        monkeypatch.setattr(align, "_MAX_SLICES", 0)
     rng = random.Random(seed)
     # No passage twice in a query: a repeat warns, and warnings refuse blocks (below).
     lines, score = [], 100.0

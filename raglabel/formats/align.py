@@ -29,6 +29,9 @@ _SEED = 0x5EED
 _FINGERPRINT_ROWS = 100_000
 # An odd 64-bit constant (the golden ratio's): spreads query indexes over all bits.
 _MIX = np.uint64(0x9E3779B97F4A7C15)
+# Above this many slice ends a part is joined entry by entry (a loop of slices is cheap
+# only while each slice is long).
+_MAX_SLICES = 4096
 
 
 NOT_GROUPED = "its lines are not grouped by query"
@@ -271,10 +274,28 @@ def _joined(name: str, n_queries: int, parts: list[RankedRun]) -> RankedRun:
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     grades = np.zeros(int(offsets[-1]), dtype=np.int8)
     while parts:
+        part = parts.pop()
+        # A part holds each of its queries whole, so consecutive label indexes it holds
+        # (queries it lacks that are empty everywhere do not break them) are one slice of
+        # the part and one slice of the whole run: copied as slices, with no index per
+        # entry. A part is at most as many slices as it holds queries.
+        holds = np.concatenate([[False], part.lengths == lengths, [False]])
+        edges = np.flatnonzero(holds[1:] != holds[:-1])
+        if edges.size <= _MAX_SLICES:
+            firsts, ends = edges[::2], edges[1::2]
+            spans = zip(
+                offsets[firsts].tolist(),
+                offsets[ends].tolist(),
+                part.offsets[firsts].tolist(),
+                part.offsets[ends].tolist(),
+                strict=True,
+            )
+            for start, stop, own_start, own_stop in spans:
+                grades[start:stop] = part.grades[own_start:own_stop]
+            continue
         # Each of the part's entries moves to its query's place in the whole run. Not
         # through the part's cached query index: held for every part, those indexes
         # would be eight bytes an entry of the whole run.
-        part = parts.pop()
         qidx = np.repeat(np.arange(n_queries, dtype=np.int64), part.lengths)
         rank = np.arange(part.grades.size, dtype=np.int64) - part.offsets[qidx]
         grades[offsets[qidx] + rank] = part.grades
