@@ -13,10 +13,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from raglabel.errors import InputError
 from raglabel.formats import align, blocks
 from raglabel.formats.align import NOT_GROUPED, Alignment, NotInBlocks
 from raglabel.formats.blocks import QueryTooLargeError, query_blocks
-from raglabel.formats.trec import _repeated_pairs, read_qrels, read_run, read_run_blocks
+from raglabel.formats.rows import read_run_exactly
+from raglabel.formats.trec import (
+    _repeated_pairs,
+    read_qrels,
+    read_run,
+    read_run_block,
+    read_run_blocks,
+)
 
 if TYPE_CHECKING:
     from cli_helpers import Cli
@@ -197,3 +205,47 @@ def test_a_query_the_labels_lack_met_again_in_a_later_block_is_not_grouped(
     with pytest.raises(NotInBlocks, match=NOT_GROUPED):
         alignment.run_in_blocks("r", read_run_blocks(run, block_bytes=300))
     assert alignment.warnings == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "q1 Q0 dx 9 0.5 t",
+        "q1 Q0 dx 9 0.5",  # short: the exact reader names it
+        "q1 Q0 dx 9 0.5 t ",  # trailing space: an empty seventh field, ignored
+        "q1 Q0 dx 9 0.5 t extra",
+        "q1  Q0 dx 9 0.5 t",
+        " q1 Q0 dx 9 0.5 t",
+        "",
+        "q1 Q0 dx 1.5 0.5 t",  # a rank no reader uses
+        "q1 Q0 dx one 0.5 t",
+        "q1 Q0 dx 9 x t",
+        "q1 Q0 dx 9 nan t",
+        "q1\tQ0 dx 9 0.5 t",
+        "# a comment of six fields",
+        "#short comment",
+    ],
+)
+@pytest.mark.parametrize("last_newline", [True, False])
+def test_a_block_reads_as_the_exact_reader_does_or_is_refused(
+    tmp_path: Path, line: str, last_newline: bool
+) -> None:
+    # A block's parse checks the fields it does not keep from its bytes; whatever it
+    # takes must be what the exact reader reads, and it takes all the file reader takes.
+    lines = [f"q{q} Q0 d{d} {d + 1} {9 - d}.5 t" for q in range(3) for d in range(4)]
+    lines[5:5] = [line]
+    data = ("\n".join(lines) + ("\n" if last_newline else "")).encode()
+    path = tmp_path / "run.txt"
+    path.write_bytes(data)
+    block, whole = read_run_block(data), read_run_block(path)
+    try:
+        rows = read_run_exactly(path)
+    except InputError:
+        rows = None
+    if whole is not None:
+        assert block is not None
+    if block is not None:
+        assert rows is not None
+        assert block["qid"].cast(pl.String).to_list() == rows.qids
+        assert block["docid"].to_list() == rows.docids
+        assert block["score"].to_list() == rows.scores

@@ -25,6 +25,7 @@ _QRELS_FIELDS = ("qid", "iteration", "docid", "relevance")
 _PAIR_SEED = 0x5EED
 # An odd 64-bit constant (the golden ratio's), so that (a, b) and (b, a) hash apart.
 _MIX = np.uint64(0x9E3779B97F4A7C15)
+_SPACE, _NEWLINE = ord(" "), ord("\n")
 
 
 def _fast_frame(
@@ -41,22 +42,17 @@ def _fast_frame(
     the exact reader is asked to find and name the line. Without ``comments`` a comment
     line is read as data (its first field starts with ``#``); the caller checks.
     """
+    if not comments and isinstance(source, bytes):
+        frame = _lean_frame(source, schema, keep)
+        if frame is not None:
+            return frame
     complete = pl.all_horizontal([pl.col(name).is_not_null() for name in schema])
     # The byte scan runs beside polars' parse, which does not hold the GIL.
     with ThreadPoolExecutor(max_workers=1) as pool:
         canonical = pool.submit(is_canonical, source)
         try:
             frame = (
-                pl.scan_csv(
-                    source,
-                    separator=" ",
-                    has_header=False,
-                    quote_char=None,
-                    comment_prefix="#" if comments else None,
-                    schema=schema,
-                    extra_columns="ignore",
-                    missing_columns="insert",
-                )
+                _scan(source, schema, comments=comments)
                 .select([*keep, complete.alias("_complete")])
                 # The streaming engine parses in batches, so the columns that are only
                 # checked for presence never exist whole: less memory, and fewer fresh
@@ -70,6 +66,74 @@ def _fast_frame(
     if not frame["_complete"].all():
         return None
     return frame.drop("_complete")
+
+
+def _scan(source: Path | bytes, schema: dict[str, pl.DataType], *, comments: bool) -> pl.LazyFrame:
+    return pl.scan_csv(
+        source,
+        separator=" ",
+        has_header=False,
+        quote_char=None,
+        comment_prefix="#" if comments else None,
+        schema=schema,
+        extra_columns="ignore",
+        missing_columns="insert",
+    )
+
+
+def _lean_frame(
+    block: bytes, schema: dict[str, pl.DataType], keep: list[str]
+) -> pl.DataFrame | None:
+    """What :func:`_fast_frame` gives for a block without comments, parsing only the
+    kept columns; None when that is not sure (and the full check decides).
+
+    Checking every field for presence made polars parse all of them, and doubled the
+    parse. Here bytes answer for the fields that are not kept: with no empty field (no
+    doubled, leading or trailing space, no blank line), a field is missing only at the
+    end of a short line, where the last one is null. So the kept columns and the last
+    field's presence are all polars is asked for. Fields in between are then present and
+    unparsed: only the rank, which no reader uses (a non-integer rank only sent the file
+    to the exact reader, which ignores it).
+    """
+    last = list(schema)[-1]
+    short = pl.col(last).is_null().alias("_short")
+    lean = {
+        name: kind if name in keep or name == last else pl.String() for name, kind in schema.items()
+    }
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        plain = pool.submit(lambda: is_canonical(block) and _no_empty_field(block))
+        try:
+            frame = (
+                _scan(block, lean, comments=False)
+                .select([*keep, short])
+                .collect(engine="streaming")
+            )
+        except (pl.exceptions.PolarsError, UnicodeDecodeError, ValueError):
+            return None
+        if not plain.result():
+            return None
+    if frame["_short"].any() or any(frame[name].null_count() for name in keep):
+        return None
+    return frame.drop("_short")
+
+
+#: Bytes of a block checked for empty fields at a time (the masks are a few times this).
+_SCAN_BYTES = 4 << 20
+
+
+def _no_empty_field(block: bytes) -> bool:
+    """Whether no line of ``block`` has an empty field or is blank: no separator (space
+    or newline) follows another, and none starts the block or ends it with a space."""
+    if not block or block[:1] in (b" ", b"\n") or block[-1:] == b" ":
+        return False
+    data = np.frombuffer(block, dtype=np.uint8)
+    # Windows overlap by a byte, so a pair across their border is seen.
+    for start in range(0, data.size - 1, _SCAN_BYTES):
+        window = data[start : start + _SCAN_BYTES + 1]
+        separator = (window == _SPACE) | (window == _NEWLINE)
+        if bool((separator[1:] & separator[:-1]).any()):
+            return False
+    return True
 
 
 def _ids_fit(frame: pl.DataFrame) -> bool:
