@@ -12,24 +12,31 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 # What rich reads in a cell instead of printing it: a markup tag, an emoji code, an
 # escape. Such a cell goes to rich itself.
 _RICH_SYNTAX = re.compile(r"\[[a-z#/@]|:[\w+-]+:|\\")
 
 
-@dataclass(frozen=True)
+# Plain classes: frozen dataclasses cost about a millisecond each of every eval's
+# start-up to create, more than drawing a table.
 class Column:
-    header: str
-    right: bool = False
+    __slots__ = ("header", "right")
+
+    def __init__(self, header: str, right: bool = False) -> None:
+        self.header = header
+        self.right = right
 
 
-@dataclass(frozen=True)
 class Table:
-    columns: Sequence[Column]
-    rows: Sequence[Sequence[str]]
-    title: str | None = None
+    __slots__ = ("columns", "rows", "title")
+
+    def __init__(
+        self, columns: Sequence[Column], rows: Sequence[Sequence[str]], title: str | None = None
+    ) -> None:
+        self.columns = columns
+        self.rows = rows
+        self.title = title
 
 
 def _plain(text: str) -> bool:
