@@ -4,6 +4,7 @@ chunked columns joined by numpy, and the CLI reading the first run ahead."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from raglabel.formats import arrays
 from raglabel.formats.align import Alignment, _distinct_in_blocks, as_numpy
 from raglabel.formats.ranking import block_starts, ranking_order
 from raglabel.formats.trec import read_qrels, read_run
@@ -243,3 +245,12 @@ def test_qrels_rows_cut_by_numpy_equal_the_line_reader(
         assert str(caught.value) == str(exc)
     else:
         assert read_qrels_rows(path, grade_map) == expected
+
+
+@pytest.mark.parametrize("size", [0, 3, 1 << 20, (1 << 20) + 1])
+def test_the_fingerprint_digest_is_sha256_on_either_side_of_the_openssl_threshold(
+    size: int,
+) -> None:
+    # Small label sets hash with the built-in module, large ones through hashlib.
+    data = bytes(range(256)) * (size // 256) + b"q\td\t4\n"[: size % 256]
+    assert arrays._sha256_hex(data) == hashlib.sha256(data).hexdigest()
