@@ -197,3 +197,24 @@ def test_pool_option_changes_proc(files: dict[str, Path]) -> None:
 def test_timings_go_to_stderr(files: dict[str, Path]) -> None:
     result = child("eval", "--qrels", str(files["qrels"]), "--run", str(files["good"]), "--timings")
     assert "timings: load=" in result.stderr
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "csv", "markdown"])
+def test_a_quick_exit_leaves_the_same_output_as_main_returning(
+    files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    # As its process's own command, eval ends without the interpreter's teardown; what it
+    # printed, wrote and warned, and its exit code, are what main() returning gives.
+    odd = tmp_path / "odd.run"
+    odd.write_text(GOOD + "q7 Q0 a 1 0.5 t\n" * 2000)  # a warning, and a long output
+    args = ["eval", "--qrels", str(files["qrels"]), "--run", str(odd), f"weak={files['weak']}"]
+    args += ["--format", fmt, "--per-query", "--ci", "--compare"]
+    capsys.readouterr()
+    assert main(args) == 0
+    expected = capsys.readouterr()
+    result = child(*args)
+    assert (result.returncode, result.stdout, result.stderr) == (0, expected.out, expected.err)
+    target = tmp_path / f"report.{fmt}"
+    result = child(*args, "-o", target)
+    assert (result.returncode, result.stdout) == (0, "")
+    assert target.read_text() == expected.out
