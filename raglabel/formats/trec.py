@@ -118,7 +118,7 @@ def _lean_frame(
 
 
 #: Bytes of a block checked for empty fields at a time (the masks are a few times this).
-_SCAN_BYTES = 4 << 20
+_SCAN_BYTES = 1 << 20
 
 
 def _no_empty_field(block: bytes) -> bool:
