@@ -2,24 +2,68 @@
 
 Blind (the default), that is the annotator's own current grades; otherwise one resolved
 grade per pair over all annotators (an adjudicated grade wins, else the lower median),
-as ``raglabel eval DB`` resolves them. Besides a dictionary per query, the book keeps
-each run's entry grades as arrays, so metrics over all queries stay whole-array work
-and a new grade only touches the entries of its own query.
+as ``raglabel eval DB`` resolves them. The grades are read as arrays and become a
+dictionary per query when that query is first asked about: a big project holds
+millions. Besides, the book keeps each run's entry grades as arrays, so metrics over
+all queries stay whole-array work and a new grade only touches the entries of its own
+query.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+
 import numpy as np
 from numpy.typing import NDArray
 
-from raglabel.session.catalog import Catalog
+from raglabel.session.catalog import Catalog, RunLists
+
+#: Pairs as one integer each, (query index, pid) -> query * SPAN + pid + SPAN // 2:
+#: pids are passage rows (below 2**31) or small negative numbers.
+SPAN = 1 << 32
+
+
+class QueryGrades(Sequence[dict[int, int]]):
+    """Per query, its grades by pid; made from sorted arrays on first use."""
+
+    def __init__(
+        self, offsets: NDArray[np.int64], pids: NDArray[np.int64], grades: NDArray[np.int64]
+    ) -> None:
+        self._offsets = offsets
+        self._pids = pids
+        self._grades = grades
+        self._books: dict[int, dict[int, int]] = {}
+
+    @classmethod
+    def empty(cls, n: int) -> QueryGrades:
+        none = np.zeros(0, np.int64)
+        return cls(np.zeros(n + 1, np.int64), none, none)
+
+    def __len__(self) -> int:
+        return int(self._offsets.size - 1)
+
+    def __getitem__(self, q: int) -> dict[int, int]:  # type: ignore[override]
+        found = self._books.get(q)
+        if found is None:
+            start, stop = int(self._offsets[q]), int(self._offsets[q + 1])
+            found = self._books[q] = dict(
+                zip(self._pids[start:stop].tolist(), self._grades[start:stop].tolist(), strict=True)
+            )
+        return found
+
+    def __iter__(self) -> Iterator[dict[int, int]]:
+        return (self[q] for q in range(len(self)))
+
+    def pids(self) -> list[int]:
+        """Every graded pid, once or more."""
+        return [pid for q in range(len(self)) for pid in self[q]]
 
 
 class GradeBook:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         n = len(catalog.queries)
-        self.grades: list[dict[int, int]] = [{} for _ in range(n)]
+        self.grades = QueryGrades.empty(n)
         self.counts = np.zeros((n, 6), dtype=np.int64)
         self.run_grades: list[NDArray[np.int8]] = [
             np.zeros(len(run.ext), dtype=np.int8) for run in catalog.runs
@@ -30,30 +74,42 @@ class GradeBook:
 
     # -- loading -----------------------------------------------------------------------
 
-    def load(self, pairs: list[tuple[int, str, int]]) -> None:
-        """Fill from ``(query row id, passage id, grade)`` triples, all at once."""
+    def load(self, table: NDArray[np.int64], *, score: bool = True) -> None:
+        """Fill from ``(query row, passage row, grade)`` rows, all at once; with
+        ``score``, the runs' entry grades too."""
         cat = self.catalog
-        for query_row, passage, grade in pairs:
-            q = cat.query_index(query_row)
-            if q is not None:
-                self.grades[q][cat.pid(passage)] = grade
-        n = len(self.grades)
-        qidx = np.fromiter((q for q, book in enumerate(self.grades) for _ in book), dtype=np.int64)
-        values = np.fromiter((g for book in self.grades for g in book.values()), dtype=np.int64)
-        self.counts = np.bincount(qidx * 6 + values, minlength=n * 6).reshape(-1, 6)
+        n = len(cat.queries)
+        q = cat.query_indexes(table[:, 0])
+        keep = q >= 0
+        q, pids, grades = q[keep], table[keep, 1], table[keep, 2]
+        for row, pid in cat.passage_ext.moved_in().items():
+            pids[pids == row] = pid
+        order = np.argsort(q, kind="stable")
+        q, pids, grades = q[order], pids[order], grades[order]
+        offsets = np.concatenate([[0], np.cumsum(np.bincount(q, minlength=n))]).astype(np.int64)
+        self.grades = QueryGrades(offsets, pids, grades)
+        self.counts = np.bincount(q * 6 + grades, minlength=n * 6).reshape(-1, 6).astype(np.int64)
         self.counts[:, 0] = 0
-        self.graded_candidates = np.array(
-            [
-                sum(1 for pid in pool if pid in book) if book else 0
-                for pool, book in zip(cat.candidates, self.grades, strict=True)
-            ],
-            dtype=np.int64,
-        )
-        self.score_runs()
+        # Pairs are unique on both sides, so a graded pair found among the candidates
+        # is one graded candidate: a sorted search, far cheaper than a set operation.
+        pool_q, pool_pid = cat.pairs
+        pool = np.sort(pool_q * SPAN + pool_pid + SPAN // 2)
+        keys = q * SPAN + pids + SPAN // 2
+        at = np.searchsorted(pool, keys).clip(0, max(pool.size - 1, 0))
+        found = pool[at] == keys if pool.size else np.zeros(keys.size, bool)
+        self.graded_candidates = np.bincount(q[found], minlength=n).astype(np.int64)
+        if score:
+            self.score_runs()
 
     def score_runs(self) -> None:
         """Each run entry's grade (0: none), for the catalog's runs as they are now."""
-        self.run_grades = entry_grades(self.catalog, self.grades)
+        if not self.catalog.runs:
+            self.run_grades = []
+            return
+        names = self.catalog.passage_ext
+        names.name([pid for pid in self.grades.pids() if pid >= 0])
+        by_text = [{names[pid]: g for pid, g in book.items()} for book in self.grades]
+        self.run_grades = entry_grades(self.catalog.runs, by_text)
 
     # -- changes -----------------------------------------------------------------------
 
@@ -82,13 +138,13 @@ class GradeBook:
                     out[start + i] = 0 if grade is None else grade
 
 
-def entry_grades(catalog: Catalog, grades: list[dict[int, int]]) -> list[NDArray[np.int8]]:
-    """Each run entry's grade (0: none) from each query's grades by pid. It only reads,
-    so the thread that reads the runs in the background can compute it too."""
-    # Each query's graded passages by id; every run entry looks its grade up there.
-    by_text = [{catalog.passage_ext[pid]: g for pid, g in book.items()} for book in grades]
+def entry_grades(
+    runs: Sequence[RunLists], by_text: Sequence[dict[str, int]]
+) -> list[NDArray[np.int8]]:
+    """Each run entry's grade (0: none) from each query's grades by passage id. It only
+    reads, so the thread that reads the runs in the background can compute it too."""
     out = []
-    for run in catalog.runs:
+    for run in runs:
         looked: list[int] = []
         for q, graded in enumerate(by_text):
             ranked = run.ranked(q)

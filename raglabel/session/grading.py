@@ -29,7 +29,13 @@ from raglabel.session.live_metrics import PANEL_METRICS, Hole, LiveMetrics, Quer
 from raglabel.session.options import AppOptions
 from raglabel.session.suggestions import Suggestion, query_suggestions
 from raglabel.storage import adjudication
-from raglabel.storage.labels import graders, own_grades, resolved_grades
+from raglabel.storage.labels import (
+    graders,
+    own_grade_rows,
+    own_grades,
+    resolved_grade_rows,
+    resolved_grades,
+)
 from raglabel.storage.marks import all_marks, standing_marks
 from raglabel.storage.project import Project
 
@@ -198,7 +204,9 @@ class GradingSession:
             return
         assert self.project.path is not None
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="raglabel-runs")
-        self._pending = pool.submit(_read_runs, self.project.path, self.catalog, self.book)
+        self._pending = pool.submit(
+            _read_runs, self.project.path, self.catalog, self.book, self.annotator, self.blind
+        )
         pool.shutdown(wait=False)
 
     @property
@@ -251,14 +259,16 @@ class GradingSession:
             self._answers.passages_changed()
         self.book = GradeBook(self.catalog)
         self.board.book = self.book
-        pairs = own_grades(conn, self.annotator) if self.blind else resolved_grades(conn)
-        self.book.load(pairs)
+        rows = own_grade_rows(conn, self.annotator) if self.blind else resolved_grade_rows(conn)
+        # While the runs are still to come, the thread reading them scores them too.
+        self.book.load(rows, score=not self._waiting)
         self._own: dict[tuple[int, int], int] = {}
         if not self.blind:
-            for query_row, passage, grade in own_grades(conn, self.annotator):
+            moved = self.catalog.passage_ext.moved_in()
+            for query_row, passage, grade in own_grade_rows(conn, self.annotator).tolist():
                 q = self.catalog.query_index(query_row)
                 if q is not None:
-                    self._own[(q, self.catalog.pid(passage))] = grade
+                    self._own[(q, moved.get(passage, passage))] = grade
         self._rescore()
 
     def _rescore(self) -> None:
@@ -307,7 +317,7 @@ class GradingSession:
         runs = len(self.catalog.run_names)
         return QueryColumns(
             graded=self.book.graded_candidates,
-            candidates=np.fromiter(map(len, self.catalog.candidates), np.int64, n),
+            candidates=self.catalog.candidates.sizes,
             holes=self._holes if self._holes.size else np.zeros(n, np.int64),
             ra_nwg=self._ra if self._ra.size else np.full((runs, n), math.nan),
             scored=not self._waiting,
@@ -315,13 +325,12 @@ class GradingSession:
 
     def query_row(self, q: int) -> QueryRow:
         query = self.catalog.queries[q]
-        pool = self.catalog.candidates[q]
         return QueryRow(
             index=q,
             ext_id=query.ext_id,
             text=query.text,
             graded=int(self.book.graded_candidates[q]),
-            candidates=len(pool),
+            candidates=int(self.catalog.candidates.sizes[q]),
             holes=int(self._holes[q]) if self._holes.size else 0,
             ra_nwg=tuple(float(v) for v in self._ra[:, q])
             if self._ra.size
@@ -568,7 +577,7 @@ class GradingSession:
         if kind == "grade" and pid not in self.catalog.candidates[q]:
             # The log made the pair a candidate (a passage found by search); before the
             # book hears of the grade, which counts graded candidates.
-            self.catalog.candidates[q].append(pid)
+            self.catalog.add_candidate(q, pid)
             if pid in self._extra.get(q, []):
                 self._extra[q].remove(pid)
         self.book.set(q, pid, shown)
@@ -659,7 +668,9 @@ class _LoadedRuns:
     book: GradeBook  # the book the grades were scored from
 
 
-def _read_runs(path: Path, catalog: Catalog, book: GradeBook) -> _LoadedRuns:
+def _read_runs(
+    path: Path, catalog: Catalog, book: GradeBook, annotator: str, blind: bool
+) -> _LoadedRuns:
     # Its own connection: the app's connection belongs to the app's thread. Nothing
     # here writes to the catalog or the book; the app's thread puts the result in place.
     # The collector rests meanwhile: millions of ids hold no cycle, and collections
@@ -669,8 +680,17 @@ def _read_runs(path: Path, catalog: Catalog, book: GradeBook) -> _LoadedRuns:
     try:
         with Project.reader(path) as reader:
             runs = load_runs(reader, catalog)
-        view = Catalog(catalog.queries, catalog.passage_ext, catalog.candidates, runs)
-        loaded = _LoadedRuns(runs, entry_grades(view, book.grades), book)
+            # The grades again, by passage id, as the runs name passages: the app's
+            # thread cannot lend its connection to name the book's pids. No grade is
+            # written meanwhile (a write waits for the runs), so they are the book's.
+            conn = reader.conn
+            pairs = own_grades(conn, annotator) if blind else resolved_grades(conn)
+        by_text: list[dict[str, int]] = [{} for _ in catalog.queries]
+        for query_row, passage, grade in pairs:
+            q = catalog.query_index(query_row)
+            if q is not None:
+                by_text[q][passage] = grade
+        loaded = _LoadedRuns(runs, entry_grades(runs, by_text), book)
     finally:
         if collecting:
             gc.enable()

@@ -114,3 +114,25 @@ def passage_texts_of(
 def passage_rows(conn: sqlite3.Connection) -> list[tuple[str, str | None, str | None]]:
     """Every passage as ``(passage id, title, text)``, in row id order."""
     return conn.execute("SELECT ext_id, title, text FROM passage ORDER BY id").fetchall()
+
+
+def passage_ids_by_row(conn: sqlite3.Connection, rows: Sequence[int]) -> dict[int, str]:
+    """The passage id of each of these passage rows that exists."""
+    found: dict[int, str] = {}
+    for start in range(0, len(rows), 30_000):
+        chunk = rows[start : start + 30_000]
+        marks = ",".join("?" * len(chunk))
+        found.update(conn.execute(f"SELECT id, ext_id FROM passage WHERE id IN ({marks})", chunk))
+    return found
+
+
+def passage_rows_by_id(conn: sqlite3.Connection, ext_ids: Sequence[str]) -> dict[str, int]:
+    """The row of each of these passage ids that exists."""
+    found: dict[str, int] = {}
+    for start in range(0, len(ext_ids), 30_000):
+        chunk = ext_ids[start : start + 30_000]
+        marks = ",".join("?" * len(chunk))
+        found.update(
+            conn.execute(f"SELECT ext_id, id FROM passage WHERE ext_id IN ({marks})", chunk)
+        )
+    return found

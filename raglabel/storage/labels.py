@@ -9,9 +9,13 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+import numpy as np
+from numpy.typing import NDArray
+
 from raglabel.errors import UsageError
 from raglabel.formats.rows import QrelsRows
 from raglabel.storage.policies import Policy
+from raglabel.storage.pool import joined_ints
 
 #: The ``event.origin`` of a lead's final grade for a pair (``storage.adjudication``).
 ADJUDICATION = "adjudication"
@@ -112,6 +116,34 @@ def own_grades(conn: sqlite3.Connection, annotator: str) -> list[tuple[int, str,
         " WHERE a.name = ?",
         (annotator,),
     ).fetchall()
+
+
+def own_grade_rows(conn: sqlite3.Connection, annotator: str) -> NDArray[np.int64]:
+    """``(query row, passage row, grade)`` rows of one annotator's current grades:
+    integers only, as a big project's millions of grades are read at start."""
+    # Both lists of a group see its rows in the same order, so they stay paired.
+    rows = conn.execute(
+        "SELECT c.query_id, count(*), group_concat(c.passage_id), group_concat(c.grade)"
+        " FROM current_grade c JOIN annotator a ON a.id = c.annotator_id WHERE a.name = ?"
+        " GROUP BY c.query_id",
+        (annotator,),
+    ).fetchall()
+    queries, sizes = (np.array([row[i] for row in rows], dtype=np.int64) for i in (0, 1))
+    passages = joined_ints([row[2] for row in rows])
+    grades = joined_ints([row[3] for row in rows])
+    return np.stack([np.repeat(queries, sizes), passages, grades], axis=1).reshape(-1, 3)
+
+
+def resolved_grade_rows(conn: sqlite3.Connection) -> NDArray[np.int64]:
+    """``(query row, passage row, grade)``: :func:`resolved_grades` by passage row."""
+    rows = conn.execute(
+        "SELECT c.query_id, c.passage_id, c.grade, c.event_id, e.origin IS ?"
+        " FROM current_grade c JOIN event e ON e.id = c.event_id",
+        (ADJUDICATION,),
+    )
+    settled = settle(((q, p), grade, event, bool(adj)) for q, p, grade, event, adj in rows)
+    found = [(q, p, grade) for (q, p), grade in settled.items()]
+    return np.array(found, dtype=np.int64).reshape(-1, 3)
 
 
 def resolved_grades(

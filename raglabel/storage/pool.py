@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import sqlite3
 
+import numpy as np
+from numpy.typing import NDArray
+
 
 def pool_order(conn: sqlite3.Connection) -> list[tuple[int, int | None, str]]:
     """Every candidate as ``(query row id, best rank, passage id)``, query by query in row
@@ -17,3 +20,36 @@ def pool_order(conn: sqlite3.Connection) -> list[tuple[int, int | None, str]]:
     # Sorting here is cheaper than SQLite's ORDER BY over the join.
     rows.sort(key=lambda row: (row[0], row[1] is None, row[1] or 0, row[2]))
     return rows
+
+
+def pool_pairs(conn: sqlite3.Connection) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Every candidate as parallel arrays of query rows and passage rows, by query row.
+
+    Integers only: a big project has millions of candidates, and their passage ids as
+    strings cost seconds that the session does not need until a query is opened.
+    """
+    rows = conn.execute(
+        "SELECT query_id, count(*), group_concat(passage_id) FROM candidate GROUP BY query_id"
+    ).fetchall()
+    queries, sizes = (np.array([row[i] for row in rows], dtype=np.int64) for i in (0, 1))
+    return np.repeat(queries, sizes), joined_ints([row[2] for row in rows])
+
+
+def joined_ints(texts: list[str]) -> NDArray[np.int64]:
+    """Comma-separated integers (SQLite's ``group_concat``) as one array: a row per group
+    and one parse in C cost a fraction of a row per value."""
+    if not texts:
+        return np.zeros(0, np.int64)
+    return np.fromstring(",".join(texts), dtype=np.int64, sep=",")
+
+
+def query_pool(conn: sqlite3.Connection, query_row: int) -> list[tuple[int, str]]:
+    """One query's candidates as ``(passage row, passage id)`` in pool order: best rank
+    first, then the passages only a label file named (no rank), each group by passage id."""
+    rows: list[tuple[int, int | None, str]] = conn.execute(
+        "SELECT c.passage_id, c.best_rank, p.ext_id FROM candidate c"
+        " JOIN passage p ON p.id = c.passage_id WHERE c.query_id = ?",
+        (query_row,),
+    ).fetchall()
+    rows.sort(key=lambda row: (row[1] is None, row[1] or 0, row[2]))
+    return [(row, ext) for row, _, ext in rows]
