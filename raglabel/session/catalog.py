@@ -23,12 +23,14 @@ from raglabel.storage.items import (
     passage_texts_of,
     query_rows,
 )
-from raglabel.storage.pool import pool_pairs, query_pool
+from raglabel.storage.pool import candidate_rows, query_pool
 from raglabel.storage.project import Project
 from raglabel.storage.runs import joined_runs, run_names
 
 
-@dataclass(frozen=True)
+# Slots and not frozen: a frozen dataclass sets each field through object.__setattr__,
+# and a big project makes 100,000 of them before the first paint (a tenth of the time).
+@dataclass(slots=True)
 class Query:
     index: int  # position in the session's query order
     row_id: int
@@ -213,8 +215,9 @@ class Catalog:
         return self.names or [run.name for run in self.runs]
 
 
-def load_catalog(project: Project, *, runs: bool = True) -> Catalog:
-    """Queries and candidates; with ``runs``, the runs too (else see :func:`load_runs`)."""
+def load_catalog(project: Project, *, pools: bool = True) -> Catalog:
+    """Queries, and with ``pools`` candidates and runs too (else see :func:`pool_pairs`
+    and :func:`load_runs`, which may read them in another thread)."""
     conn = project.conn
     queries = [
         Query(i, row_id, ext_id, text or "")
@@ -230,15 +233,24 @@ def load_catalog(project: Project, *, runs: bool = True) -> Catalog:
             names.learn(pid, ext)
         return [pid for pid, _ in pool]
 
-    catalog = Catalog(queries, names, Pools(np.zeros(0, np.int64), read), [], run_names(conn))
-    query_row, passage_row = pool_pairs(conn)
-    q = catalog.query_indexes(query_row)
-    keep = q >= 0
-    catalog.read_pairs = (q[keep], passage_row[keep])
-    catalog.candidates.sizes = np.bincount(q[keep], minlength=len(queries)).astype(np.int64)
-    if runs:
+    sizes = np.zeros(len(queries), np.int64)
+    catalog = Catalog(queries, names, Pools(sizes, read), [], run_names(conn))
+    if pools:
+        catalog.read_pairs = pool_pairs(catalog, project)
+        catalog.candidates.sizes = np.bincount(
+            catalog.read_pairs[0], minlength=len(queries)
+        ).astype(np.int64)
         catalog.runs = load_runs(project, catalog)
     return catalog
+
+
+def pool_pairs(catalog: Catalog, project: Project) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Every candidate of the catalog's queries as (query index, pid). Reads only
+    ``catalog.queries``, so it may run in another thread on its own connection."""
+    query_row, passage_row = candidate_rows(project.conn)
+    q = catalog.query_indexes(query_row)
+    keep = q >= 0
+    return q[keep], passage_row[keep]
 
 
 def load_runs(project: Project, catalog: Catalog) -> list[RunLists]:

@@ -23,6 +23,7 @@ from raglabel.session.catalog import (
     load_catalog,
     load_passages,
     load_runs,
+    pool_pairs,
 )
 from raglabel.session.gradebook import GradeBook, entry_grades
 from raglabel.session.live_metrics import PANEL_METRICS, Hole, LiveMetrics, QueryPanel
@@ -62,6 +63,7 @@ class QueryRow:
     holes: int  # ungraded passages in any run's top K
     ra_nwg: tuple[float, ...]  # per run, at K; NaN = NA
     scored: bool = True  # False while the runs are still being read: holes, ra_nwg unknown
+    counted: bool = True  # False while candidates and grades are read: progress unknown
 
 
 def _settle_collector() -> None:
@@ -84,6 +86,7 @@ class QueryColumns:
     holes: NDArray[np.int64]
     ra_nwg: NDArray[np.float64]  # runs x queries, NaN = NA
     scored: bool
+    counted: bool  # graded and candidates known (else zeros)
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,11 @@ class GradingSession:
     _ra: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
     _holes: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
 
-    _waiting: bool = False  # runs still to come: not yet read, or read but not scored
+    # Pools, grades and runs still to come: not yet read, or read but not put in place.
+    _waiting: bool = False
+    _counting: bool = False  # candidates and grades still to come (read before the runs)
+    _counts: Future[_Counted] | None = None
+    _generation: int = 0  # grades read again (reload) since the thread started
     # Per query, passages outside its pool the annotator opened from a search.
     _extra: dict[int, list[int]] = field(default_factory=dict)
     _pending: Future[_LoadedRuns] | None = None
@@ -170,16 +177,31 @@ class GradingSession:
     _actions: list[str] = field(default_factory=list)
     _answers: AnswerGrading | None = field(default=None, repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        # Short on purpose: Textual describes a worker by repr(its function), and the
+        # dataclass repr of a bound method's session spelled out every run entry, which
+        # froze a big project's app for seconds at every checkpoint.
+        return f"GradingSession({self.project.path or 'memory'}, {self.annotator!r})"
+
     @classmethod
     def open(
         cls, options: AppOptions, project: Project | None = None, *, background: bool = False
     ) -> GradingSession:
-        """The session on ``options.project``. With ``background`` the runs are left for
-        later: queries, candidates and grades are there at once; ``start_runs`` reads the
-        runs in another thread, and whatever needs a run waits for them (``ensure_runs``)."""
+        """The session on ``options.project``. With ``background`` only the queries are
+        read at once: ``start_runs`` reads the candidates, the grades and the runs in
+        another thread (a big project's millions of them take seconds), and whatever
+        needs them waits (``ensure_runs``)."""
         project = project or Project.open(options.project)
         background = background and project.path is not None
-        catalog = load_catalog(project, runs=not background)
+        # The collector rests while the catalog is made: its objects hold no cycle, and
+        # collections over 100,000 queries as they are made cost more than making them.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            catalog = load_catalog(project, pools=not background)
+        finally:
+            if collecting:
+                gc.enable()
         book = GradeBook(catalog)
         session = cls(
             project=project,
@@ -193,45 +215,75 @@ class GradingSession:
         if project.path is not None:
             # The app checkpoints from a worker instead (``checkpoint``), and on close.
             project.defer_checkpoints()
-        session._waiting = background
+        session._waiting = session._counting = background
         session.reload()
         _settle_collector()
         return session
 
     def start_runs(self) -> None:
-        """Read (and score) the runs in another thread, if they are still to come."""
+        """Read candidates, grades and runs (and score the runs) in another thread, if
+        they are still to come."""
         if not self._waiting or self._pending is not None:
             return
         assert self.project.path is not None
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="raglabel-runs")
-        self._pending = pool.submit(
-            _read_runs, self.project.path, self.catalog, self.book, self.annotator, self.blind
-        )
+        # Counts first: the progress column and its sort need them, and they take a
+        # fraction of the runs' time.
+        args = (self.project.path, self.catalog, self.annotator, self.blind, self._generation)
+        if self._counting:
+            self._counts = pool.submit(_read_counts, *args)
+        self._pending = pool.submit(_read_runs, *args)
         pool.shutdown(wait=False)
 
     @property
+    def counts_ready(self) -> bool:
+        """Candidates and grades are read (``ensure_counts`` will not wait)."""
+        return not self._counting or (self._counts is not None and self._counts.done())
+
+    @property
+    def counted(self) -> bool:
+        """Candidates and grades are in: progress is known."""
+        return not self._counting
+
+    def ensure_counts(self) -> None:
+        """Wait for candidates and grades still to come, then put them in place."""
+        if not self._counting:
+            return
+        self.start_runs()
+        assert self._counts is not None
+        counted = self._counts.result()
+        self._counts = None
+        self._counting = False
+        self.catalog.read_pairs = counted.pairs
+        self.catalog.candidates.sizes = counted.sizes
+        if counted.generation == self._generation:
+            self._load_grades(counted.grades, counted.own, [])
+        else:  # grades were reloaded meanwhile (another annotator): read them again
+            self.reload()
+
+    @property
     def runs_ready(self) -> bool:
-        """The runs are read (``ensure_runs`` will not wait)."""
+        """Candidates, grades and runs are read (``ensure_runs`` will not wait)."""
         return not self._waiting or (self._pending is not None and self._pending.done())
 
     @property
     def runs_scored(self) -> bool:
-        """The runs are in and every figure that depends on them is computed."""
+        """Candidates, grades and runs are in and every figure is computed."""
         return not self._waiting
 
     def ensure_runs(self) -> None:
-        """Wait for runs still to come (reading them now if nobody started), then score
-        them; at once if they are in."""
+        """Wait for candidates, grades and runs still to come (reading them now if nobody
+        started), then put them in place; at once if they are in."""
         if not self._waiting:
             return
-        self.start_runs()
+        self.ensure_counts()
         assert self._pending is not None
         loaded = self._pending.result()
         self._pending = None
         self._waiting = False
         self.catalog.runs = loaded.runs
-        if loaded.book is self.book:
-            self.book.run_grades = loaded.grades
+        if loaded.generation == self._generation:
+            self.book.run_grades = loaded.run_grades
         else:  # grades were reloaded meanwhile (another annotator): score them again
             self.book.score_runs()
         self._rescore()
@@ -243,8 +295,9 @@ class GradingSession:
         self.project.checkpoint(aside=True)
 
     def close(self) -> None:
-        if self._pending is not None:
-            self._pending.cancel()
+        for pending in (self._counts, self._pending):
+            if pending is not None:
+                pending.cancel()
         self.project.checkpoint()
         self.project.close()
 
@@ -259,13 +312,29 @@ class GradingSession:
             self._answers.passages_changed()
         self.book = GradeBook(self.catalog)
         self.board.book = self.book
-        rows = own_grade_rows(conn, self.annotator) if self.blind else resolved_grade_rows(conn)
-        # While the runs are still to come, the thread reading them scores them too.
-        self.book.load(rows, score=not self._waiting)
+        self._generation += 1
         self._own: dict[tuple[int, int], int] = {}
-        if not self.blind:
+        if self._counting:  # the thread reading the runs reads the grades first
+            self._rescore()
+            return
+        rows = own_grade_rows(conn, self.annotator) if self.blind else resolved_grade_rows(conn)
+        own = None if self.blind else own_grade_rows(conn, self.annotator)
+        self._load_grades(rows, own, None)
+
+    def _load_grades(
+        self,
+        rows: NDArray[np.int64],
+        own: NDArray[np.int64] | None,
+        run_grades: list[NDArray[np.int8]] | None,
+    ) -> None:
+        """Put grades read as ``(query row, passage row, grade)`` in the book, with the
+        runs' entry grades when they were scored already."""
+        self.book.load(rows, score=run_grades is None)
+        if run_grades is not None:
+            self.book.run_grades = run_grades
+        if own is not None:
             moved = self.catalog.passage_ext.moved_in()
-            for query_row, passage, grade in own_grade_rows(conn, self.annotator).tolist():
+            for query_row, passage, grade in own.tolist():
                 q = self.catalog.query_index(query_row)
                 if q is not None:
                     self._own[(q, moved.get(passage, passage))] = grade
@@ -321,6 +390,7 @@ class GradingSession:
             holes=self._holes if self._holes.size else np.zeros(n, np.int64),
             ra_nwg=self._ra if self._ra.size else np.full((runs, n), math.nan),
             scored=not self._waiting,
+            counted=not self._counting,
         )
 
     def query_row(self, q: int) -> QueryRow:
@@ -336,6 +406,7 @@ class GradingSession:
             if self._ra.size
             else (math.nan,) * len(self.catalog.run_names),
             scored=not self._waiting,
+            counted=not self._counting,
         )
 
     def passages(self, q: int) -> list[PassageRow]:
@@ -640,6 +711,7 @@ class GradingSession:
     def review(self) -> list[ReviewRow]:
         """Every passage this annotator skipped or flagged (and did not undo), newest
         first; a passage both skipped and flagged is listed once for each."""
+        self.ensure_runs()  # the grades in view
         rows: list[ReviewRow] = []
         seen: set[tuple[int, int, str]] = set()
         for query_ext, passage, kind, note, at in reversed(
@@ -662,35 +734,67 @@ class GradingSession:
 
 
 @dataclass(frozen=True)
+class _Counted:
+    """The candidates and the grades as the thread read them (the book's, and this
+    annotator's own when not blind)."""
+
+    pairs: tuple[NDArray[np.int64], NDArray[np.int64]]  # (query index, pid)
+    sizes: NDArray[np.int64]  # candidates per query
+    grades: NDArray[np.int64]
+    own: NDArray[np.int64] | None
+    generation: int  # the session's reload count when the thread started
+
+
+@dataclass(frozen=True)
 class _LoadedRuns:
     runs: list[RunLists]
-    grades: list[NDArray[np.int8]]
-    book: GradeBook  # the book the grades were scored from
+    run_grades: list[NDArray[np.int8]]
+    generation: int
+
+
+# Each reader has its own connection: the app's connection belongs to the app's thread.
+# Nothing here writes to the catalog or the book; the app's thread puts the results in
+# place. The collector rests meanwhile: millions of ids hold no cycle, and collections
+# walking them again and again as they are made slowed the reading several times.
+
+
+def _read_counts(
+    path: Path, catalog: Catalog, annotator: str, blind: bool, generation: int
+) -> _Counted:
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        with Project.reader(path) as reader:
+            conn = reader.conn
+            pairs = pool_pairs(catalog, reader)
+            grades = own_grade_rows(conn, annotator) if blind else resolved_grade_rows(conn)
+            own = None if blind else own_grade_rows(conn, annotator)
+        sizes = np.bincount(pairs[0], minlength=len(catalog.queries)).astype(np.int64)
+        return _Counted(pairs, sizes, grades, own, generation)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _read_runs(
-    path: Path, catalog: Catalog, book: GradeBook, annotator: str, blind: bool
+    path: Path, catalog: Catalog, annotator: str, blind: bool, generation: int
 ) -> _LoadedRuns:
-    # Its own connection: the app's connection belongs to the app's thread. Nothing
-    # here writes to the catalog or the book; the app's thread puts the result in place.
-    # The collector rests meanwhile: millions of ids hold no cycle, and collections
-    # walking them again and again as they are made slowed the reading several times.
     collecting = gc.isenabled()
     gc.disable()
     try:
         with Project.reader(path) as reader:
             runs = load_runs(reader, catalog)
-            # The grades again, by passage id, as the runs name passages: the app's
-            # thread cannot lend its connection to name the book's pids. No grade is
-            # written meanwhile (a write waits for the runs), so they are the book's.
+            # The grades by passage id, as the runs name passages: the app's thread
+            # cannot lend its connection to name the pids. No grade is written
+            # meanwhile (a write waits for the runs), so they are the book's grades.
             conn = reader.conn
-            pairs = own_grades(conn, annotator) if blind else resolved_grades(conn)
+            named = own_grades(conn, annotator) if blind else resolved_grades(conn)
         by_text: list[dict[str, int]] = [{} for _ in catalog.queries]
-        for query_row, passage, grade in pairs:
+        for query_row, passage, grade in named:
             q = catalog.query_index(query_row)
             if q is not None:
                 by_text[q][passage] = grade
-        loaded = _LoadedRuns(runs, entry_grades(runs, by_text), book)
+        loaded = _LoadedRuns(runs, entry_grades(runs, by_text), generation)
     finally:
         if collecting:
             gc.enable()

@@ -9,20 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 
-def pool_order(conn: sqlite3.Connection) -> list[tuple[int, int | None, str]]:
-    """Every candidate as ``(query row id, best rank, passage id)``, query by query in row
-    id order, and within a query best rank first, then the passages only a label file
-    named (no rank), each group by passage id."""
-    rows: list[tuple[int, int | None, str]] = conn.execute(
-        "SELECT c.query_id, c.best_rank, p.ext_id FROM candidate c"
-        " JOIN passage p ON p.id = c.passage_id"
-    ).fetchall()
-    # Sorting here is cheaper than SQLite's ORDER BY over the join.
-    rows.sort(key=lambda row: (row[0], row[1] is None, row[1] or 0, row[2]))
-    return rows
-
-
-def pool_pairs(conn: sqlite3.Connection) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+def candidate_rows(conn: sqlite3.Connection) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Every candidate as parallel arrays of query rows and passage rows, by query row.
 
     Integers only: a big project has millions of candidates, and their passage ids as

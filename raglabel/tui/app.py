@@ -73,7 +73,8 @@ class GradingApp(App[int]):
     def on_mount(self) -> None:
         self.set_keymap(self.session.options.keymap)
         self.push_screen(QueriesScreen())
-        self._hint_if_empty()
+        if self.session.counted:  # else once the grades are read
+            self._hint_if_empty()
         if not self.session.runs_scored:
             # After the first paint: reading them sooner would slow the paint down.
             self.call_after_refresh(self.session.start_runs)
@@ -83,10 +84,24 @@ class GradingApp(App[int]):
         self.set_interval(CHECKPOINT_EVERY_S, self._checkpoint)
 
     def _checkpoint(self) -> None:
-        self.run_worker(self.session.checkpoint, thread=True, exclusive=True, group="checkpoint")
+        self.run_worker(
+            self.session.checkpoint,
+            # Named here: else Textual describes the worker by repr(the bound method).
+            description="checkpoint",
+            thread=True,
+            exclusive=True,
+            group="checkpoint",
+        )
 
     def _runs_arrived(self) -> None:
-        """Fill in the run columns once the runs read in the background are in."""
+        """Fill in progress once the candidates and grades read in the background are
+        in, and the run columns once the runs are."""
+        if not self.session.counted and self.session.counts_ready:
+            self.session.ensure_counts()
+            self._hint_if_empty()
+            self.all_dirty = True
+            if isinstance(self.screen, QueriesScreen):
+                self.screen.refresh_for_k()
         if not self.session.runs_ready:
             return
         self._runs_timer.stop()

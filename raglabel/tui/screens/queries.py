@@ -85,7 +85,9 @@ class QueriesScreen(Screen[None]):
         """Indexes of the queries passing the filter, in the chosen order (ties in file
         order). Sorted as arrays: with 100,000 queries, a row object each took seconds."""
         session = self.glapp.session
-        if self.sort >= 2:  # holes and scores need the runs
+        if self.sort == 1:  # progress needs the candidates and grades
+            session.ensure_counts()
+        elif self.sort >= 2:  # holes and scores need the runs
             session.ensure_runs()
         columns = session.query_columns()
         index = np.arange(columns.graded.size, dtype=np.int64)
@@ -148,7 +150,8 @@ class QueriesScreen(Screen[None]):
             ("raglabel ", "bold"),
             (f"{session.project.path.name if session.project.path else 'memory'} · ", "dim"),
             f"annotator {session.annotator}{'' if session.blind else ' (all annotators)'} · ",
-            f"K={session.k} · graded {graded}/{total} · holes {holes} · ",
+            f"K={session.k} · graded {f'{graded}/{total}' if columns.counted else '…'}"
+            f" · holes {holes} · ",
             f"run columns: RA-nWG@{session.k} · ",
             f"sorted by {self.sort_names()[self.sort]}",
             (

@@ -166,7 +166,8 @@ class RunsScreen(Screen[None]):
         self.query_one("#chart", RunChart).update(Text("computing intervals…", style="dim"))
         self._reports(view_inputs(session))
 
-    @work(thread=True, exclusive=True, group="reports")
+    # Described by name: Textual would spell out repr(inputs), every query id of them.
+    @work(thread=True, exclusive=True, group="reports", description="reports")
     def _reports(self, inputs: ViewInputs) -> None:
         result = run_reports(inputs)
         self.app.call_from_thread(self._show_reports, result)
@@ -178,7 +179,7 @@ class RunsScreen(Screen[None]):
             )
         self._answers(answer_request(self.glapp.session))
 
-    @work(thread=True, exclusive=True, group="answers")
+    @work(thread=True, exclusive=True, group="answers", description="answers")
     def _answers(self, request: AnswerRequest) -> None:
         rows = answer_figures(request)
         self.app.call_from_thread(self._show_answers, rows)
@@ -242,7 +243,7 @@ class RunsScreen(Screen[None]):
         self.query_one("#duel", Static).update(Text("comparing…", style="dim"))
         self._compare(view_inputs(self.glapp.session), *self.marked)
 
-    @work(thread=True, exclusive=True, group="comparison")
+    @work(thread=True, exclusive=True, group="comparison", description="comparison")
     def _compare(self, inputs: ViewInputs, baseline: str, run: str) -> None:
         result = compare_runs(inputs, baseline, run)
         self.app.call_from_thread(self._show_comparison, result)

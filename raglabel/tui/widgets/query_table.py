@@ -22,6 +22,8 @@ TEXT_WANTED = 48
 
 
 def _progress(row: QueryRow) -> Text:
+    if not row.counted:  # candidates and grades still being read: unknown, not 0/0
+        return Text("…", style="dim")
     done = row.candidates and row.graded >= row.candidates
     return Text(f"{row.graded}/{row.candidates}", style="green" if done else "")
 
