@@ -74,15 +74,23 @@ class GradeBook:
 
     # -- loading -----------------------------------------------------------------------
 
-    def load(self, table: NDArray[np.int64], *, score: bool = True) -> None:
+    def load(
+        self,
+        table: NDArray[np.int64],
+        *,
+        score: bool = True,
+        moved: dict[int, int] | None = None,
+        pairs: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None,
+    ) -> None:
         """Fill from ``(query row, passage row, grade)`` rows, all at once; with
-        ``score``, the runs' entry grades too."""
+        ``score``, the runs' entry grades too. ``moved`` and ``pairs`` stand in for the
+        catalog's (:meth:`PassageNames.moved_in`, ``Catalog.pairs``) in another thread."""
         cat = self.catalog
         n = len(cat.queries)
         q = cat.query_indexes(table[:, 0])
         keep = q >= 0
         q, pids, grades = q[keep], table[keep, 1], table[keep, 2]
-        for row, pid in cat.passage_ext.moved_in().items():
+        for row, pid in (cat.passage_ext.moved_in() if moved is None else moved).items():
             pids[pids == row] = pid
         order = np.argsort(q, kind="stable")
         q, pids, grades = q[order], pids[order], grades[order]
@@ -92,7 +100,7 @@ class GradeBook:
         self.counts[:, 0] = 0
         # Pairs are unique on both sides, so a graded pair found among the candidates
         # is one graded candidate: a sorted search, far cheaper than a set operation.
-        pool_q, pool_pid = cat.pairs
+        pool_q, pool_pid = cat.pairs if pairs is None else pairs
         pool = np.sort(pool_q * SPAN + pool_pid + SPAN // 2)
         keys = q * SPAN + pids + SPAN // 2
         at = np.searchsorted(pool, keys).clip(0, max(pool.size - 1, 0))

@@ -257,7 +257,7 @@ class GradingSession:
         self.catalog.read_pairs = counted.pairs
         self.catalog.candidates.sizes = counted.sizes
         if counted.generation == self._generation:
-            self._load_grades(counted.grades, counted.own, [])
+            self._load_grades(counted.grades, counted.own, counted.book)
         else:  # grades were reloaded meanwhile (another annotator): read them again
             self.reload()
 
@@ -322,16 +322,17 @@ class GradingSession:
         self._load_grades(rows, own, None)
 
     def _load_grades(
-        self,
-        rows: NDArray[np.int64],
-        own: NDArray[np.int64] | None,
-        run_grades: list[NDArray[np.int8]] | None,
+        self, rows: NDArray[np.int64], own: NDArray[np.int64] | None, book: GradeBook | None
     ) -> None:
-        """Put grades read as ``(query row, passage row, grade)`` in the book, with the
-        runs' entry grades when they were scored already."""
-        self.book.load(rows, score=run_grades is None)
-        if run_grades is not None:
-            self.book.run_grades = run_grades
+        """Put grades read as ``(query row, passage row, grade)`` in the book, or take
+        ``book``, which the thread that read them filled already."""
+        if book is None:
+            self.book.load(rows)
+        else:
+            self.book = book
+            self.board.book = book
+            if self._answers is not None:
+                self._answers.passages_changed()
         if own is not None:
             moved = self.catalog.passage_ext.moved_in()
             for query_row, passage, grade in own.tolist():
@@ -742,6 +743,7 @@ class _Counted:
     sizes: NDArray[np.int64]  # candidates per query
     grades: NDArray[np.int64]
     own: NDArray[np.int64] | None
+    book: GradeBook  # filled from ``grades`` here: seconds of numpy off the app's thread
     generation: int  # the session's reload count when the thread started
 
 
@@ -770,7 +772,11 @@ def _read_counts(
             grades = own_grade_rows(conn, annotator) if blind else resolved_grade_rows(conn)
             own = None if blind else own_grade_rows(conn, annotator)
         sizes = np.bincount(pairs[0], minlength=len(catalog.queries)).astype(np.int64)
-        return _Counted(pairs, sizes, grades, own, generation)
+        book = GradeBook(catalog)
+        # No pid was handed out yet (nothing named moved in), and the catalog's pairs are
+        # the app thread's to set: both are given.
+        book.load(grades, score=False, moved={}, pairs=pairs)
+        return _Counted(pairs, sizes, grades, own, book, generation)
     finally:
         if collecting:
             gc.enable()
