@@ -1,0 +1,138 @@
+"""A bulk qrels import leaves the project exactly as a plain row-by-row import would.
+
+The importer writes qrels in bulk (ids resolved at once, rows copied by SQLite,
+derived tables filled in key order). The reference below does the same work the
+obvious way, one label at a time, and derives current grades from the log alone; every
+table of the two projects must hold the same rows.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from raglabel.formats.rows import read_qrels_rows
+from raglabel.storage import importer, runs
+from raglabel.storage.grades import rebuild_current
+from raglabel.storage.importer import ImportRequest, run_import
+from raglabel.storage.project import Project
+
+GRADED_AT = "2026-11-26T00:00:00.000+00:00"
+
+
+def _qrels(path: Path, seed: int, lines: int = 600) -> Path:
+    """Qrels with repeated queries, passages shared across queries, unordered ids."""
+    rng = random.Random(seed)
+    pairs: dict[tuple[str, str], int] = {}
+    while len(pairs) < lines:
+        query = f"q{rng.randrange(40)}"
+        passage = f"d{rng.randrange(400)}"
+        pairs[query, passage] = rng.randrange(4)
+    path.write_text("".join(f"{q} 0 {p} {g}\n" for (q, p), g in pairs.items()))
+    return path
+
+
+def _run(path: Path, seed: int) -> Path:
+    rng = random.Random(seed)
+    lines = []
+    for query in range(0, 50, 2):
+        for rank, passage in enumerate(rng.sample(range(600), 30), start=1):
+            lines.append(f"q{query} Q0 d{passage} {rank} {100 - rank} bm25\n")
+    path.write_text("".join(lines))
+    return path
+
+
+def _reference(project: Project, path: Path, annotator: str) -> None:
+    """One label at a time: the rows every import of these qrels must leave."""
+    rows = read_qrels_rows(path)
+    conn = project.conn
+    with project.write():
+        ids: list[tuple[int, int, int]] = []
+        for query, passage, grade in zip(rows.qids, rows.docids, rows.grades, strict=True):
+            conn.execute("INSERT OR IGNORE INTO query (ext_id) VALUES (?)", (query,))
+            conn.execute("INSERT OR IGNORE INTO passage (ext_id) VALUES (?)", (passage,))
+            q = conn.execute("SELECT id FROM query WHERE ext_id = ?", (query,)).fetchone()[0]
+            p = conn.execute("SELECT id FROM passage WHERE ext_id = ?", (passage,)).fetchone()[0]
+            ids.append((q, p, grade))
+        conn.execute("INSERT OR IGNORE INTO annotator (name) VALUES (?)", (annotator,))
+        (who,) = conn.execute("SELECT id FROM annotator WHERE name = ?", (annotator,)).fetchone()
+        for q, p, grade in ids:
+            conn.execute(
+                "INSERT OR IGNORE INTO candidate (query_id, passage_id) VALUES (?, ?)", (q, p)
+            )
+            conn.execute(
+                "INSERT INTO event (query_id, passage_id, annotator_id, kind, grade, source,"
+                " origin, graded_at) VALUES (?, ?, ?, 'grade', ?, 'human', ?, ?)",
+                (q, p, who, grade, f"qrels:{annotator}", GRADED_AT),
+            )
+        rebuild_current(conn)
+
+
+def _contents(conn: sqlite3.Connection) -> dict[str, list[tuple[object, ...]]]:
+    tables = [
+        name
+        for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+    ]
+    return {
+        name: sorted(conn.execute(f"SELECT * FROM {name}").fetchall(), key=repr) for name in tables
+    }
+
+
+Step = tuple[str, Path, str | None]  # ("qrels" | "run", file, annotator)
+
+
+def _build(tmp_path: Path, name: str, steps: list[Step], *, reference: bool) -> Project:
+    project = Project.create(tmp_path / f"{name}.db")
+    for kind, path, annotator in steps:
+        if kind == "run":
+            run_import(project, ImportRequest(runs=[(path.stem, path)]))
+        elif reference:
+            assert annotator is not None
+            _reference(project, path, annotator)
+        else:
+            run_import(project, ImportRequest(qrels=path, annotator=annotator))
+    return project
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        "fresh",
+        "after a run",
+        "same annotator again",
+        "two annotators",
+        "run, qrels, run, qrels",
+    ],
+)
+def test_bulk_qrels_import_matches_row_by_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plan: str
+) -> None:
+    monkeypatch.setattr(importer, "now", lambda: GRADED_AT)
+    monkeypatch.setattr(runs, "now", lambda: GRADED_AT)
+    first, second = _qrels(tmp_path / "a.qrels", 1), _qrels(tmp_path / "b.qrels", 2)
+    run, other_run = _run(tmp_path / "bm25.run", 3), _run(tmp_path / "dense.run", 4)
+    steps: list[Step] = {
+        "fresh": [("qrels", first, "ann")],
+        "after a run": [("run", run, None), ("qrels", first, "ann")],
+        "same annotator again": [("qrels", first, "ann"), ("qrels", second, "ann")],
+        "two annotators": [("qrels", first, "ann"), ("qrels", second, "other")],
+        "run, qrels, run, qrels": [
+            ("run", run, None),
+            ("qrels", first, "ann"),
+            ("run", other_run, None),
+            ("qrels", second, "ann"),
+        ],
+    }[plan]
+    with (
+        _build(tmp_path, "bulk", steps, reference=False) as bulk,
+        _build(tmp_path, "reference", steps, reference=True) as reference,
+    ):
+        got, want = _contents(bulk.conn), _contents(reference.conn)
+        assert want["event"], "the reference wrote no events"
+        for table in want:
+            assert got[table] == want[table], table
