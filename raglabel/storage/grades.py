@@ -12,10 +12,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal, Self
 
+import numpy as np
+from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from raglabel.errors import InputError
-from raglabel.storage.items import annotator_id, lookup
+from raglabel.storage.items import JSON_CHUNK, annotator_id, lookup
 from raglabel.storage.project import Project, now
 
 EventKind = Literal["grade", "clear", "undo", "skip", "flag"]
@@ -245,28 +247,73 @@ def append_many(conn: sqlite3.Connection, rows: Iterable[tuple[object, ...]]) ->
     _bring_up_to_date(conn, first)
 
 
-def append_staged_grades(
-    conn: sqlite3.Connection, *, annotator_id: int, origin: str, graded_at: str
+#: An imported grade's query id, passage id and grade packed into one integer (query id
+#: above bit 32, passage id in bits 3-31, grade in bits 0-2), so one JSON array of
+#: integers carries every row; ids too large for it take the slower executemany.
+_PASSAGE_BITS = 29
+_QUERY_LIMIT = 1 << 31
+
+
+def append_grades(
+    conn: sqlite3.Connection,
+    query_ids: NDArray[np.int64],
+    passage_ids: NDArray[np.int64],
+    grades: NDArray[np.int64],
+    *,
+    annotator_id: int,
+    origin: str,
+    graded_at: str,
 ) -> None:
-    """Append the grades :func:`raglabel.storage.items.stage_grades` staged, in their
-    order, as one annotator's grade events (an import); make their pairs candidates and
-    bring their items up to date. Inside the caller's transaction.
+    """Append one annotator's grades (an import), in the order given, as grade events;
+    make their pairs candidates and bring their items up to date. Inside the caller's
+    transaction.
 
     SQLite copies the rows itself and what every event shares is bound once: binding
     fourteen values a row from Python cost most of a large qrels import.
     """
+    if grades.size and (int(grades.min()) < 1 or int(grades.max()) > 5):
+        raise ValueError("imported grades must be 1-5")
+    first = conn.execute("SELECT coalesce(max(id), 0) FROM event").fetchone()[0] + 1
+    # Ids are given, not left to SQLite: the log's order is the file's, whatever order
+    # SQLite reads the array in.
+    columns = (
+        "INSERT INTO event (id, query_id, passage_id, annotator_id, kind, grade, source,"
+        " origin, graded_at)"
+    )
+    packable = not grades.size or (
+        int(query_ids.max()) < _QUERY_LIMIT and int(passage_ids.max()) < 1 << _PASSAGE_BITS
+    )
+    if packable:
+        packed = (query_ids << 32) | (passage_ids << 3) | grades
+        for start in range(0, len(packed), JSON_CHUNK):
+            conn.execute(
+                f"{columns} SELECT ? + key, value >> 32, (value >> 3) & {(1 << _PASSAGE_BITS) - 1},"
+                " ?, 'grade', value & 7, 'human', ?, ? FROM json_each(?)",
+                (
+                    first + start,
+                    annotator_id,
+                    origin,
+                    graded_at,
+                    _int_list(packed[start : start + JSON_CHUNK]),
+                ),
+            )
+    else:
+        conn.executemany(
+            f"{columns} VALUES (?, ?, ?, ?, 'grade', ?, 'human', ?, ?)",
+            (
+                (first + i, q, p, annotator_id, g, origin, graded_at)
+                for i, (q, p, g) in enumerate(
+                    zip(query_ids.tolist(), passage_ids.tolist(), grades.tolist(), strict=True)
+                )
+            ),
+        )
+    # Derived rows go in key order: SQLite then appends to each b-tree instead of
+    # splitting pages all over it.
     conn.execute(
         "INSERT OR IGNORE INTO candidate (query_id, passage_id)"
-        " SELECT query_id, passage_id FROM staged_grade"
+        " SELECT query_id, passage_id FROM event WHERE id >= ? ORDER BY query_id, passage_id",
+        (first,),
     )
-    first = conn.execute("SELECT coalesce(max(id), 0) FROM event").fetchone()[0] + 1
-    conn.execute(
-        "INSERT INTO event (query_id, passage_id, annotator_id, kind, grade, source, origin,"
-        " graded_at) SELECT query_id, passage_id, ?, 'grade', grade, 'human', ?, ?"
-        " FROM staged_grade ORDER BY rowid",
-        (annotator_id, origin, graded_at),
-    )
-    conn.execute("DELETE FROM staged_grade")
     earlier = conn.execute(
         "SELECT EXISTS (SELECT 1 FROM event WHERE annotator_id = ? AND id < ?)",
         (annotator_id, first),
@@ -275,13 +322,17 @@ def append_staged_grades(
         _bring_up_to_date(conn, first)
         return
     # The annotator's first events: each item stands at its last grade here, which
-    # replacing in id order leaves; no item needs its history read back.
+    # replacing in id order within the item leaves; no item needs its history read back.
     conn.execute(
         "INSERT OR REPLACE INTO current_grade"
         " SELECT query_id, passage_id, annotator_id, grade, id FROM event WHERE id >= ?"
-        " ORDER BY id",
+        " ORDER BY query_id, passage_id, annotator_id, id",
         (first,),
     )
+
+
+def _int_list(values: NDArray[np.int64]) -> str:
+    return "[" + ",".join(map(str, values.tolist())) + "]"
 
 
 def _bring_up_to_date(conn: sqlite3.Connection, first: int) -> None:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from raglabel.formats.answer_grades import AnswerGrade, read_answer_grades
 from raglabel.formats.answers import AnswerFile, read_answers
 from raglabel.formats.corpus import (
@@ -29,8 +31,8 @@ from raglabel.formats.notices import repeated_passages
 from raglabel.formats.rows import QrelsRows, read_qrels_rows
 from raglabel.formats.samples import Sample, gold_grades, samples_in
 from raglabel.storage.answers import write_answer_grades, write_system
-from raglabel.storage.grades import GradeEvent, append_many, append_staged_grades, event_row
-from raglabel.storage.items import annotator_id, ensure_passages, ensure_queries, stage_grades
+from raglabel.storage.grades import GradeEvent, append_grades, append_many, event_row
+from raglabel.storage.items import annotator_id, ensure_passages, ensure_queries
 from raglabel.storage.labelfile import LabelLine, read_label_file
 from raglabel.storage.matching import PassageIndex
 from raglabel.storage.project import Project, now
@@ -227,22 +229,27 @@ def _write_corpus(conn: sqlite3.Connection, parsed: _Parsed, summary: ImportSumm
         summary.counts["passages updated"] += len(parsed.passages) - added
 
 
-def _grade_events(
-    conn: sqlite3.Connection, triples: list[tuple[str, str, int]], annotator: str, origin: str
-) -> int:
+def _grade_events(conn: sqlite3.Connection, rows: QrelsRows, annotator: str, origin: str) -> int:
     """Imported grades as events by ``annotator``; their pairs become candidates."""
-    stage_grades(conn, triples)
-    append_staged_grades(
-        conn, annotator_id=annotator_id(conn, annotator), origin=origin, graded_at=now()
+    queries = ensure_queries(conn, rows.qids)
+    passages = ensure_passages(conn, rows.docids)
+    count = len(rows.grades)
+    append_grades(
+        conn,
+        np.fromiter(map(queries.__getitem__, rows.qids), np.int64, count),
+        np.fromiter(map(passages.__getitem__, rows.docids), np.int64, count),
+        np.fromiter(rows.grades, np.int64, count),
+        annotator_id=annotator_id(conn, annotator),
+        origin=origin,
+        graded_at=now(),
     )
-    return len(triples)
+    return count
 
 
 def _write_qrels(
     conn: sqlite3.Connection, rows: QrelsRows, annotator: str, summary: ImportSummary
 ) -> None:
-    triples = list(zip(rows.qids, rows.docids, rows.grades, strict=True))
-    summary.counts["grades"] += _grade_events(conn, triples, annotator, f"qrels:{annotator}")
+    summary.counts["grades"] += _grade_events(conn, rows, annotator, f"qrels:{annotator}")
 
 
 def _write_samples(
@@ -289,8 +296,11 @@ def _write_samples(
     summary.counts["queries added"] += (
         conn.execute("SELECT count(*) FROM query").fetchone()[0] - known_queries
     )
+    gold_rows = QrelsRows(
+        [q for q, _, _ in triples], [p for _, p, _ in triples], [g for _, _, g in triples]
+    )
     summary.counts["grades"] += _grade_events(
-        conn, triples, request.annotator or path.name, f"samples:{path.name}"
+        conn, gold_rows, request.annotator or path.name, f"samples:{path.name}"
     )
     run = Run(name, str(path), rankings)
     counts = store(conn, run, depth=request.depth, replace=request.replace)

@@ -2,30 +2,44 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable, Sequence
+
+
+def json_list(values: Iterable[object]) -> str:
+    """``values`` as one JSON array, for ``json_each``: SQLite walks a bound array in C,
+    where binding a parameter a row (or chunks of IN lists) from Python costs more than
+    the writes it feeds. Strings go as UTF-8, not ``\\u`` escapes."""
+    return json.dumps(list(values), ensure_ascii=False, separators=(",", ":"))
+
+
+#: Values per bound JSON array: its text stays far below SQLite's length limit.
+JSON_CHUNK = 1_000_000
 
 
 def _ensure(conn: sqlite3.Connection, table: str, ext_ids: Iterable[str]) -> dict[str, int]:
     wanted = list(dict.fromkeys(ext_ids))
     known: dict[str, int] = {}
-    # Chunks keep each IN list under SQLite's bound-parameter limit.
-    for start in range(0, len(wanted), 30_000):
-        chunk = wanted[start : start + 30_000]
-        marks = ",".join("?" * len(chunk))
-        known.update(
-            conn.execute(f"SELECT ext_id, id FROM {table} WHERE ext_id IN ({marks})", chunk)
+    if wanted and conn.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone()[0]:
+        for start in range(0, len(wanted), JSON_CHUNK):
+            known.update(
+                conn.execute(
+                    f"SELECT j.value, t.id FROM json_each(?) j JOIN {table} t"
+                    " ON t.ext_id = j.value",
+                    (json_list(wanted[start : start + JSON_CHUNK]),),
+                )
+            )
+    missing = [ext for ext in wanted if ext not in known] if known else wanted
+    # Inside the caller's write transaction nobody else inserts, so new rows take
+    # consecutive ids after the current maximum, in order of first mention.
+    top = conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0]
+    for start in range(0, len(missing), JSON_CHUNK):
+        conn.execute(
+            f"INSERT INTO {table} (id, ext_id) SELECT ? + key, value FROM json_each(?)",
+            (top + 1 + start, json_list(missing[start : start + JSON_CHUNK])),
         )
-    missing = [ext for ext in wanted if ext not in known]
-    if missing:
-        # Inside the caller's write transaction nobody else inserts, so new rows take
-        # consecutive ids after the current maximum, in insertion order.
-        top = conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0]
-        conn.executemany(
-            f"INSERT INTO {table} (id, ext_id) VALUES (?, ?)",
-            ((top + i, ext) for i, ext in enumerate(missing, start=1)),
-        )
-        known.update((ext, top + i) for i, ext in enumerate(missing, start=1))
+    known.update(zip(missing, range(top + 1, top + 1 + len(missing)), strict=True))
     return known
 
 
@@ -35,32 +49,6 @@ def ensure_queries(conn: sqlite3.Connection, ext_ids: Iterable[str]) -> dict[str
 
 def ensure_passages(conn: sqlite3.Connection, ext_ids: Iterable[str]) -> dict[str, int]:
     return _ensure(conn, "passage", ext_ids)
-
-
-def stage_grades(conn: sqlite3.Connection, triples: Iterable[tuple[str, str, int]]) -> None:
-    """``(query ext id, passage ext id, grade)`` rows into the temporary table
-    ``staged_grade`` as ``(query_id, passage_id, grade)``, in order; queries and passages
-    first mentioned here are created, with ids in the order of first mention (as
-    :func:`ensure_queries` gives them). Inside the caller's transaction.
-
-    SQLite resolves the ids itself: looking 400,000 passages up from Python, in chunks of
-    bound parameters, took longer than storing them.
-    """
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS staged_ext (q TEXT, p TEXT, g INTEGER)")
-    conn.execute(
-        "CREATE TEMP TABLE IF NOT EXISTS staged_grade"
-        " (query_id INTEGER NOT NULL, passage_id INTEGER NOT NULL, grade INTEGER NOT NULL)"
-    )
-    conn.execute("DELETE FROM staged_ext")
-    conn.execute("DELETE FROM staged_grade")
-    conn.executemany("INSERT INTO staged_ext VALUES (?, ?, ?)", triples)
-    conn.execute("INSERT OR IGNORE INTO query (ext_id) SELECT q FROM staged_ext ORDER BY rowid")
-    conn.execute("INSERT OR IGNORE INTO passage (ext_id) SELECT p FROM staged_ext ORDER BY rowid")
-    conn.execute(
-        "INSERT INTO staged_grade SELECT q.id, p.id, s.g FROM staged_ext s"
-        " JOIN query q ON q.ext_id = s.q JOIN passage p ON p.ext_id = s.p ORDER BY s.rowid"
-    )
-    conn.execute("DELETE FROM staged_ext")
 
 
 def annotator_id(conn: sqlite3.Connection, name: str) -> int:
