@@ -13,31 +13,26 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from raglabel.formats.answer_grades import AnswerGrade, read_answer_grades
-from raglabel.formats.answers import AnswerFile, read_answers
-from raglabel.formats.corpus import (
-    PassageRecord,
-    QueryRecord,
-    read_beir,
-    read_passages,
-    read_queries,
-)
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import repeated_passages
 from raglabel.formats.rows import QrelsRows, read_qrels_rows
-from raglabel.formats.samples import Sample, gold_grades, samples_in
-from raglabel.storage.answers import write_answer_grades, write_system
-from raglabel.storage.grades import GradeEvent, append_grades, append_many, event_row
+from raglabel.storage.grades import append_grades
 from raglabel.storage.items import annotator_id, ensure_passages, ensure_queries
-from raglabel.storage.labelfile import LabelLine, read_label_file
-from raglabel.storage.matching import PassageIndex
 from raglabel.storage.project import Project, now
-from raglabel.storage.runs import Ranking, Run, rank_trec_file, store
-from raglabel.storage.search import reindex
+
+# What only some imports need loads when they do: the modules behind answers, samples,
+# corpora and label files (pydantic among them) were a third of a qrels import's start.
+if TYPE_CHECKING:
+    from raglabel.formats.answer_grades import AnswerGrade
+    from raglabel.formats.answers import AnswerFile
+    from raglabel.formats.corpus import PassageRecord, QueryRecord
+    from raglabel.formats.samples import Sample
+    from raglabel.storage.labelfile import LabelLine
+    from raglabel.storage.runs import Run
 
 #: Default pool depth: how many of each run's top passages per query become candidates.
 DEFAULT_DEPTH = 20
@@ -104,6 +99,8 @@ def run_import(
         _write_corpus(conn, parsed, summary)
         for rows, annotator in parsed.qrels:
             _write_qrels(conn, rows, annotator, summary)
+        if parsed.runs:
+            from raglabel.storage.runs import store
         for run in parsed.runs:
             step(f"storing run {run.name!r}")
             counts = store(conn, run, depth=request.depth, replace=request.replace)
@@ -119,6 +116,8 @@ def run_import(
         if parsed.answers:
             _write_answers(conn, request, parsed, summary)
         if request.answer_grades is not None:
+            from raglabel.storage.answers import write_answer_grades
+
             summary.counts["answer grades"] += write_answer_grades(
                 conn,
                 request.answer_grades,
@@ -127,6 +126,8 @@ def run_import(
             )
         if parsed.passages or parsed.samples or parsed.answers:
             # In the same transaction: the search index never lags the passages.
+            from raglabel.storage.search import reindex
+
             step("indexing passages for search")
             reindex(conn)
     return summary
@@ -134,6 +135,8 @@ def run_import(
 
 def _parse(request: ImportRequest, step: Progress) -> _Parsed:
     parsed = _Parsed()
+    if request.queries or request.passages or request.beir:
+        from raglabel.formats.corpus import read_beir, read_passages, read_queries
     if request.queries:
         step(f"reading {request.queries}")
         parsed.queries += read_queries(request.queries)
@@ -151,22 +154,32 @@ def _parse(request: ImportRequest, step: Progress) -> _Parsed:
         step(f"reading {request.qrels}")
         rows = read_qrels_rows(request.qrels, request.grade_map)
         parsed.qrels.append((rows, request.annotator or request.qrels.name))
+    if request.runs:
+        from raglabel.storage.runs import rank_trec_file
     for name, path in request.runs:
         step(f"reading run {name!r} from {path}")
         parsed.runs.append(rank_trec_file(name, path))
     if request.samples:
+        from raglabel.formats.samples import gold_grades, samples_in
+
         step(f"reading {request.samples[1]}")
         parsed.samples = list(samples_in(request.samples[1]))
         # Gold grades are checked now, so a bad one fails before anything is written.
         for number, sample in parsed.samples:
             gold_grades(request.samples[1], number, sample, request.grade_map)
     if request.labels:
+        from raglabel.storage.labelfile import read_label_file
+
         step(f"reading {request.labels}")
         parsed.labels = [line for _, line in read_label_file(request.labels)]
+    if request.answers:
+        from raglabel.formats.answers import read_answers
     for name, path in request.answers:
         step(f"reading answers of {name!r} from {path}")
         parsed.answers.append((name, path, read_answers(path)))
     if request.answer_grades:
+        from raglabel.formats.answer_grades import read_answer_grades
+
         step(f"reading {request.answer_grades}")
         parsed.answer_grades = list(read_answer_grades(request.answer_grades))
     return parsed
@@ -175,6 +188,9 @@ def _parse(request: ImportRequest, step: Progress) -> _Parsed:
 def _write_answers(
     conn: sqlite3.Connection, request: ImportRequest, parsed: _Parsed, summary: ImportSummary
 ) -> None:
+    from raglabel.storage.answers import write_system
+    from raglabel.storage.matching import PassageIndex
+
     index = PassageIndex(conn.execute("SELECT ext_id, text FROM passage WHERE text IS NOT NULL"))
     for name, path, answers in parsed.answers:
         done = write_system(
@@ -258,6 +274,10 @@ def _write_samples(
     samples: list[tuple[int, Sample]],
     summary: ImportSummary,
 ) -> None:
+    from raglabel.formats.samples import gold_grades
+    from raglabel.storage.matching import PassageIndex
+    from raglabel.storage.runs import Ranking, Run, store
+
     assert request.samples is not None
     name, path = request.samples
     index = PassageIndex(conn.execute("SELECT ext_id, text FROM passage WHERE text IS NOT NULL"))
@@ -329,6 +349,8 @@ def _known_events(conn: sqlite3.Connection, annotators: list[int]) -> dict[tuple
 
 
 def _write_labels(conn: sqlite3.Connection, lines: list[LabelLine], summary: ImportSummary) -> None:
+    from raglabel.storage.grades import GradeEvent, append_many, event_row
+
     queries = ensure_queries(conn, (line.query for line in lines))
     passages = ensure_passages(conn, (line.passage for line in lines))
     annotators = {name: annotator_id(conn, name) for name in {line.annotator for line in lines}}
