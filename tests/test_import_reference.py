@@ -136,3 +136,7 @@ def test_bulk_qrels_import_matches_row_by_row(
         assert want["event"], "the reference wrote no events"
         for table in want:
             assert got[table] == want[table], table
+        # A grades-only import runs without foreign key checks: every reference holds
+        # all the same, and the connection has them back on after it.
+        assert bulk.conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert bulk.conn.execute("PRAGMA foreign_keys").fetchone() == (1,)

@@ -94,43 +94,62 @@ def run_import(
     # in memory. Both settings belong to this connection only.
     project.conn.execute(f"PRAGMA cache_size = -{IMPORT_CACHE_KIB}")
     project.conn.execute("PRAGMA temp_store = MEMORY")
-    with project.write():
-        conn = project.conn
-        _write_corpus(conn, parsed, summary)
-        for rows, annotator in parsed.qrels:
-            _write_qrels(conn, rows, annotator, summary)
-        if parsed.runs:
-            from raglabel.storage.runs import store
-        for run in parsed.runs:
-            step(f"storing run {run.name!r}")
-            counts = store(conn, run, depth=request.depth, replace=request.replace)
-            summary.counts["runs"] += 1
-            summary.counts["run entries"] += counts["entries"]
-            if run.repeats:
-                summary.warnings.append(repeated_passages(run.name, run.repeats))
-        if request.samples is not None:
-            _write_samples(conn, request, parsed.samples, summary)
-        if parsed.labels:
-            assert request.labels is not None
-            _write_labels(conn, parsed.labels, summary)
-        if parsed.answers:
-            _write_answers(conn, request, parsed, summary)
-        if request.answer_grades is not None:
-            from raglabel.storage.answers import write_answer_grades
+    # Foreign keys are checked by lookups, six a label (event, candidate, current
+    # grade): a sixth of a large qrels import. An import of corpus and grades alone
+    # refers only to rows it has just found or made in this same transaction, and
+    # deletes nothing that a foreign key's action would follow, so it goes without;
+    # anything else (runs and answers cascade when replaced) keeps them. The setting
+    # is this connection's and changes only outside a transaction.
+    unchecked = _grades_only(request)
+    if unchecked:
+        project.conn.execute("PRAGMA foreign_keys = OFF")
+    try:
+        with project.write():
+            conn = project.conn
+            _write_corpus(conn, parsed, summary)
+            for rows, annotator in parsed.qrels:
+                _write_qrels(conn, rows, annotator, summary)
+            if parsed.runs:
+                from raglabel.storage.runs import store
+            for run in parsed.runs:
+                step(f"storing run {run.name!r}")
+                counts = store(conn, run, depth=request.depth, replace=request.replace)
+                summary.counts["runs"] += 1
+                summary.counts["run entries"] += counts["entries"]
+                if run.repeats:
+                    summary.warnings.append(repeated_passages(run.name, run.repeats))
+            if request.samples is not None:
+                _write_samples(conn, request, parsed.samples, summary)
+            if parsed.labels:
+                assert request.labels is not None
+                _write_labels(conn, parsed.labels, summary)
+            if parsed.answers:
+                _write_answers(conn, request, parsed, summary)
+            if request.answer_grades is not None:
+                from raglabel.storage.answers import write_answer_grades
 
-            summary.counts["answer grades"] += write_answer_grades(
-                conn,
-                request.answer_grades,
-                parsed.answer_grades,
-                f"answer-grades:{request.answer_grades.name}",
-            )
-        if parsed.passages or parsed.samples or parsed.answers:
-            # In the same transaction: the search index never lags the passages.
-            from raglabel.storage.search import reindex
+                summary.counts["answer grades"] += write_answer_grades(
+                    conn,
+                    request.answer_grades,
+                    parsed.answer_grades,
+                    f"answer-grades:{request.answer_grades.name}",
+                )
+            if parsed.passages or parsed.samples or parsed.answers:
+                # In the same transaction: the search index never lags the passages.
+                from raglabel.storage.search import reindex
 
-            step("indexing passages for search")
-            reindex(conn)
+                step("indexing passages for search")
+                reindex(conn)
+    finally:
+        if unchecked:
+            project.conn.execute("PRAGMA foreign_keys = ON")
     return summary
+
+
+def _grades_only(request: ImportRequest) -> bool:
+    """Whether the request imports nothing but queries, passages and qrels."""
+    others = (request.runs, request.samples, request.labels, request.answers)
+    return not any(others) and request.answer_grades is None
 
 
 def _parse(request: ImportRequest, step: Progress) -> _Parsed:

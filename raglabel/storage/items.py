@@ -16,12 +16,21 @@ def json_list(values: Iterable[object]) -> str:
 
 #: Values per bound JSON array: its text stays far below SQLite's length limit.
 JSON_CHUNK = 1_000_000
+#: Up to this many rows per name looked up, a table is read whole rather than probed.
+_SCAN_FACTOR = 2
 
 
 def _ensure(conn: sqlite3.Connection, table: str, ext_ids: Iterable[str]) -> dict[str, int]:
     wanted = list(dict.fromkeys(ext_ids))
     known: dict[str, int] = {}
-    if wanted and conn.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone()[0]:
+    # max(id) stands in for the row count (ids are dense), found without a scan.
+    top = conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0]
+    if wanted and top <= _SCAN_FACTOR * len(wanted):
+        # Reading every row in order is cheaper than probing the ext_id index at random
+        # for each name once the table is not much larger than the list.
+        everything = dict(conn.execute(f"SELECT ext_id, id FROM {table}"))
+        known = {ext: everything[ext] for ext in wanted if ext in everything}
+    elif wanted:
         for start in range(0, len(wanted), JSON_CHUNK):
             known.update(
                 conn.execute(
@@ -33,7 +42,6 @@ def _ensure(conn: sqlite3.Connection, table: str, ext_ids: Iterable[str]) -> dic
     missing = [ext for ext in wanted if ext not in known] if known else wanted
     # Inside the caller's write transaction nobody else inserts, so new rows take
     # consecutive ids after the current maximum, in order of first mention.
-    top = conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0]
     for start in range(0, len(missing), JSON_CHUNK):
         conn.execute(
             f"INSERT INTO {table} (id, ext_id) SELECT ? + key, value FROM json_each(?)",
