@@ -12,10 +12,11 @@ import random
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from raglabel.formats.rows import read_qrels_rows
-from raglabel.storage import importer, runs
+from raglabel.storage import grades, importer, items, runs
 from raglabel.storage.grades import rebuild_current
 from raglabel.storage.importer import ImportRequest, run_import
 from raglabel.storage.project import Project
@@ -109,9 +110,15 @@ def _build(tmp_path: Path, name: str, steps: list[Step], *, reference: bool) -> 
         "run, qrels, run, qrels",
     ],
 )
+@pytest.mark.parametrize("mode", ["packed", "chunked", "unpacked"])
 def test_bulk_qrels_import_matches_row_by_row(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plan: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plan: str, mode: str
 ) -> None:
+    if mode == "chunked":  # JSON arrays of a few values each, as a huge import's are
+        monkeypatch.setattr(items, "JSON_CHUNK", 7)
+        monkeypatch.setattr(grades, "JSON_CHUNK", 7)
+    if mode == "unpacked":  # ids too large to pack take the executemany path
+        monkeypatch.setattr(grades, "_QUERY_LIMIT", 0)
     monkeypatch.setattr(importer, "now", lambda: GRADED_AT)
     monkeypatch.setattr(runs, "now", lambda: GRADED_AT)
     first, second = _qrels(tmp_path / "a.qrels", 1), _qrels(tmp_path / "b.qrels", 2)
@@ -140,3 +147,20 @@ def test_bulk_qrels_import_matches_row_by_row(
         # all the same, and the connection has them back on after it.
         assert bulk.conn.execute("PRAGMA foreign_key_check").fetchall() == []
         assert bulk.conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
+
+
+def test_imported_grades_must_be_1_to_5() -> None:
+    ids = np.array([1, 2], np.int64)
+    with pytest.raises(ValueError, match="1-5"):
+        grades.ImportedGrades.of(ids, ids, np.array([1, 6], np.int64))
+    with pytest.raises(ValueError, match="1-5"):
+        grades.ImportedGrades.of(ids, ids, np.array([0, 2], np.int64))
+
+
+def test_a_failed_background_write_is_raised_where_it_is_awaited() -> None:
+    def fail() -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    wait = importer.in_background(fail)
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+        wait()

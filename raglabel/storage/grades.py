@@ -255,25 +255,51 @@ _PASSAGE_BITS = 29
 _QUERY_LIMIT = 1 << 31
 
 
+@dataclass(frozen=True)
+class ImportedGrades:
+    """One annotator's imported grades, in order, with their ids resolved, ready for
+    :func:`append_grades`: ``packed`` holds the JSON arrays SQLite reads them from (one
+    per chunk), or is None when ids are too large to pack."""
+
+    query_ids: NDArray[np.int64]
+    passage_ids: NDArray[np.int64]
+    grades: NDArray[np.int64]
+    packed: list[str] | None
+
+    @classmethod
+    def of(
+        cls, query_ids: NDArray[np.int64], passage_ids: NDArray[np.int64], grades: NDArray[np.int64]
+    ) -> ImportedGrades:
+        if grades.size and (int(grades.min()) < 1 or int(grades.max()) > 5):
+            raise ValueError("imported grades must be 1-5")
+        packable = not grades.size or (
+            int(query_ids.max()) < _QUERY_LIMIT and int(passage_ids.max()) < 1 << _PASSAGE_BITS
+        )
+        packed = None
+        if packable:
+            values = (query_ids << 32) | (passage_ids << 3) | grades
+            packed = [
+                _int_list(values[start : start + JSON_CHUNK])
+                for start in range(0, len(values), JSON_CHUNK)
+            ]
+        return cls(query_ids, passage_ids, grades, packed)
+
+
 def append_grades(
     conn: sqlite3.Connection,
-    query_ids: NDArray[np.int64],
-    passage_ids: NDArray[np.int64],
-    grades: NDArray[np.int64],
+    imported: ImportedGrades,
     *,
     annotator_id: int,
     origin: str,
     graded_at: str,
 ) -> None:
-    """Append one annotator's grades (an import), in the order given, as grade events;
-    make their pairs candidates and bring their items up to date. Inside the caller's
+    """Append one annotator's grades (an import), in their order, as grade events; make
+    their pairs candidates and bring their items up to date. Inside the caller's
     transaction.
 
     SQLite copies the rows itself and what every event shares is bound once: binding
     fourteen values a row from Python cost most of a large qrels import.
     """
-    if grades.size and (int(grades.min()) < 1 or int(grades.max()) > 5):
-        raise ValueError("imported grades must be 1-5")
     first = conn.execute("SELECT coalesce(max(id), 0) FROM event").fetchone()[0] + 1
     # Ids are given, not left to SQLite: the log's order is the file's, whatever order
     # SQLite reads the array in.
@@ -281,33 +307,27 @@ def append_grades(
         "INSERT INTO event (id, query_id, passage_id, annotator_id, kind, grade, source,"
         " origin, graded_at)"
     )
-    packable = not grades.size or (
-        int(query_ids.max()) < _QUERY_LIMIT and int(passage_ids.max()) < 1 << _PASSAGE_BITS
-    )
-    if packable:
-        packed = (query_ids << 32) | (passage_ids << 3) | grades
+    if imported.packed is not None:
         with _checks_hold(conn):
-            for start in range(0, len(packed), JSON_CHUNK):
+            for number, text in enumerate(imported.packed):
                 conn.execute(
                     f"{columns} SELECT ? + key, value >> 32,"
                     f" (value >> 3) & {(1 << _PASSAGE_BITS) - 1}, ?, 'grade', value & 7,"
                     " 'human', ?, ? FROM json_each(?)",
-                    (
-                        first + start,
-                        annotator_id,
-                        origin,
-                        graded_at,
-                        _int_list(packed[start : start + JSON_CHUNK]),
-                    ),
+                    (first + number * JSON_CHUNK, annotator_id, origin, graded_at, text),
                 )
     else:
+        rows = zip(
+            imported.query_ids.tolist(),
+            imported.passage_ids.tolist(),
+            imported.grades.tolist(),
+            strict=True,
+        )
         conn.executemany(
             f"{columns} VALUES (?, ?, ?, ?, 'grade', ?, 'human', ?, ?)",
             (
                 (first + i, q, p, annotator_id, g, origin, graded_at)
-                for i, (q, p, g) in enumerate(
-                    zip(query_ids.tolist(), passage_ids.tolist(), grades.tolist(), strict=True)
-                )
+                for i, (q, p, g) in enumerate(rows)
             ),
         )
     # Derived rows go in key order: SQLite then appends to each b-tree instead of

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -20,8 +21,8 @@ import numpy as np
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import repeated_passages
 from raglabel.formats.rows import QrelsRows, read_qrels_rows
-from raglabel.storage.grades import append_grades
-from raglabel.storage.items import annotator_id, ensure_passages, ensure_queries
+from raglabel.storage.grades import ImportedGrades, append_grades
+from raglabel.storage.items import annotator_id, ensure_passages, ensure_queries, plan_ids
 from raglabel.storage.project import Project, now
 
 # What only some imports need loads when they do: the modules behind answers, samples,
@@ -267,18 +268,49 @@ def _write_corpus(conn: sqlite3.Connection, parsed: _Parsed, summary: ImportSumm
 def _grade_events(conn: sqlite3.Connection, rows: QrelsRows, annotator: str, origin: str) -> int:
     """Imported grades as events by ``annotator``; their pairs become candidates."""
     queries = ensure_queries(conn, rows.qids)
-    passages = ensure_passages(conn, rows.docids)
-    count = len(rows.grades)
+    passages, insert_passages = plan_ids(conn, "passage", rows.docids)
+    # SQLite lets go of the GIL while it stores the new passages, their index the
+    # slowest part of the import: the events' arrays are built meanwhile.
+    stored = in_background(insert_passages)
+    try:
+        count = len(rows.grades)
+        imported = ImportedGrades.of(
+            np.fromiter(map(queries.__getitem__, rows.qids), np.int64, count),
+            np.fromiter(map(passages.__getitem__, rows.docids), np.int64, count),
+            np.fromiter(rows.grades, np.int64, count),
+        )
+    finally:
+        stored()
     append_grades(
         conn,
-        np.fromiter(map(queries.__getitem__, rows.qids), np.int64, count),
-        np.fromiter(map(passages.__getitem__, rows.docids), np.int64, count),
-        np.fromiter(rows.grades, np.int64, count),
+        imported,
         annotator_id=annotator_id(conn, annotator),
         origin=origin,
         graded_at=now(),
     )
     return count
+
+
+def in_background(work: Callable[[], None]) -> Callable[[], None]:
+    """Start ``work`` in a thread; the returned call waits for it and raises what it
+    raised. The caller must call it before touching what ``work`` touches."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # handed to the waiting thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="raglabel-import-write")
+    thread.start()
+
+    def wait() -> None:
+        thread.join()
+        if failed:
+            raise failed[0]
+
+    return wait
 
 
 def _write_qrels(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 
 def json_list(values: Iterable[object]) -> str:
@@ -20,7 +20,15 @@ JSON_CHUNK = 1_000_000
 _SCAN_FACTOR = 2
 
 
-def _ensure(conn: sqlite3.Connection, table: str, ext_ids: Iterable[str]) -> dict[str, int]:
+def plan_ids(
+    conn: sqlite3.Connection, table: str, ext_ids: Iterable[str]
+) -> tuple[dict[str, int], Callable[[], None]]:
+    """The row id of every name in ``ext_ids`` (query or passage ids): known ones read
+    from ``table``, the others given the next ids in order of first mention; and the
+    call that inserts those others. Until it runs they are not in the table; the caller
+    may do other work first (SQLite releases the GIL while it inserts), but no other
+    statement on the connection. Inside the caller's write transaction, where nobody
+    else inserts."""
     wanted = list(dict.fromkeys(ext_ids))
     known: dict[str, int] = {}
     # max(id) stands in for the row count (ids are dense), found without a scan.
@@ -40,15 +48,27 @@ def _ensure(conn: sqlite3.Connection, table: str, ext_ids: Iterable[str]) -> dic
                 )
             )
     missing = [ext for ext in wanted if ext not in known] if known else wanted
-    # Inside the caller's write transaction nobody else inserts, so new rows take
-    # consecutive ids after the current maximum, in order of first mention.
-    for start in range(0, len(missing), JSON_CHUNK):
-        conn.execute(
-            f"INSERT INTO {table} (id, ext_id) SELECT ? + key, value FROM json_each(?)",
-            (top + 1 + start, json_list(missing[start : start + JSON_CHUNK])),
-        )
     known.update(zip(missing, range(top + 1, top + 1 + len(missing)), strict=True))
-    return known
+
+    # The arrays are made here, so that the insert itself runs in SQLite alone.
+    chunks = [
+        (top + 1 + start, json_list(missing[start : start + JSON_CHUNK]))
+        for start in range(0, len(missing), JSON_CHUNK)
+    ]
+
+    def insert() -> None:
+        for chunk in chunks:
+            conn.execute(
+                f"INSERT INTO {table} (id, ext_id) SELECT ? + key, value FROM json_each(?)", chunk
+            )
+
+    return known, insert
+
+
+def _ensure(conn: sqlite3.Connection, table: str, ext_ids: Iterable[str]) -> dict[str, int]:
+    ids, insert = plan_ids(conn, table, ext_ids)
+    insert()
+    return ids
 
 
 def ensure_queries(conn: sqlite3.Connection, ext_ids: Iterable[str]) -> dict[str, int]:
