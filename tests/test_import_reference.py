@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from raglabel.formats.rows import read_qrels_rows
-from raglabel.storage import grades, importer, items, runs
+from raglabel.storage import importer, items, log, runs
 from raglabel.storage.grades import rebuild_current
 from raglabel.storage.importer import ImportRequest, run_import
 from raglabel.storage.project import Project
@@ -116,9 +118,9 @@ def test_bulk_qrels_import_matches_row_by_row(
 ) -> None:
     if mode == "chunked":  # JSON arrays of a few values each, as a huge import's are
         monkeypatch.setattr(items, "JSON_CHUNK", 7)
-        monkeypatch.setattr(grades, "JSON_CHUNK", 7)
+        monkeypatch.setattr(log, "JSON_CHUNK", 7)
     if mode == "unpacked":  # ids too large to pack take the executemany path
-        monkeypatch.setattr(grades, "_QUERY_LIMIT", 0)
+        monkeypatch.setattr(log, "_QUERY_LIMIT", 0)
     monkeypatch.setattr(importer, "now", lambda: GRADED_AT)
     monkeypatch.setattr(runs, "now", lambda: GRADED_AT)
     first, second = _qrels(tmp_path / "a.qrels", 1), _qrels(tmp_path / "b.qrels", 2)
@@ -152,9 +154,9 @@ def test_bulk_qrels_import_matches_row_by_row(
 def test_imported_grades_must_be_1_to_5() -> None:
     ids = np.array([1, 2], np.int64)
     with pytest.raises(ValueError, match="1-5"):
-        grades.ImportedGrades.of(ids, ids, np.array([1, 6], np.int64))
+        log.ImportedGrades.of(ids, ids, np.array([1, 6], np.int64))
     with pytest.raises(ValueError, match="1-5"):
-        grades.ImportedGrades.of(ids, ids, np.array([0, 2], np.int64))
+        log.ImportedGrades.of(ids, ids, np.array([0, 2], np.int64))
 
 
 def test_a_failed_background_write_is_raised_where_it_is_awaited() -> None:
@@ -164,3 +166,15 @@ def test_a_failed_background_write_is_raised_where_it_is_awaited() -> None:
     wait = importer.in_background(fail)
     with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
         wait()
+
+
+def test_a_qrels_import_loads_no_pydantic() -> None:
+    """The importer loads the models of answers, samples and label files when a request
+    needs them; a qrels import's start does not pay for them."""
+    code = (
+        "import sys, raglabel.cli.import_cmd, raglabel.storage.importer; print(sorted(sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert "'pydantic'" not in out

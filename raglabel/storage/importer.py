@@ -21,8 +21,8 @@ import numpy as np
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import repeated_passages
 from raglabel.formats.rows import QrelsRows, read_qrels_rows
-from raglabel.storage.grades import ImportedGrades, append_grades
 from raglabel.storage.items import annotator_id, ensure_passages, ensure_queries, plan_ids
+from raglabel.storage.log import ImportedGrades, append_grades
 from raglabel.storage.project import Project, now
 
 # What only some imports need loads when they do: the modules behind answers, samples,
