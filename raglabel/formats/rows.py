@@ -132,10 +132,24 @@ def _qrels_columns(path: Path, grade_map: GradeMap) -> QrelsRows | None:
     widths = fields.longest(0) + fields.longest(2)
     if uncovered.any() or widths > MAX_ID_CHARS or fields.rows * widths > 4 * len(data):
         return None
-    qids, docids = _strings(fields.text(0)), _strings(fields.text(2))
-    if len(set(zip(qids, docids, strict=True))) != len(qids):
+    queries, passages = fields.text(0), fields.text(2)
+    if _repeats_a_pair(queries, passages):
         return None  # the exact reader names the repeated pair's lines
-    return QrelsRows(qids, docids, grades.tolist())
+    return QrelsRows(_strings(queries), _strings(passages), grades.tolist())
+
+
+def _repeats_a_pair(first: NDArray[np.bytes_], second: NDArray[np.bytes_]) -> bool:
+    """Whether two rows hold the same (first, second) pair of fixed-width ids.
+
+    Each row's two fields, side by side, are one fixed-width string, and repeats are
+    neighbours once those are sorted: a quarter of the time a set of 400,000 tuples
+    took. (Ids that differ only by trailing NUL bytes look alike; that sends the file
+    to the exact reader, never a repeat past it.)
+    """
+    pairs = np.empty(len(first), dtype=[("a", first.dtype), ("b", second.dtype)])
+    pairs["a"], pairs["b"] = first, second
+    joined = np.sort(pairs.view(f"S{first.dtype.itemsize + second.dtype.itemsize}"))
+    return bool((joined[1:] == joined[:-1]).any())
 
 
 def _strings(column: NDArray[np.bytes_]) -> list[str]:
