@@ -178,3 +178,25 @@ def test_a_qrels_import_loads_no_pydantic() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert "'pydantic'" not in out
+
+
+def test_ids_with_quotes_backslashes_and_non_ascii_survive_the_json_arrays(
+    tmp_path: Path,
+) -> None:
+    odd = ['d"1', "d\\2", "dé3", "d😀4", "d中5", "d\\u00416"]
+    qrels = tmp_path / "odd.qrels"
+    qrels.write_text("".join(f'q"{i} 0 {p} 1\n' for i, p in enumerate(odd)), encoding="utf-8")
+    filler = tmp_path / "filler.qrels"  # enough passages that the second import probes
+    filler.write_text("".join(f"f 0 x{i} 1\n" for i in range(40)))
+    with Project.create(tmp_path / "odd.db") as project:
+        run_import(project, ImportRequest(qrels=qrels, annotator="ann"))
+        run_import(project, ImportRequest(qrels=filler, annotator="ann"))
+        run_import(project, ImportRequest(qrels=qrels, annotator="other"))
+        passages = project.conn.execute("SELECT id, ext_id FROM passage ORDER BY id").fetchall()
+        pairs = project.conn.execute(
+            "SELECT q.ext_id, p.ext_id FROM event e JOIN query q ON q.id = e.query_id"
+            " JOIN passage p ON p.id = e.passage_id WHERE q.ext_id != 'f' ORDER BY e.id"
+        ).fetchall()
+    assert passages[: len(odd)] == list(enumerate(odd, start=1))
+    assert len(passages) == len(odd) + 40
+    assert pairs == 2 * [(f'q"{i}', p) for i, p in enumerate(odd)]
