@@ -26,7 +26,7 @@ from raglabel.storage.log import ImportedGrades, append_grades
 from raglabel.storage.project import Project, now
 
 # What only some imports need loads when they do: the modules behind answers, samples,
-# corpora and label files (pydantic among them) were a third of a qrels import's start.
+# corpora and label files (pydantic among them) were half of a qrels import's start-up.
 if TYPE_CHECKING:
     from raglabel.formats.answer_grades import AnswerGrade
     from raglabel.formats.answers import AnswerFile
