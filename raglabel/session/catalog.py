@@ -81,9 +81,12 @@ class PassageNames:
             found = self._ext[pid]
         return found
 
-    def learn(self, pid: int, ext: str) -> None:
+    def learn(self, pid: int, ext: str) -> int:
+        """Record that ``pid`` names ``ext``; returns the pid the session calls ``ext`` by.
+        A passage met outside the file keeps its negative pid once the file holds it
+        (see :meth:`moved_in`): calling it by its row too would count it twice."""
         self._ext[pid] = ext
-        self._pid[ext] = pid
+        return self._pid.setdefault(ext, pid)
 
     def name(self, pids: Sequence[int]) -> None:
         """Read the passage ids of these pids at once (a query's pool, its grades)."""
@@ -228,10 +231,7 @@ def load_catalog(project: Project, *, pools: bool = True) -> Catalog:
     )
 
     def read(q: int) -> list[int]:
-        pool = query_pool(conn, queries[q].row_id)
-        for pid, ext in pool:
-            names.learn(pid, ext)
-        return [pid for pid, _ in pool]
+        return [names.learn(pid, ext) for pid, ext in query_pool(conn, queries[q].row_id)]
 
     sizes = np.zeros(len(queries), np.int64)
     catalog = Catalog(queries, names, Pools(sizes, read), [], run_names(conn))

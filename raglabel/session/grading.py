@@ -229,10 +229,17 @@ class GradingSession:
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="raglabel-runs")
         # Counts first: the progress column and its sort need them, and they take a
         # fraction of the runs' time.
-        args = (self.project.path, self.catalog, self.annotator, self.blind, self._generation)
-        if self._counting:
-            self._counts = pool.submit(_read_counts, *args)
-        self._pending = pool.submit(_read_runs, *args)
+        counts: Future[_Counted] | None = Future() if self._counting else None
+        self._counts = counts
+        self._pending = pool.submit(
+            _read_pools_and_runs,
+            counts,
+            self.project.path,
+            self.catalog,
+            annotator=self.annotator,
+            blind=self.blind,
+            generation=self._generation,
+        )
         pool.shutdown(wait=False)
 
     @property
@@ -712,7 +719,7 @@ class GradingSession:
     def review(self) -> list[ReviewRow]:
         """Every passage this annotator skipped or flagged (and did not undo), newest
         first; a passage both skipped and flagged is listed once for each."""
-        self.ensure_runs()  # the grades in view
+        self.ensure_counts()  # the grades in view; the runs are not needed
         rows: list[ReviewRow] = []
         seen: set[tuple[int, int, str]] = set()
         for query_ext, passage, kind, note, at in reversed(
@@ -760,17 +767,38 @@ class _LoadedRuns:
 # walking them again and again as they are made slowed the reading several times.
 
 
+def _read_pools_and_runs(
+    counts: Future[_Counted] | None,
+    path: Path,
+    catalog: Catalog,
+    *,
+    annotator: str,
+    blind: bool,
+    generation: int,
+) -> _LoadedRuns:
+    """Candidates and grades (into ``counts``, as soon as they are read: the progress
+    column waits for them), then the runs. One snapshot for both: the run entries' grades
+    must be the book's, whatever another process grades meanwhile."""
+    with Project.reader(path) as reader, reader.snapshot():
+        if counts is not None and counts.set_running_or_notify_cancel():
+            try:
+                counts.set_result(_read_counts(reader, catalog, annotator, blind, generation))
+            except BaseException as exc:
+                counts.set_exception(exc)
+                raise
+        return _read_runs(reader, catalog, annotator, blind, generation)
+
+
 def _read_counts(
-    path: Path, catalog: Catalog, annotator: str, blind: bool, generation: int
+    reader: Project, catalog: Catalog, annotator: str, blind: bool, generation: int
 ) -> _Counted:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        with Project.reader(path) as reader:
-            conn = reader.conn
-            pairs = pool_pairs(catalog, reader)
-            grades = own_grade_rows(conn, annotator) if blind else resolved_grade_rows(conn)
-            own = None if blind else own_grade_rows(conn, annotator)
+        conn = reader.conn
+        pairs = pool_pairs(catalog, reader)
+        grades = own_grade_rows(conn, annotator) if blind else resolved_grade_rows(conn)
+        own = None if blind else own_grade_rows(conn, annotator)
         sizes = np.bincount(pairs[0], minlength=len(catalog.queries)).astype(np.int64)
         book = GradeBook(catalog)
         # No pid was handed out yet (nothing named moved in), and the catalog's pairs are
@@ -783,18 +811,18 @@ def _read_counts(
 
 
 def _read_runs(
-    path: Path, catalog: Catalog, annotator: str, blind: bool, generation: int
+    reader: Project, catalog: Catalog, annotator: str, blind: bool, generation: int
 ) -> _LoadedRuns:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        with Project.reader(path) as reader:
-            runs = load_runs(reader, catalog)
-            # The grades by passage id, as the runs name passages: the app's thread
-            # cannot lend its connection to name the pids. No grade is written
-            # meanwhile (a write waits for the runs), so they are the book's grades.
-            conn = reader.conn
-            named = own_grades(conn, annotator) if blind else resolved_grades(conn)
+        runs = load_runs(reader, catalog)
+        # The grades by passage id, as the runs name passages: the app's thread cannot
+        # lend its connection to name the pids. Read in the counts' snapshot, they are
+        # the book's grades; the app's own writes wait for the runs (``_apply``), and
+        # the book then updates the run entries it touches.
+        conn = reader.conn
+        named = own_grades(conn, annotator) if blind else resolved_grades(conn)
         by_text: list[dict[str, int]] = [{} for _ in catalog.queries]
         for query_row, passage, grade in named:
             q = catalog.query_index(query_row)

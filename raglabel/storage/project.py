@@ -110,6 +110,17 @@ class Project:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
         return cls(conn, path)
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One read transaction: every read in the block sees the file as it was at the
+        first one, whatever other connections commit meanwhile."""
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if self.conn.in_transaction:
+                self.conn.execute("COMMIT")
+
     def close(self) -> None:
         self.conn.close()
 
