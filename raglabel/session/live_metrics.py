@@ -86,12 +86,11 @@ class LiveMetrics:
 
     def holes(self, q: int, k: int) -> list[Hole]:
         """Ungraded passages in any run's top K of query ``q``, most-retrieved first."""
+        # Ties go by passage id: a pid is a row of the file (or a negative number for a
+        # passage outside it), an order that says nothing to the annotator.
+        top = sorted(self._top(q, k).items(), key=lambda it: (-len(it[1]), min(it[1]), it[0]))
         pid = self.catalog.pid
-        holes = [
-            Hole(q, pid(ext), len(ranks), min(ranks)) for ext, ranks in self._top(q, k).items()
-        ]
-        holes.sort(key=lambda h: (-h.runs, h.best_rank, h.pid))
-        return holes
+        return [Hole(q, pid(ext), len(ranks), min(ranks)) for ext, ranks in top]
 
     def _top(self, q: int, k: int) -> dict[str, list[int]]:
         """Each ungraded passage in some run's top K of query ``q``, with its ranks there."""
