@@ -306,7 +306,17 @@ def in_background(work: Callable[[], None]) -> Callable[[], None]:
     thread.start()
 
     def wait() -> None:
-        thread.join()
+        # An interrupt (Ctrl-C) must not leave the thread writing on the connection while
+        # the caller rolls back and closes it: the thread is waited out, then the
+        # interrupt goes on.
+        interrupted: KeyboardInterrupt | None = None
+        while thread.is_alive():
+            try:
+                thread.join()
+            except KeyboardInterrupt as exc:
+                interrupted = exc
+        if interrupted is not None:
+            raise interrupted
         if failed:
             raise failed[0]
 
