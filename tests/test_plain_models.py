@@ -164,3 +164,21 @@ def test_plain_eval_imports_only_what_it_uses(tmp_path: Path, fmt: list[str]) ->
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_eval_pauses_the_collector_only_as_its_process_command(tmp_path: Path) -> None:
+    # As the process's own command, eval runs without the cyclic collector (it walked the
+    # modules again and again while they loaded); called with arguments, from Python
+    # code, main() must leave the caller's collector as it was.
+    (tmp_path / "q").write_text("q1 0 a 3\n")
+    (tmp_path / "r").write_text("q1 Q0 a 1 0.5 t\n")
+    argv = ["eval", "--qrels", str(tmp_path / "q"), "--run", str(tmp_path / "r")]
+    code = (
+        "import gc, sys; import raglabel.cli.main as cli\n"
+        "cli._exit_now = lambda code: print('collecting', gc.isenabled())\n"
+        f"cli.main({argv!r}); print('called', gc.isenabled())\n"
+        f"sys.argv = ['raglabel', *{argv!r}]; cli.main()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    states = [line for line in out.stdout.splitlines() if line.startswith(("called", "collecting"))]
+    assert states == ["called True", "collecting False"]

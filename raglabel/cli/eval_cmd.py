@@ -302,6 +302,7 @@ def compute(args: argparse.Namespace) -> tuple[Report, list[str], float, LabelSe
         # collector would walk them again and again while they are made and while the
         # statistics allocate, for nothing (they hold no cycles), so it is paused for
         # the reading and they are moved out of its sight afterwards.
+        collecting = gc.isenabled()  # off already when eval is its process's command
         gc.disable()
         try:
             with Project.open(args.db) as project:
@@ -312,7 +313,8 @@ def compute(args: argparse.Namespace) -> tuple[Report, list[str], float, LabelSe
                 )
         finally:
             gc.freeze()
-            gc.enable()
+            if collecting:
+                gc.enable()
     loaded_at = time.perf_counter()
     from raglabel.analysis.evaluation import evaluate
 
