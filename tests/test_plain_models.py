@@ -150,7 +150,9 @@ def test_plain_eval_imports_only_what_it_uses(tmp_path: Path, fmt: list[str]) ->
     # (rich alone, warmed up, about as much as the evaluation): the table is drawn
     # without it. Nor does eval load the judge's client or the web server's event loop,
     # nor OpenSSL (hashlib's _hashlib) for the labels' fingerprint, nor shutil (with
-    # zlib, bz2 and lzma) to measure a terminal for help it does not print.
+    # zlib, bz2 and lzma) to measure a terminal for help it does not print, nor the
+    # statistics of answer grades and the agreement measures they use (the report's
+    # types name only their summaries).
     (tmp_path / "q").write_text("q1 0 a 3\nq1 0 b 0\n")
     (tmp_path / "r").write_text("q1 Q0 a 1 0.5 t\nq1 Q0 b 2 0.4 t\n")
     argv = ["eval", "--qrels", str(tmp_path / "q"), "--run", str(tmp_path / "r")]
@@ -160,7 +162,9 @@ def test_plain_eval_imports_only_what_it_uses(tmp_path: Path, fmt: list[str]) ->
         f"main({argv!r}); "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'polars', 'rich',"
         " 'asyncio', 'aiohttp', 'textual', 'textual_serve', 'httpx', 'jinja2', 'sqlite3',"
-        " 'sqlite_utils', 'statistics', '_hashlib', 'shutil', 'bz2', 'lzma'}))"
+        " 'sqlite_utils', 'statistics', '_hashlib', 'shutil', 'bz2', 'lzma'}"
+        " | (set(sys.modules) & {'raglabel.metrics.answer_stats', 'raglabel.metrics.agreement'}))"
+        ")"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -18,7 +18,7 @@ import numbers
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from raglabel.metrics.answer_stats import CorrectedMean, GradeSummary
+from raglabel.metrics.answer_summaries import CorrectedMean, GradeSummary
 from raglabel.metrics.stats import Comparison
 
 __all__ = [
