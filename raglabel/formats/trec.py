@@ -25,7 +25,7 @@ _QRELS_FIELDS = ("qid", "iteration", "docid", "relevance")
 _PAIR_SEED = 0x5EED
 # An odd 64-bit constant (the golden ratio's), so that (a, b) and (b, a) hash apart.
 _MIX = np.uint64(0x9E3779B97F4A7C15)
-_SPACE, _NEWLINE = ord(" "), ord("\n")
+_SPACE = ord(" ")
 
 
 def _fast_frame(
@@ -101,7 +101,7 @@ def _lean_frame(
         name: kind if name in keep or name == last else pl.String() for name, kind in schema.items()
     }
     with ThreadPoolExecutor(max_workers=1) as pool:
-        plain = pool.submit(lambda: is_canonical(block) and _no_empty_field(block))
+        plain = pool.submit(_plain_block, block)
         try:
             frame = (
                 _scan(block, lean, comments=False)
@@ -121,17 +121,26 @@ def _lean_frame(
 _SCAN_BYTES = 1 << 20
 
 
-def _no_empty_field(block: bytes) -> bool:
-    """Whether no line of ``block`` has an empty field or is blank: no separator (space
-    or newline) follows another, and none starts the block or ends it with a space."""
-    if not block or block[:1] in (b" ", b"\n") or block[-1:] == b" ":
+def _plain_block(block: bytes) -> bool:
+    """Whether ``block`` is canonical (:func:`is_canonical`) and no line of it has an
+    empty field or is blank.
+
+    An empty field is a separator (space or newline) next to another, or one that starts
+    the block, or a space that ends it. The numpy pass looks for two neighbouring bytes
+    up to the space, which covers both separators and the control bytes with one
+    comparison (instead of two, an "or" and the pair): stricter about a control byte
+    beside a separator, which only sends the file to the exact reader. The five bytes
+    the exact reader must always see are memchr scans, cheaper than any numpy pass.
+    """
+    if not block or block[0] <= _SPACE or block[-1] == _SPACE:
+        return False
+    if not is_canonical(block):
         return False
     data = np.frombuffer(block, dtype=np.uint8)
     # Windows overlap by a byte, so a pair across their border is seen.
     for start in range(0, data.size - 1, _SCAN_BYTES):
-        window = data[start : start + _SCAN_BYTES + 1]
-        separator = (window == _SPACE) | (window == _NEWLINE)
-        if bool((separator[1:] & separator[:-1]).any()):
+        low = data[start : start + _SCAN_BYTES + 1] <= _SPACE
+        if bool((low[1:] & low[:-1]).any()):
             return False
     return True
 
