@@ -123,7 +123,10 @@ def _blocks(qids: Text) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     return starts, np.diff(np.append(starts, qids.size))
 
 
-@dataclass
+# Compared and hashed by identity (eq=False): its arrays compare element-wise, so the
+# generated field-by-field __eq__ could only raise, and compiling them
+# cost every eval's start-up.
+@dataclass(eq=False)
 class ArrayAlignment:
     """Labels plus, per run, the warnings its alignment raised."""
 

@@ -26,7 +26,10 @@ FloatArray = NDArray[np.float64]
 _HITS4 = frozenset({"n_recall_4plus", "precision_4plus"})
 
 
-@dataclass(frozen=True)
+# Compared and hashed by identity (eq=False): its arrays compare element-wise, so the
+# generated field-by-field __eq__ and __hash__ could only raise, and compiling them
+# cost every eval's start-up.
+@dataclass(frozen=True, eq=False)
 class QueryStats:
     """What the label set and the configuration fix for every run alike."""
 

@@ -8,7 +8,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 
-@dataclass(frozen=True)
+# Compared and hashed by identity (eq=False): its arrays compare element-wise, so the
+# generated field-by-field __eq__ and __hash__ could only raise, and compiling them
+# cost every eval's start-up.
+@dataclass(frozen=True, eq=False)
 class RankedRun:
     """Ranked entries of one run, aligned with a :class:`LabelSet`.
 
