@@ -254,3 +254,34 @@ def test_the_fingerprint_digest_is_sha256_on_either_side_of_the_openssl_threshol
     # Small label sets hash with the built-in module, large ones through hashlib.
     data = bytes(range(256)) * (size // 256) + b"q\td\t4\n"[: size % 256]
     assert arrays._sha256_hex(data) == hashlib.sha256(data).hexdigest()
+
+
+# Every character str.split() treats as white space, except the two separators polars
+# reads: the exact reader splits at each, so the quick readers must hand the file over.
+_SPLIT_SPACES = [chr(c) for c in range(0x110000) if chr(c).isspace() and chr(c) not in " \n"]
+
+
+@pytest.mark.parametrize("odd", _SPLIT_SPACES, ids=lambda c: f"U+{ord(c):04X}")
+def test_quick_readers_split_ids_where_the_exact_reader_does(tmp_path: Path, odd: str) -> None:
+    from raglabel.errors import InputError
+    from raglabel.formats.maps import GradeMap
+    from raglabel.formats.rows import read_qrels_exactly, read_run_exactly
+    from raglabel.formats.trec import read_qrels, read_run, read_run_block
+
+    run = "".join(f"q{q} Q0 d{i}{odd}x {i} {10 - i}.5 t\n" for q in range(3) for i in range(5))
+    run_path = tmp_path / "run"
+    run_path.write_text(run, encoding="utf-8")
+    exact = read_run_exactly(run_path)
+    assert read_run(run_path)["docid"].to_list() == exact.docids
+    block = read_run_block(run.encode("utf-8"))
+    assert block is None or block["docid"].to_list() == exact.docids
+
+    qrels = "".join(f"q{q} 0 d{i}{odd}x {i % 3}\n" for q in range(3) for i in range(5))
+    qrels_path = tmp_path / "qrels"
+    qrels_path.write_text(qrels, encoding="utf-8")
+    # Split there, the line's relevance is "x": both readers must say so.
+    with pytest.raises(InputError) as exact_error:
+        read_qrels_exactly(qrels_path, GradeMap())
+    with pytest.raises(InputError) as quick_error:
+        read_qrels(qrels_path)
+    assert str(quick_error.value) == str(exact_error.value)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import mmap
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,8 +17,16 @@ from raglabel.errors import InputError
 
 # Bytes that polars' single-space reader would misread silently, or that are invalid.
 # Each is a single byte so that the scan is a memchr; empty fields (double or leading
-# spaces) show up later as nulls instead.
-_IRREGULAR = (b"\t", b"\r", b"\x0b", b"\x0c", b"\x00")
+# spaces) show up later as nulls instead. 0x1c-0x1f are white space to str.split(),
+# which the exact reader uses: polars would keep them inside an id.
+_IRREGULAR = (b"\t", b"\r", b"\x0b", b"\x0c", b"\x00", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
+# The white space outside ASCII that str.split() splits on, as UTF-8: NEL, no-break
+# space, ogham space, U+2000-U+200A, the line and paragraph separators, the narrow
+# no-break space, the medium mathematical space and the ideographic space. Searched
+# only in a file that is not ASCII.
+_UNICODE_SPACE = re.compile(
+    rb"\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80"
+)
 
 
 def check_readable(path: Path) -> int:
@@ -38,12 +47,20 @@ def is_canonical(source: Path | bytes) -> bool:
     """True when the file (or a block of it) has none of the bytes that need the exact
     reader."""
     if isinstance(source, bytes):
-        return all(source.find(byte) < 0 for byte in _IRREGULAR)
+        return all(source.find(byte) < 0 for byte in _IRREGULAR) and (
+            source.isascii() or _UNICODE_SPACE.search(source) is None
+        )
     with source.open("rb") as handle:
         if source.stat().st_size == 0:
             return True
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            return all(data.find(byte) < 0 for byte in _IRREGULAR)
+            if any(data.find(byte) >= 0 for byte in _IRREGULAR):
+                return False
+            # Slices of a megabyte: isascii is the quick test, the search is for the rest.
+            ascii_only = all(
+                data[at : at + (1 << 20)].isascii() for at in range(0, len(data), 1 << 20)
+            )
+            return ascii_only or _UNICODE_SPACE.search(data) is None
 
 
 _WHOLE_FILE_BYTES = 64 << 20
