@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raglabel.formats.rows import read_qrels_rows
+from raglabel.formats.rows import QrelsColumns, read_qrels_columns, read_qrels_rows
 from raglabel.storage import importer, items, log, runs
 from raglabel.storage.grades import rebuild_current
 from raglabel.storage.importer import ImportRequest, run_import
@@ -200,3 +200,43 @@ def test_ids_with_quotes_backslashes_and_non_ascii_survive_the_json_arrays(
     assert passages[: len(odd)] == list(enumerate(odd, start=1))
     assert len(passages) == len(odd) + 40
     assert pairs == 2 * [(f'q"{i}', p) for i, p in enumerate(odd)]
+
+
+@pytest.mark.parametrize("existing", [0, 5, 400])  # none, read whole, probed by name
+def test_ids_planned_from_byte_columns_equal_those_planned_from_strings(
+    tmp_path: Path, existing: int
+) -> None:
+    """plan_name_ids (numpy, the canonical qrels path) gives every name the row id
+    plan_ids gives it, and inserts the same rows."""
+    rng = random.Random(existing)
+    pool = [f"d{i}" for i in range(60)] + ['d"q', "d\\b", "dé", "d😀", "d中", "dx\x7f"]
+    names = [rng.choice(pool) for _ in range(300)]
+    column = np.array([name.encode() for name in names])
+    got: list[object] = []
+    for plan in ("strings", "bytes"):
+        with Project.create(tmp_path / f"{plan}.db") as project, project.write():
+            conn = project.conn
+            items.ensure_passages(conn, [f"e{i}" for i in range(existing)] + pool[::7])
+            if plan == "strings":
+                ids, insert = items.plan_ids(conn, "passage", names)
+                row_ids = [ids[name] for name in names]
+            else:
+                planned, insert = items.plan_name_ids(conn, "passage", column)
+                row_ids = planned.tolist()
+            insert()
+            got.append((row_ids, conn.execute("SELECT * FROM passage ORDER BY id").fetchall()))
+    assert got[0] == got[1]
+
+
+def test_canonical_qrels_read_as_columns_hold_the_rows(tmp_path: Path) -> None:
+    path = tmp_path / "q.qrels"
+    path.write_text('q1 0 dé 1\nq"2 0 d\\2 0\nq1 0 d3 3\n', encoding="utf-8")
+    columns = read_qrels_columns(path)
+    assert isinstance(columns, QrelsColumns)
+    rows = read_qrels_rows(path)
+    assert [v.decode() for v in columns.qids.tolist()] == rows.qids
+    assert [v.decode() for v in columns.docids.tolist()] == rows.docids
+    assert columns.grades.tolist() == rows.grades
+    tabs = tmp_path / "tabs.qrels"  # not canonical: the line reader's rows
+    tabs.write_text("q1\t0\td1\t1\n")
+    assert read_qrels_columns(tabs) == read_qrels_rows(tabs)

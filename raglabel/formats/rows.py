@@ -47,6 +47,17 @@ class QrelsRows:
     grades: list[int]
 
 
+@dataclass(frozen=True)
+class QrelsColumns:
+    """A canonical qrels file's rows as numpy columns, for a bulk import: ids as
+    fixed-width UTF-8 bytes, zero-padded (an id holds no byte up to the space, so the
+    padding is unambiguous), and the mapped grades."""
+
+    qids: NDArray[np.bytes_]
+    docids: NDArray[np.bytes_]
+    grades: NDArray[np.int8]
+
+
 def _split_lines(path: Path) -> list[list[str]] | None:
     """Fields of every data line of a small, clean file; None sends it to the exact reader."""
     text = clean_text(path)
@@ -95,9 +106,25 @@ def read_qrels_rows(path: str | Path, grade_map: GradeMap | None = None) -> Qrel
     path = Path(path)
     check_readable(path)
     grade_map = GradeMap() if grade_map is None else grade_map
-    columns = _qrels_columns(path, grade_map)
+    columns = _qrels_bytes(path, grade_map)
     if columns is not None:
-        return columns
+        return QrelsRows(_strings(columns.qids), _strings(columns.docids), columns.grades.tolist())
+    return _qrels_lines(path, grade_map)
+
+
+def read_qrels_columns(
+    path: str | Path, grade_map: GradeMap | None = None
+) -> QrelsColumns | QrelsRows:
+    """Qrels as numpy columns when the file is canonical (what an import needs: no
+    Python string per id), else as rows read the way :func:`read_qrels_rows` reads them."""
+    path = Path(path)
+    check_readable(path)
+    grade_map = GradeMap() if grade_map is None else grade_map
+    columns = _qrels_bytes(path, grade_map)
+    return _qrels_lines(path, grade_map) if columns is None else columns
+
+
+def _qrels_lines(path: Path, grade_map: GradeMap) -> QrelsRows:
     rows = _split_lines(path)
     if rows and all(len(fields) >= 4 for fields in rows):
         try:
@@ -113,7 +140,7 @@ def read_qrels_rows(path: str | Path, grade_map: GradeMap | None = None) -> Qrel
     return read_qrels_exactly(path, grade_map)
 
 
-def _qrels_columns(path: Path, grade_map: GradeMap) -> QrelsRows | None:
+def _qrels_bytes(path: Path, grade_map: GradeMap) -> QrelsColumns | None:
     """A canonical qrels file (single spaces, no comment) cut by numpy, or None.
 
     Splitting 400,000 lines in Python took longer than storing them in a project.
@@ -135,7 +162,7 @@ def _qrels_columns(path: Path, grade_map: GradeMap) -> QrelsRows | None:
     queries, passages = fields.text(0), fields.text(2)
     if _repeats_a_pair(queries, passages):
         return None  # the exact reader names the repeated pair's lines
-    return QrelsRows(_strings(queries), _strings(passages), grades.tolist())
+    return QrelsColumns(queries, passages, grades)
 
 
 def _repeats_a_pair(first: NDArray[np.bytes_], second: NDArray[np.bytes_]) -> bool:

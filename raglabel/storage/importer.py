@@ -20,8 +20,14 @@ import numpy as np
 
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import repeated_passages
-from raglabel.formats.rows import QrelsRows, read_qrels_rows
-from raglabel.storage.items import annotator_id, ensure_passages, ensure_queries, plan_ids
+from raglabel.formats.rows import QrelsColumns, QrelsRows, read_qrels_columns
+from raglabel.storage.items import (
+    annotator_id,
+    ensure_passages,
+    ensure_queries,
+    plan_ids,
+    plan_name_ids,
+)
 from raglabel.storage.log import ImportedGrades, append_grades
 from raglabel.storage.project import Project, now
 
@@ -69,7 +75,8 @@ class ImportSummary:
 class _Parsed:
     queries: list[QueryRecord] = field(default_factory=list)
     passages: list[PassageRecord] = field(default_factory=list)
-    qrels: list[tuple[QrelsRows, str]] = field(default_factory=list)  # (rows, annotator)
+    # (rows, annotator)
+    qrels: list[tuple[QrelsRows | QrelsColumns, str]] = field(default_factory=list)
     runs: list[Run] = field(default_factory=list)
     samples: list[tuple[int, Sample]] = field(default_factory=list)
     labels: list[LabelLine] = field(default_factory=list)
@@ -172,7 +179,7 @@ def _parse(request: ImportRequest, step: Progress) -> _Parsed:
         parsed.qrels.append((beir.qrels, who))
     if request.qrels:
         step(f"reading {request.qrels}")
-        rows = read_qrels_rows(request.qrels, request.grade_map)
+        rows = read_qrels_columns(request.qrels, request.grade_map)
         parsed.qrels.append((rows, request.annotator or request.qrels.name))
     if request.runs:
         from raglabel.storage.runs import rank_trec_file
@@ -265,22 +272,34 @@ def _write_corpus(conn: sqlite3.Connection, parsed: _Parsed, summary: ImportSumm
         summary.counts["passages updated"] += len(parsed.passages) - added
 
 
-def _grade_events(conn: sqlite3.Connection, rows: QrelsRows, annotator: str, origin: str) -> int:
+def _grade_events(
+    conn: sqlite3.Connection, rows: QrelsRows | QrelsColumns, annotator: str, origin: str
+) -> int:
     """Imported grades as events by ``annotator``; their pairs become candidates."""
-    queries = ensure_queries(conn, rows.qids)
-    passages, insert_passages = plan_ids(conn, "passage", rows.docids)
-    # SQLite lets go of the GIL while it stores the new passages, their index the
-    # slowest part of the import: the events' arrays are built meanwhile.
-    stored = in_background(insert_passages)
-    try:
-        count = len(rows.grades)
-        imported = ImportedGrades.of(
-            np.fromiter(map(queries.__getitem__, rows.qids), np.int64, count),
-            np.fromiter(map(passages.__getitem__, rows.docids), np.int64, count),
-            np.fromiter(rows.grades, np.int64, count),
-        )
-    finally:
-        stored()
+    count = len(rows.grades)
+    if isinstance(rows, QrelsColumns):
+        query_ids, insert_queries = plan_name_ids(conn, "query", rows.qids)
+        insert_queries()
+        passage_ids, insert_passages = plan_name_ids(conn, "passage", rows.docids)
+        # SQLite lets go of the GIL while it stores the new passages, their index the
+        # slowest part of the import: the events' arrays are packed meanwhile.
+        stored = in_background(insert_passages)
+        try:
+            imported = ImportedGrades.of(query_ids, passage_ids, rows.grades.astype(np.int64))
+        finally:
+            stored()
+    else:
+        queries = ensure_queries(conn, rows.qids)
+        passages, insert_passages = plan_ids(conn, "passage", rows.docids)
+        stored = in_background(insert_passages)
+        try:
+            imported = ImportedGrades.of(
+                np.fromiter(map(queries.__getitem__, rows.qids), np.int64, count),
+                np.fromiter(map(passages.__getitem__, rows.docids), np.int64, count),
+                np.fromiter(rows.grades, np.int64, count),
+            )
+        finally:
+            stored()
     append_grades(
         conn,
         imported,
@@ -324,7 +343,10 @@ def in_background(work: Callable[[], None]) -> Callable[[], None]:
 
 
 def _write_qrels(
-    conn: sqlite3.Connection, rows: QrelsRows, annotator: str, summary: ImportSummary
+    conn: sqlite3.Connection,
+    rows: QrelsRows | QrelsColumns,
+    annotator: str,
+    summary: ImportSummary,
 ) -> None:
     summary.counts["grades"] += _grade_events(conn, rows, annotator, f"qrels:{annotator}")
 

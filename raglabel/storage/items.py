@@ -6,6 +6,9 @@ import json
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 
+import numpy as np
+from numpy.typing import NDArray
+
 
 def json_list(values: Iterable[object]) -> str:
     """``values`` as one JSON array, for ``json_each``: SQLite walks a bound array in C,
@@ -30,31 +33,74 @@ def plan_ids(
     statement on the connection. Inside the caller's write transaction, where nobody
     else inserts."""
     wanted = list(dict.fromkeys(ext_ids))
-    known: dict[str, int] = {}
     # max(id) stands in for the row count (ids are dense), found without a scan.
     top = conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0]
-    if wanted and top <= _SCAN_FACTOR * len(wanted):
-        # Reading every row in order is cheaper than probing the ext_id index at random
-        # for each name once the table is not much larger than the list.
-        everything = dict(conn.execute(f"SELECT ext_id, id FROM {table}"))
-        known = {ext: everything[ext] for ext in wanted if ext in everything}
-    elif wanted:
-        for start in range(0, len(wanted), JSON_CHUNK):
-            known.update(
-                conn.execute(
-                    f"SELECT j.value, t.id FROM json_each(?) j JOIN {table} t"
-                    " ON t.ext_id = j.value",
-                    (json_list(wanted[start : start + JSON_CHUNK]),),
-                )
-            )
+    known = _known_ids(conn, table, wanted, top)
     missing = [ext for ext in wanted if ext not in known] if known else wanted
     known.update(zip(missing, range(top + 1, top + 1 + len(missing)), strict=True))
-
     # The arrays are made here, so that the insert itself runs in SQLite alone.
     chunks = [
         (top + 1 + start, json_list(missing[start : start + JSON_CHUNK]))
         for start in range(0, len(missing), JSON_CHUNK)
     ]
+    return known, _inserter(conn, table, chunks)
+
+
+def plan_name_ids(
+    conn: sqlite3.Connection, table: str, names: NDArray[np.bytes_]
+) -> tuple[NDArray[np.int64], Callable[[], None]]:
+    """:func:`plan_ids` for names given as fixed-width UTF-8 bytes, zero-padded, none
+    holding a byte below the space (a canonical file's column): the row id of each entry
+    of ``names``, in their order, and the call that inserts the new names, which take
+    the next ids in order of first mention, exactly as :func:`plan_ids` gives them.
+
+    One sort of the names in numpy finds the distinct ones and where each is first
+    mentioned: a dictionary over 400,000 Python strings, and making those strings, cost
+    several times more.
+    """
+    unique, first, inverse = np.unique(names, return_index=True, return_inverse=True)
+    mentioned = np.argsort(first)  # distinct names' indexes in order of first mention
+    top = conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0]
+    ids = np.zeros(len(unique), dtype=np.int64)  # 0: not in the table yet
+    if top and len(unique):
+        texts = _texts(unique)
+        known = _known_ids(conn, table, texts, top)
+        if known:
+            ids = np.fromiter((known.get(text, 0) for text in texts), np.int64, len(texts))
+    missing = mentioned[ids[mentioned] == 0]
+    ids[missing] = np.arange(top + 1, top + 1 + len(missing), dtype=np.int64)
+    chunks = [
+        (top + 1 + start, _json_names(unique[missing[start : start + JSON_CHUNK]]))
+        for start in range(0, len(missing), JSON_CHUNK)
+    ]
+    return ids[inverse.reshape(-1)], _inserter(conn, table, chunks)
+
+
+def _known_ids(conn: sqlite3.Connection, table: str, wanted: list[str], top: int) -> dict[str, int]:
+    """The row ids of the names in ``wanted`` (distinct) that ``table`` holds; ``top``
+    is its largest id."""
+    if not wanted or not top:
+        return {}
+    if top <= _SCAN_FACTOR * len(wanted):
+        # Reading every row in order is cheaper than probing the ext_id index at random
+        # for each name once the table is not much larger than the list.
+        everything = dict(conn.execute(f"SELECT ext_id, id FROM {table}"))
+        return {ext: everything[ext] for ext in wanted if ext in everything}
+    known: dict[str, int] = {}
+    for start in range(0, len(wanted), JSON_CHUNK):
+        known.update(
+            conn.execute(
+                f"SELECT j.value, t.id FROM json_each(?) j JOIN {table} t ON t.ext_id = j.value",
+                (json_list(wanted[start : start + JSON_CHUNK]),),
+            )
+        )
+    return known
+
+
+def _inserter(
+    conn: sqlite3.Connection, table: str, chunks: list[tuple[int, str]]
+) -> Callable[[], None]:
+    """The call that inserts each chunk's names (a JSON array) from the chunk's first id."""
 
     def insert() -> None:
         for chunk in chunks:
@@ -62,7 +108,30 @@ def plan_ids(
                 f"INSERT INTO {table} (id, ext_id) SELECT ? + key, value FROM json_each(?)", chunk
             )
 
-    return known, insert
+    return insert
+
+
+def _texts(names: NDArray[np.bytes_]) -> list[str]:
+    try:
+        texts: list[str] = names.astype(np.str_).tolist()  # ASCII only, and fast
+    except UnicodeDecodeError:
+        texts = [name.decode("utf-8") for name in names.tolist()]
+    return texts
+
+
+# Bytes a JSON string cannot hold as they are: the quote, the backslash, control bytes.
+_QUOTE, _BACKSLASH, _SPACE = (ord(c) for c in '"\\ ')
+
+
+def _json_names(names: NDArray[np.bytes_]) -> str:
+    """``names`` as the JSON array :func:`json_list` makes of them as strings, joined
+    as bytes when no name needs an escape."""
+    values: list[bytes] = names.tolist()  # the zero padding is dropped
+    raw = names.view(np.uint8)
+    escaped = (raw == _QUOTE) | (raw == _BACKSLASH) | ((raw < _SPACE) & (raw != 0))
+    if not values or bool(escaped.any()):
+        return json_list(value.decode("utf-8") for value in values)
+    return (b'["' + b'","'.join(values) + b'"]').decode("utf-8")
 
 
 def _ensure(conn: sqlite3.Connection, table: str, ext_ids: Iterable[str]) -> dict[str, int]:
