@@ -240,3 +240,68 @@ def test_canonical_qrels_read_as_columns_hold_the_rows(tmp_path: Path) -> None:
     tabs = tmp_path / "tabs.qrels"  # not canonical: the line reader's rows
     tabs.write_text("q1\t0\td1\t1\n")
     assert read_qrels_columns(tabs) == read_qrels_rows(tabs)
+
+
+_KILLED_IMPORT = """
+import os, signal, sys
+from pathlib import Path
+from raglabel.storage import importer
+from raglabel.storage.project import Project
+
+def kill(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+point, cache_kib = sys.argv[3], int(sys.argv[4])
+importer.IMPORT_CACHE_KIB = cache_kib
+if point == "passages stored":
+    original = importer.in_background
+    def stored_then_killed(work):
+        wait = original(work)
+        def then():
+            wait()
+            kill()
+        return then
+    importer.in_background = stored_then_killed
+else:
+    append = importer.append_grades
+    def appended_then_killed(*args, **kwargs):
+        append(*args, **kwargs)
+        kill()
+    importer.append_grades = appended_then_killed
+with Project.open(sys.argv[1]) as project:
+    importer.run_import(project, importer.ImportRequest(qrels=Path(sys.argv[2]), annotator="x"))
+"""
+
+
+@pytest.mark.parametrize("point", ["passages stored", "events written"])
+@pytest.mark.parametrize("cache_kib", [importer.IMPORT_CACHE_KIB, 16])  # 16: pages spill
+def test_a_killed_import_leaves_the_file_as_it_was(
+    tmp_path: Path, point: str, cache_kib: int
+) -> None:
+    """SIGKILL inside the import's transaction (after the passages, or after every
+    row is written, before the commit; with the page cache so small that written pages
+    reach the WAL before it): the file reopens as it was, whole."""
+    path = tmp_path / "p.db"
+    with Project.create(path) as project:
+        run_import(project, ImportRequest(runs=[("bm25", _run(tmp_path / "bm25.run", 1))]))
+        run_import(project, ImportRequest(qrels=_qrels(tmp_path / "a.qrels", 2), annotator="a"))
+        before = _contents(project.conn)
+    big = tmp_path / "big.qrels"  # new queries, new and known passages
+    big.write_text("".join(f"n{i % 97} 0 d{i} {i % 4}\n" for i in range(20_000)))
+    child = subprocess.run(
+        [sys.executable, "-c", _KILLED_IMPORT, str(path), str(big), point, str(cache_kib)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert child.returncode == -9, child.stderr
+    wal = Path(f"{path}-wal")
+    if cache_kib < 1024:  # the transaction's pages did reach the file's WAL
+        assert wal.stat().st_size > 100 * 4096
+    with Project.open(path) as project:
+        assert _contents(project.conn) == before
+        assert project.conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert project.conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        # And the import then goes through.
+        summary = run_import(project, ImportRequest(qrels=big, annotator="x"))
+        assert summary.counts["grades"] == 20_000
