@@ -62,11 +62,17 @@ def plan_name_ids(
     mentioned = np.argsort(first)  # distinct names' indexes in order of first mention
     top = conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0]
     ids = np.zeros(len(unique), dtype=np.int64)  # 0: not in the table yet
-    if top and len(unique):
-        texts = _texts(unique)
-        known = _known_ids(conn, table, texts, top)
-        if known:
-            ids = np.fromiter((known.get(text, 0) for text in texts), np.int64, len(texts))
+    for start in range(0, len(unique) if top else 0, JSON_CHUNK):
+        # Each name probes the index once, and only the names found come back, as their
+        # place in the array: no Python string per name, where reading the table into a
+        # dictionary cost three times as much next to a 10M-line run's 200,000 passages.
+        found = conn.execute(
+            f"SELECT j.key, t.id FROM json_each(?) j CROSS JOIN {table} t ON t.ext_id = j.value",
+            (_json_names(unique[start : start + JSON_CHUNK]),),
+        ).fetchall()
+        if found:
+            places, known = np.array(found, dtype=np.int64).reshape(-1, 2).T
+            ids[start + places] = known
     missing = mentioned[ids[mentioned] == 0]
     ids[missing] = np.arange(top + 1, top + 1 + len(missing), dtype=np.int64)
     chunks = [
@@ -109,14 +115,6 @@ def _inserter(
             )
 
     return insert
-
-
-def _texts(names: NDArray[np.bytes_]) -> list[str]:
-    try:
-        texts: list[str] = names.astype(np.str_).tolist()  # ASCII only, and fast
-    except UnicodeDecodeError:
-        texts = [name.decode("utf-8") for name in names.tolist()]
-    return texts
 
 
 # Bytes a JSON string cannot hold as they are: the quote, the backslash, control bytes.
