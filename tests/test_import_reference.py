@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from raglabel.formats import rows as row_readers
 from raglabel.formats.rows import QrelsColumns, read_qrels_columns, read_qrels_rows
 from raglabel.storage import importer, items, log, runs
 from raglabel.storage.grades import rebuild_current
@@ -53,6 +54,9 @@ def _reference(project: Project, path: Path, annotator: str) -> None:
     rows = read_qrels_rows(path)
     conn = project.conn
     with project.write():
+        # New passages take their ids in order of their names.
+        for passage in sorted(set(rows.docids)):
+            conn.execute("INSERT OR IGNORE INTO passage (ext_id) VALUES (?)", (passage,))
         ids: list[tuple[int, int, int]] = []
         for query, passage, grade in zip(rows.qids, rows.docids, rows.grades, strict=True):
             conn.execute("INSERT OR IGNORE INTO query (ext_id) VALUES (?)", (query,))
@@ -112,7 +116,7 @@ def _build(tmp_path: Path, name: str, steps: list[Step], *, reference: bool) -> 
         "run, qrels, run, qrels",
     ],
 )
-@pytest.mark.parametrize("mode", ["packed", "chunked", "unpacked"])
+@pytest.mark.parametrize("mode", ["packed", "chunked", "unpacked", "line reader"])
 def test_bulk_qrels_import_matches_row_by_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plan: str, mode: str
 ) -> None:
@@ -121,6 +125,8 @@ def test_bulk_qrels_import_matches_row_by_row(
         monkeypatch.setattr(log, "JSON_CHUNK", 7)
     if mode == "unpacked":  # ids too large to pack take the executemany path
         monkeypatch.setattr(log, "_QUERY_LIMIT", 0)
+    if mode == "line reader":  # files numpy cannot cut come as rows of Python strings
+        monkeypatch.setattr(row_readers, "_qrels_bytes", lambda *_: None)
     monkeypatch.setattr(importer, "now", lambda: GRADED_AT)
     monkeypatch.setattr(runs, "now", lambda: GRADED_AT)
     first, second = _qrels(tmp_path / "a.qrels", 1), _qrels(tmp_path / "b.qrels", 2)
@@ -197,17 +203,20 @@ def test_ids_with_quotes_backslashes_and_non_ascii_survive_the_json_arrays(
             "SELECT q.ext_id, p.ext_id FROM event e JOIN query q ON q.id = e.query_id"
             " JOIN passage p ON p.id = e.passage_id WHERE q.ext_id != 'f' ORDER BY e.id"
         ).fetchall()
-    assert passages[: len(odd)] == list(enumerate(odd, start=1))
+    # New passages take ids in order of their names (Python's order of the strings).
+    assert passages[: len(odd)] == list(enumerate(sorted(odd), start=1))
     assert len(passages) == len(odd) + 40
     assert pairs == 2 * [(f'q"{i}', p) for i, p in enumerate(odd)]
 
 
+@pytest.mark.parametrize("by_name", [False, True])
 @pytest.mark.parametrize("existing", [0, 5, 400])  # none, read whole, probed by name
 def test_ids_planned_from_byte_columns_equal_those_planned_from_strings(
-    tmp_path: Path, existing: int
+    tmp_path: Path, existing: int, by_name: bool
 ) -> None:
     """plan_name_ids (numpy, the canonical qrels path) gives every name the row id
-    plan_ids gives it, and inserts the same rows."""
+    plan_ids gives it (new names in order of first mention, or of the names), and
+    inserts the same rows."""
     rng = random.Random(existing)
     pool = [f"d{i}" for i in range(60)] + ['d"q', "d\\b", "dé", "d😀", "d中", "dx\x7f"]
     names = [rng.choice(pool) for _ in range(300)]
@@ -218,10 +227,11 @@ def test_ids_planned_from_byte_columns_equal_those_planned_from_strings(
             conn = project.conn
             items.ensure_passages(conn, [f"e{i}" for i in range(existing)] + pool[::7])
             if plan == "strings":
-                ids, insert = items.plan_ids(conn, "passage", names)
+                given = sorted(set(names)) if by_name else names
+                ids, insert = items.plan_ids(conn, "passage", given)
                 row_ids = [ids[name] for name in names]
             else:
-                planned, insert = items.plan_name_ids(conn, "passage", column)
+                planned, insert = items.plan_name_ids(conn, "passage", column, by_name=by_name)
                 row_ids = planned.tolist()
             insert()
             got.append((row_ids, conn.execute("SELECT * FROM passage ORDER BY id").fetchall()))

@@ -1,4 +1,4 @@
-"""Queries, passages and annotators by their external ids: created on first mention, read back."""
+"""Queries, passages and annotators by their external ids: created when first named, read back."""
 
 from __future__ import annotations
 
@@ -47,19 +47,22 @@ def plan_ids(
 
 
 def plan_name_ids(
-    conn: sqlite3.Connection, table: str, names: NDArray[np.bytes_]
+    conn: sqlite3.Connection, table: str, names: NDArray[np.bytes_], *, by_name: bool = False
 ) -> tuple[NDArray[np.int64], Callable[[], None]]:
     """:func:`plan_ids` for names given as fixed-width UTF-8 bytes, zero-padded, none
     holding a byte below the space (a canonical file's column): the row id of each entry
     of ``names``, in their order, and the call that inserts the new names, which take
-    the next ids in order of first mention, exactly as :func:`plan_ids` gives them.
+    the next ids in order of first mention, exactly as :func:`plan_ids` gives them, or
+    with ``by_name`` in the order of the names themselves (UTF-8 byte order, which is
+    Python's order of the strings).
 
     One sort of the names in numpy finds the distinct ones and where each is first
     mentioned: a dictionary over 400,000 Python strings, and making those strings, cost
     several times more.
     """
     unique, first, inverse = np.unique(names, return_index=True, return_inverse=True)
-    mentioned = np.argsort(first)  # distinct names' indexes in order of first mention
+    # The distinct names' indexes in the order their new ids go: unique is sorted.
+    mentioned = np.arange(len(unique)) if by_name else np.argsort(first)
     top = conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0]
     ids = np.zeros(len(unique), dtype=np.int64)  # 0: not in the table yet
     for start in range(0, len(unique) if top else 0, JSON_CHUNK):
