@@ -31,6 +31,7 @@ from raglabel.tui.screens.prompt import PromptScreen
 from raglabel.tui.screens.queries import QueriesScreen
 from raglabel.tui.screens.runs import RunsScreen
 from raglabel.tui.widgets.passage_list import PassageList
+from raglabel.tui.widgets.query_table import QueryTable
 from raglabel.tui.widgets.status import SaveMark
 
 if TYPE_CHECKING:
@@ -265,7 +266,7 @@ async def test_filter_typing_never_grades(db: Path) -> None:
         assert isinstance(app.screen, QueriesScreen)
         await pilot.press("slash", *"q2", "5")
         await pilot.pause(0.4)  # applied as you type, after a short pause
-        table = app.screen.query_one("#queries", DataTable)
+        table = app.screen.query_one("#queries", QueryTable)
         assert table.row_count == 1  # q25
         await pilot.press("enter")
         assert table.row_count == 1 and table.has_focus
@@ -290,13 +291,13 @@ async def test_sort_by_holes_puts_the_most_holes_first(db: Path) -> None:
 
 async def test_enter_opens_a_query_and_grades_update_the_queries_screen(db: Path) -> None:
     async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
-        table = app.screen.query_one("#queries", DataTable)
+        table = app.screen.query_one("#queries", QueryTable)
         table.move_cursor(row=UNGRADED)
         await pilot.press("enter")
         assert isinstance(app.screen, GradeScreen) and app.screen.qi == UNGRADED
         await pilot.press("5", "q")
         assert isinstance(app.screen, QueriesScreen)
-        progress = str(table.get_row_at(UNGRADED)[1])
+        progress = str(table.cells(UNGRADED)[1])
         row = app.session.query_row(UNGRADED)
         assert progress == f"{row.graded}/{row.candidates}" and row.graded == 1
 
@@ -512,55 +513,23 @@ async def test_runs_load_in_the_background_and_fill_the_queries(db: Path) -> Non
         while not app.session.runs_scored:
             await pilot.pause(0.02)
         await pilot.pause()
-        table = app.screen.query_one("#queries", DataTable)
+        table = app.screen.query_one("#queries", QueryTable)
         row = app.session.query_row(0)
         assert row.scored
-        assert str(table.get_row_at(0)[3]).strip() == f"{row.ra_nwg[0]:.3f}"
+        assert str(table.cells(0)[3]).strip() == f"{row.ra_nwg[0]:.3f}"
 
 
-async def test_query_table_fills_in_chunks_and_keeps_the_cursor() -> None:
-    from textual.app import App, ComposeResult
-
-    from raglabel.session.grading import QueryRow
-    from raglabel.tui.widgets.query_table import FIRST_PAGE, QueryTable
-
-    rows = [QueryRow(i, f"q{i:04d}", f"text {i}", 1, 10, 2, (0.5, 0.25)) for i in range(1000)]
-
-    class Host(App[None]):
-        def compose(self) -> ComposeResult:
-            yield QueryTable(["a", "b"], 5, id="t")
-
-    app = Host()
-    async with app.run_test() as pilot:
-        table = app.query_one(QueryTable)
-        table.show(rows, current=700)
-        assert table.row_count == FIRST_PAGE  # the first page at once
-        for _ in range(100):
-            await pilot.pause(0.01)
-            if table.row_count == len(rows):
-                break
-        assert table.row_count == len(rows)
-        assert table.current == 700
-        table.show(rows[::-1][:50])  # a newer show() drops the rest of the older one
-        await pilot.pause(0.1)
-        assert table.row_count == 50
-
-
-async def test_queries_table_holds_the_first_rows_and_says_so(
-    db: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from raglabel.tui.screens import queries
-
-    monkeypatch.setattr(queries, "MAX_SHOWN", 10)
-
+async def test_queries_table_holds_every_query_and_says_no_more(db: Path) -> None:
     async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
-        table = app.screen.query_one("#queries", DataTable)
-        assert table.row_count == 10
-        assert "showing the first 10 of 30" in str(app.screen.query_one("#queries-head").render())
+        table = app.screen.query_one("#queries", QueryTable)
+        assert table.row_count == 30
+        head = str(app.screen.query_one("#queries-head").render())
+        assert "showing" not in head and "filter" not in head
         await pilot.press("slash", *"q0", "enter")
         await pilot.pause(0.3)
-        assert table.row_count == 9  # q01-q09: all shown, nothing to say
-        assert "showing" not in str(app.screen.query_one("#queries-head").render())
+        assert table.row_count == 9  # q01-q09
+        head = str(app.screen.query_one("#queries-head").render())
+        assert "filter 'q0': 9 of 30" in head and "showing" not in head
 
     await drive(db, scenario)
 

@@ -6,6 +6,7 @@ import math
 from typing import TYPE_CHECKING, ClassVar, cast
 
 import numpy as np
+from numpy.typing import NDArray
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -15,14 +16,11 @@ from textual.widgets import Footer, Input, Static
 
 from raglabel.session.grading import QueryRow
 from raglabel.tui.keys import bind
+from raglabel.tui.query_filter import QueryFilter
 from raglabel.tui.widgets.query_table import QueryTable
 
 if TYPE_CHECKING:
     from raglabel.tui.app import GradingApp
-
-
-#: The most rows the Queries table holds at once.
-MAX_SHOWN = 500
 
 
 class QueriesScreen(Screen[None]):
@@ -47,7 +45,10 @@ class QueriesScreen(Screen[None]):
         self.text_filter = ""
         self._pending: Timer | None = None
         self.matching = 0  # queries that pass the filter
-        self._folded_queries: list[tuple[str, str]] | None = None
+        self._filter: QueryFilter | None = None
+        # The sort as the last refill could make it: "progress" before the candidates
+        # and grades are read, or holes and scores before the runs, is file order.
+        self.waiting_for: str | None = None
 
     @property
     def glapp(self) -> GradingApp:
@@ -64,13 +65,23 @@ class QueriesScreen(Screen[None]):
         )
         catalog = self.glapp.session.catalog
         id_width = min(max((len(q.ext_id) for q in catalog.queries), default=5), 24)
-        yield QueryTable(catalog.run_names, max(id_width, 5), id="queries")
+        yield QueryTable(
+            catalog.run_names,
+            max(id_width, 5),
+            self.glapp.session.query_row,
+            id="queries",
+        )
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
         self.refill()
         self.query_one(QueryTable).focus()
+        # Case-folding 100,000 queries for the filter takes a tenth of a second: in
+        # another thread, after the first paint, rather than on the first filter's key.
+        self.call_after_refresh(
+            self.run_worker, self._query_filter, thread=True, description="query filter"
+        )
 
     def on_screen_resume(self) -> None:
         table = self.query_one(QueryTable)
@@ -83,24 +94,27 @@ class QueriesScreen(Screen[None]):
 
     def order(self) -> list[int]:
         """Indexes of the queries passing the filter, in the chosen order (ties in file
-        order). Sorted as arrays: with 100,000 queries, a row object each took seconds."""
-        session = self.glapp.session
-        if self.sort == 1:  # progress needs the candidates and grades
-            session.ensure_counts()
-        elif self.sort >= 2:  # holes and scores need the runs
-            session.ensure_runs()
-        columns = session.query_columns()
-        index = np.arange(columns.graded.size, dtype=np.int64)
-        needle = self.text_filter.casefold()
-        if needle:
-            index = np.array(
-                [
-                    q
-                    for q, (ext, text) in enumerate(self._folded())
-                    if needle in ext or needle in text
-                ],
-                dtype=np.int64,
-            )
+        order). Sorted as arrays: with 100,000 queries, a row object each took seconds.
+
+        Never waits for the data read in the background: a column not yet read sorts
+        as unknown (so in file order), and the app refills once it is in."""
+        ordered: list[int] = self._order().tolist()
+        return ordered
+
+    def _order(self) -> NDArray[np.int64]:
+        columns = self.glapp.session.query_columns()
+        index = (
+            self._query_filter().matching(self.text_filter)
+            if self.text_filter
+            else np.arange(columns.graded.size, dtype=np.int64)
+        )
+        self.waiting_for = None
+        if self.sort == 1 and not columns.counted:
+            self.waiting_for = "the candidates and grades"
+        elif self.sort >= 2 and not columns.scored:
+            self.waiting_for = "the runs"
+        if self.waiting_for is not None:
+            return index  # nothing known yet: every key ties, and ties are in file order
         if self.sort == 1:
             done = columns.graded / np.maximum(columns.candidates, 1)
             key = np.where(columns.candidates > 0, done, 1.0)[index]
@@ -112,17 +126,17 @@ class QueriesScreen(Screen[None]):
             key = np.full(index.size, math.inf) if scores is None else scores[index]
             key = np.where(np.isnan(key), math.inf, key)  # NA sorts last
         else:
-            return index.tolist()
-        ordered: list[int] = index[np.lexsort((index, key))].tolist()
+            return index
+        ordered: NDArray[np.int64] = index[np.lexsort((index, key))]
         return ordered
 
-    def _folded(self) -> list[tuple[str, str]]:
-        """Every query's id and text, case-folded once for the filter."""
-        if self._folded_queries is None:
-            self._folded_queries = [
-                (q.ext_id.casefold(), q.text.casefold()) for q in self.glapp.session.catalog.queries
-            ]
-        return self._folded_queries
+    def _query_filter(self) -> QueryFilter:
+        """The filter over every query's id and text, made once (the catalog's queries
+        do not change while the app runs)."""
+        if self._filter is None:
+            queries = self.glapp.session.catalog.queries
+            self._filter = QueryFilter([q.ext_id for q in queries], [q.text for q in queries])
+        return self._filter
 
     def rows(self) -> list[QueryRow]:
         """The queries passing the filter, in the chosen order."""
@@ -131,13 +145,10 @@ class QueriesScreen(Screen[None]):
     def refill(self, current: int | None = None) -> None:
         self.glapp.take_dirty()
         self.glapp.all_dirty = False
-        order = self.order()
-        self.matching = len(order)
-        # A table of tens of thousands of rows is slow to fill, sort and scroll; the
-        # first rows of the current order, with filter and sort to reach any other,
-        # keep every key quick.
-        session = self.glapp.session
-        self.query_one(QueryTable).show([session.query_row(q) for q in order[:MAX_SHOWN]], current)
+        order = self._order()
+        self.matching = int(order.size)
+        # Every query of the order is reachable: the table builds only the rows on screen.
+        self.query_one(QueryTable).show(order, current)
         self._show_head()
 
     def _show_head(self) -> None:
@@ -155,12 +166,18 @@ class QueriesScreen(Screen[None]):
             f"run columns: RA-nWG@{session.k} · ",
             f"sorted by {self.sort_names()[self.sort]}",
             (
-                f" · showing the first {MAX_SHOWN:,} of {self.matching:,} (filter or sort)"
-                if self.matching > MAX_SHOWN
+                f" (file order until {self.waiting_for} are read, then sorted)"
+                if self.waiting_for
                 else "",
                 "yellow",
             ),
-            (f" · filter {self.text_filter!r}" if self.text_filter else "", "yellow"),
+            (
+                f" · filter {self.text_filter!r}: {self.matching:,} of "
+                f"{len(session.catalog.queries):,}"
+                if self.text_filter
+                else "",
+                "yellow",
+            ),
         )
         self.query_one("#queries-head", Static).update(head)
 
@@ -215,12 +232,24 @@ class QueriesScreen(Screen[None]):
         self.refill(self.query_one(QueryTable).current)
 
     def action_cycle_k(self) -> None:
+        if self._runs_still_read("K changes"):
+            return
         self.glapp.set_k(self.glapp.session.cycle_k())
+
+    def _runs_still_read(self, what: str) -> bool:
+        """Say so and True when the runs are still being read: the session would wait
+        for them (tens of seconds on a big project) with the screen frozen."""
+        if self.glapp.session.runs_scored:
+            return False
+        self.notify(f"The runs are still being read: {what} once they are in.", timeout=3)
+        return True
 
     def refresh_for_k(self) -> None:
         self.refill(self.query_one(QueryTable).current)
 
     def action_queue(self) -> None:
+        if self._runs_still_read("the queue opens"):
+            return
         table = self.query_one(QueryTable)
         hole = self.glapp.session.next_hole(table.current if table.current is not None else 0)
         if hole is None:

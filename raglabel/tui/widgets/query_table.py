@@ -1,24 +1,55 @@
-"""Every query with its progress, holes and each run's RA-nWG at K."""
+"""Every query with its progress, holes and each run's RA-nWG at K.
+
+Virtual: the table holds the order of the queries (an array of indexes) and builds
+only the rows on screen, as it draws them. A DataTable built a row object and measured
+every cell of every row it held, so it could hold a few hundred of a big project's
+100,000 queries; this one reaches all of them by scrolling and the cursor keys, and a
+sort or a filter costs the order and one screenful.
+"""
 
 from __future__ import annotations
 
+import io
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+from rich.console import Console
+from rich.padding import Padding
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
-from textual.coordinate import Coordinate
-from textual.events import Resize
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Region, Size, Spacing
 from textual.message import Message
-from textual.widgets import DataTable
+from textual.renderables.styled import Styled
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from raglabel.session.grading import QueryRow
-from raglabel.tui.widgets.columns import PAD, fit_columns, set_widths
+from raglabel.tui.widgets.columns import PAD, fit_columns
 from raglabel.tui.widgets.format import number, short_run
 
-#: Rows added before the first paint, and rows added per step after it.
-FIRST_PAGE = 100
-CHUNK = 200
 #: A score column is never narrower than its number ("0.359").
 SCORE_WIDTH = 5
 #: The query text keeps this much before run names are shortened.
 TEXT_WANTED = 48
+#: Built rows kept for redrawing; a screenful is a few dozen.
+KEPT_ROWS = 512
+#: What lays a cell's text out in segments (styles by name, padding, justification):
+#: the table's own, as a widget is handed its data and never reaches for the app.
+_CELLS = Console(
+    file=io.StringIO(),
+    force_terminal=True,
+    color_system="truecolor",
+    legacy_windows=False,
+    markup=False,
+    emoji=False,
+    highlight=False,
+)
 
 
 def _progress(row: QueryRow) -> Text:
@@ -39,104 +70,338 @@ def _score(row: QueryRow, value: float) -> Text:
     return Text(number(value) if row.scored else "…", justify="right")
 
 
-class QueryTable(DataTable[Text | str]):
-    """Rows keyed by the query's index in the session."""
+def _plain(value: str) -> Text:
+    # Plain, not markup: a query's text is data ("[b]" in it is shown, not obeyed).
+    return Text(value, no_wrap=True, end="")
+
+
+@dataclass
+class _Column:
+    label: str
+    width: int  # without the padding
+
+
+class QueryTable(ScrollView, can_focus=True):
+    """The queries in a given order (indexes into the session's catalog), a row cursor
+    over them, and a header line that stays put while the rows scroll under it."""
+
+    # DataTable's look, so the screen reads as it did: header, zebra stripes, cursor.
+    DEFAULT_CSS = """
+    QueryTable {
+        background: $surface;
+        color: $foreground;
+        height: auto;
+        max-height: 100%;
+
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .datatable--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+            & > .datatable--header {
+                background-tint: $foreground 5%;
+            }
+        }
+        &:dark {
+            & > .datatable--even-row {
+                background: $surface-darken-1 40%;
+            }
+        }
+        & > .datatable--header {
+            text-style: bold;
+            background: $panel;
+            color: $foreground;
+        }
+        &:ansi > .datatable--header {
+            background: ansi_bright_blue;
+            color: ansi_default;
+        }
+        & > .datatable--odd-row {
+        }
+        & > .datatable--even-row {
+            background: $surface-lighten-1 50%;
+        }
+        & > .datatable--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+    }
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "datatable--cursor",
+        "datatable--header",
+        "datatable--odd-row",
+        "datatable--even-row",
+    }
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select_cursor", "open", show=False),
+        Binding("up", "cursor_up", "cursor up", show=False),
+        Binding("down", "cursor_down", "cursor down", show=False),
+        Binding("pageup", "page_up", "page up", show=False),
+        Binding("pagedown", "page_down", "page down", show=False),
+        Binding("ctrl+home", "first", "first query", show=False),
+        Binding("ctrl+end", "last", "last query", show=False),
+        Binding("home", "scroll_home", "left edge", show=False),
+        Binding("end", "scroll_end", "right edge", show=False),
+    ]
 
     class Opened(Message):
         def __init__(self, query: int) -> None:
             self.query = query
             super().__init__()
 
-    def __init__(self, run_names: list[str], id_width: int, *, id: str | None = None) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, id=id)
+    def __init__(
+        self,
+        run_names: list[str],
+        id_width: int,
+        row_of: Callable[[int], QueryRow],
+        *,
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id)
         self.run_names = run_names
         self.id_width = id_width
+        self._row_of = row_of
+        self._columns = [
+            _Column("query", id_width),
+            _Column("progress", 8),
+            _Column("holes", 5),
+            *(_Column(short_run(name, 9), 9) for name in run_names),
+            _Column("text", 200),
+        ]
+        self._order: NDArray[np.int64] = np.zeros(0, np.int64)
+        self._cursor = 0
+        # Rows as last asked of the session, and their drawn lines, by query index;
+        # dropped whenever what they show may have changed.
+        self._rows: dict[int, QueryRow] = {}
+        self._lines: dict[tuple[int, int, bool, bool], Strip] = {}
+        self._size_table()
 
-    def on_mount(self) -> None:
-        # Fixed widths: sizing columns to their content measures every cell, which
-        # costs most of a second with thousands of queries.
-        self.add_column("query", key="id", width=self.id_width)
-        self.add_column("progress", key="progress", width=8)
-        self.add_column("holes", key="holes", width=5)
-        for i, name in enumerate(self.run_names):
-            self.add_column(short_run(name, 9), key=f"run{i}", width=9)
-        self.add_column("text", key="text", width=200)
+    # -- what it shows -------------------------------------------------------------------
 
-    def on_resize(self, event: Resize) -> None:
+    def show(self, order: Sequence[int] | NDArray[np.int64], current: int | None = None) -> None:
+        """These queries in this order; the cursor on ``current`` if it is among them
+        (on the same line of the screen as before, so a re-sort does not lose the
+        reader's place), else on the first."""
+        line = self._cursor - round(self.scroll_y)
+        self._order = np.asarray(order, dtype=np.int64)
+        self._rows.clear()
+        self._lines.clear()
+        self._size_table()
+        position = None if current is None else self.position(current)
+        self._cursor = 0 if position is None else position
+        if position is None:
+            self.scroll_to(y=0, animate=False, immediate=True)
+        else:
+            self.scroll_to(y=max(position - max(line, 0), 0), animate=False, immediate=True)
+            self._scroll_cursor_into_view()
+        self.refresh()
+
+    def update(self, row: QueryRow) -> None:
+        """Show ``row`` anew (a grade changed its progress, holes or scores)."""
+        position = self.position(row.index)
+        if position is None:
+            return
+        self._rows[row.index] = row
+        self._forget_lines(row.index)
+        self._refresh_position(position)
+
+    def position(self, query: int) -> int | None:
+        """Where query ``query`` stands in the order, if it is there."""
+        found = np.flatnonzero(self._order == query)
+        return int(found[0]) if found.size else None
+
+    @property
+    def row_count(self) -> int:
+        return int(self._order.size)
+
+    @property
+    def cursor_row(self) -> int:
+        return self._cursor
+
+    @property
+    def current(self) -> int | None:
+        """The query under the cursor."""
+        if not self._order.size:
+            return None
+        return int(self._order[self._cursor])
+
+    def row_at(self, position: int) -> QueryRow:
+        """The row at ``position`` of the order, as the table shows it."""
+        q = int(self._order[position])
+        row = self._rows.get(q)
+        if row is None:
+            if len(self._rows) >= KEPT_ROWS:
+                self._rows.clear()
+            row = self._rows[q] = self._row_of(q)
+        return row
+
+    def cells(self, position: int) -> list[Text]:
+        """The cells of the row at ``position``: id, progress, holes, one score per
+        run, text."""
+        row = self.row_at(position)
+        return [
+            _plain(row.ext_id),
+            _progress(row),
+            _holes(row),
+            *(_score(row, value) for value in row.ra_nwg),
+            _plain(row.text),
+        ]
+
+    # -- the cursor ------------------------------------------------------------------------
+
+    def move_cursor(self, *, row: int, scroll: bool = True) -> None:
+        """Put the cursor on the row at position ``row`` (clamped to the order)."""
+        if not self._order.size:
+            return
+        target = min(max(row, 0), self._order.size - 1)
+        if target != self._cursor:
+            old, self._cursor = self._cursor, target
+            self._refresh_position(old)
+            self._refresh_position(target)
+        if scroll:
+            self._scroll_cursor_into_view()
+
+    def _scroll_cursor_into_view(self) -> None:
+        region = Region(round(self.scroll_x), self._cursor + 1, 1, 1)
+        # The header line is fixed above the rows: a row under it is out of view.
+        self.scroll_to_region(region, animate=False, spacing=Spacing(top=1), force=True)
+
+    def _page(self) -> int:
+        return max(self.scrollable_content_region.height - 1, 1)
+
+    def action_cursor_up(self) -> None:
+        self.move_cursor(row=self._cursor - 1)
+
+    def action_cursor_down(self) -> None:
+        self.move_cursor(row=self._cursor + 1)
+
+    def action_page_down(self) -> None:
+        self.scroll_relative(y=self._page(), animate=False, force=True, immediate=True)
+        self.move_cursor(row=self._cursor + self._page())
+
+    def action_page_up(self) -> None:
+        self.scroll_relative(y=-self._page(), animate=False, force=True, immediate=True)
+        self.move_cursor(row=self._cursor - self._page())
+
+    def action_first(self) -> None:
+        self.move_cursor(row=0)
+
+    def action_last(self) -> None:
+        self.move_cursor(row=self.row_count - 1)
+
+    def action_scroll_home(self) -> None:
+        self.scroll_to(x=0, animate=False)
+
+    def action_scroll_end(self) -> None:
+        self.scroll_to(x=self.max_scroll_x, animate=False)
+
+    def action_select_cursor(self) -> None:
+        query = self.current
+        if query is not None:
+            self.post_message(self.Opened(query))
+
+    async def _on_click(self, event: events.Click) -> None:
+        # As a DataTable: a click moves the cursor, a click on the cursor's row opens it.
+        offset = event.get_content_offset(self)
+        if offset is None or offset.y < 1:
+            return
+        position = offset.y - 1 + round(self.scroll_y)
+        if position >= self.row_count:
+            return
+        event.stop()
+        if position == self._cursor:
+            self.action_select_cursor()
+        else:
+            self.move_cursor(row=position)
+
+    # -- widths ----------------------------------------------------------------------------
+
+    def on_resize(self, event: events.Resize) -> None:
         """Run names in full and the query text to the edge, as far as the width allows."""
         fixed = self.id_width + 8 + 5 + 3 * PAD
         runs, text = fit_columns(
             event.size.width, fixed, self.run_names, floor=SCORE_WIDTH, want_text=TEXT_WANTED
         )
-        widths: dict[str, tuple[int, str | None]] = {
-            f"run{i}": (width, name)
-            for i, (width, name) in enumerate(zip(runs, self.run_names, strict=True))
-        }
-        widths["text"] = (max(text, 10), None)
-        set_widths(self, widths)
+        for column, width, name in zip(self._columns[3:], runs, self.run_names, strict=False):
+            column.width = width
+            column.label = short_run(name, width)
+        self._columns[-1].width = max(text, 10)
+        self._lines.clear()
+        self._size_table()
+        self.refresh()
 
-    def show(self, rows: list[QueryRow], current: int | None = None) -> None:
-        """Rows in this order; the first screenful at once, the rest after it is painted.
+    def _size_table(self) -> None:
+        width = sum(column.width + PAD for column in self._columns)
+        self.virtual_size = Size(width, self.row_count + 1)
 
-        A table sizes itself by measuring every new cell, which takes a noticeable
-        fraction of a second for thousands of queries: the screen is usable meanwhile.
-        """
-        self.clear()
-        self._generation = getattr(self, "_generation", 0) + 1
-        self._positions = {row.index: i for i, row in enumerate(rows)}
-        self._order = [row.index for row in rows]
-        self._add(rows[:FIRST_PAGE], self._generation)
-        if len(rows) > FIRST_PAGE:
-            self.call_after_refresh(self._add_rest, rows[FIRST_PAGE:], self._generation, current)
-        elif current is not None and current in self._positions:
-            self.move_cursor(row=self._positions[current])
-        if current is not None and self._positions.get(current, FIRST_PAGE) < FIRST_PAGE:
-            self.move_cursor(row=self._positions[current])
+    # -- drawing ---------------------------------------------------------------------------
 
-    def _add(self, rows: list[QueryRow], generation: int) -> None:
-        if generation != self._generation:
-            return  # a newer show() replaced these rows
-        self.add_rows(
-            [
-                (
-                    row.ext_id,
-                    _progress(row),
-                    _holes(row),
-                    *(_score(row, v) for v in row.ra_nwg),
-                    row.text,
-                )
-                for row in rows
-            ]
-        )
+    def notify_style_update(self) -> None:
+        # Focus, theme and dark mode change the component styles the lines were drawn in.
+        super().notify_style_update()
+        self._lines.clear()
 
-    def _add_rest(self, rows: list[QueryRow], generation: int, current: int | None) -> None:
-        """A chunk now and the rest later, so keys pressed meanwhile are not kept waiting."""
-        self._add(rows[:CHUNK], generation)
-        if generation != self._generation:
-            return
-        if len(rows) > CHUNK:
-            self.set_timer(0.001, lambda: self._add_rest(rows[CHUNK:], generation, current))
-        elif current is not None and current in self._positions:
-            self.move_cursor(row=self._positions[current])
+    def _forget_lines(self, query: int) -> None:
+        for key in [key for key in self._lines if key[0] == query]:
+            del self._lines[key]
 
-    def update(self, row: QueryRow) -> None:
-        position = getattr(self, "_positions", {}).get(row.index)
-        if position is None:
-            return
-        self.update_cell_at(Coordinate(position, 1), _progress(row))
-        self.update_cell_at(Coordinate(position, 2), _holes(row))
-        for i, value in enumerate(row.ra_nwg):
-            self.update_cell_at(Coordinate(position, 3 + i), _score(row, value))
+    def _refresh_position(self, position: int) -> None:
+        y = position + 1 - round(self.scroll_y)
+        if 1 <= y < self.size.height:
+            self.refresh(Region(0, y, self.size.width, 1))
 
-    @property
-    def current(self) -> int | None:
-        order: list[int] = getattr(self, "_order", [])
-        if not order or self.cursor_row >= len(order):
-            return None
-        return order[self.cursor_row]
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        scroll_x = round(self.scroll_x)
+        if y == 0:
+            line = self._header()
+        else:
+            position = y - 1 + round(self.scroll_y)
+            if position >= self.row_count:
+                return Strip.blank(width, self.rich_style)
+            line = self._row_line(position)
+        return line.crop_extend(scroll_x, scroll_x + width, self.rich_style)
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        event.stop()
-        query = self.current
-        if query is not None:
-            self.post_message(self.Opened(query))
+    def _header(self) -> Strip:
+        style = self.get_component_styles("datatable--header").rich_style
+        return self._draw([Text(column.label) for column in self._columns], style, Style())
+
+    def _row_line(self, position: int) -> Strip:
+        q = int(self._order[position])
+        cursor = position == self._cursor
+        key = (q, position % 2, cursor, self.has_focus)
+        line = self._lines.get(key)
+        if line is None:
+            stripe = "datatable--odd-row" if position % 2 else "datatable--even-row"
+            style = self.get_component_styles(stripe).rich_style
+            post = Style()
+            if cursor:
+                # The cursor's colours win over a cell's own (green progress, say).
+                cursor_style = self.get_component_rich_style("datatable--cursor")
+                style += cursor_style
+                post = Style.from_color(cursor_style.color, cursor_style.bgcolor)
+            if len(self._lines) >= KEPT_ROWS:
+                self._lines.clear()
+            line = self._lines[key] = self._draw(self.cells(position), style, post)
+        return line
+
+    def _draw(self, cells: list[Text], style: Style, post: Style) -> Strip:
+        """One line of cells, each padded to its column, then ``style`` to the edge."""
+        console = _CELLS
+        segments: list[Segment] = []
+        for cell, column in zip(cells, self._columns, strict=True):
+            options = console.options.update_dimensions(column.width + PAD, 1).update(no_wrap=True)
+            lines = console.render_lines(
+                Styled(Padding(cell, (0, PAD // 2)), pre_style=style, post_style=post), options
+            )
+            segments.extend(lines[0])
+        table_width = sum(column.width + PAD for column in self._columns)
+        edge = max(self.size.width, table_width) - table_width
+        segments.append(Segment(" " * edge, style))
+        return Strip(segments).simplify()
