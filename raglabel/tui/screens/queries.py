@@ -127,7 +127,8 @@ class QueriesScreen(Screen[None]):
             key = np.where(np.isnan(key), math.inf, key)  # NA sorts last
         else:
             return index
-        ordered: NDArray[np.int64] = index[np.lexsort((index, key))]
+        # A stable sort of an ascending index keeps ties in file order.
+        ordered: NDArray[np.int64] = index[np.argsort(key, kind="stable")]
         return ordered
 
     def _query_filter(self) -> QueryFilter:

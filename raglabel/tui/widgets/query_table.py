@@ -17,7 +17,6 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 from rich.console import Console
-from rich.padding import Padding
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -25,7 +24,6 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size, Spacing
 from textual.message import Message
-from textual.renderables.styled import Styled
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -393,15 +391,39 @@ class QueryTable(ScrollView, can_focus=True):
 
     def _draw(self, cells: list[Text], style: Style, post: Style) -> Strip:
         """One line of cells, each padded to its column, then ``style`` to the edge."""
-        console = _CELLS
         segments: list[Segment] = []
         for cell, column in zip(cells, self._columns, strict=True):
-            options = console.options.update_dimensions(column.width + PAD, 1).update(no_wrap=True)
-            lines = console.render_lines(
-                Styled(Padding(cell, (0, PAD // 2)), pre_style=style, post_style=post), options
-            )
-            segments.extend(lines[0])
+            segments += _cell(cell, column.width, style, post)
         table_width = sum(column.width + PAD for column in self._columns)
         edge = max(self.size.width, table_width) - table_width
         segments.append(Segment(" " * edge, style))
         return Strip(segments).simplify()
+
+
+def _cell(cell: Text, width: int, style: Style, post: Style) -> list[Segment]:
+    """A cell's segments: its text cropped or filled to ``width`` (as it is justified),
+    a space either side, in ``style`` under the text's own styles and ``post`` over
+    them.
+
+    What a DataTable draws through a console for each cell (padding, cropping and
+    styling renderables), a few times faster: a screenful after each sort was a
+    quarter of a second of a big project's keys.
+    """
+    text = cell
+    if cell.cell_len > width:
+        text = cell.copy()
+        text.truncate(width, overflow="crop")
+    base = style + _CELLS.get_style(cell.style) if cell.style else style
+    body = [
+        Segment(piece.text, (base + piece.style if piece.style else base) + post)
+        for piece in text.render(_CELLS)
+        if piece.text
+    ]
+    pad = Segment(" " * (PAD // 2), style + post)
+    room = width - text.cell_len
+    if room <= 0:
+        return [pad, *body, pad]
+    fill = Segment(" " * room, style + post)
+    if cell.justify == "right":
+        return [pad, fill, *body, pad]
+    return [pad, *body, fill, pad]
