@@ -23,7 +23,9 @@ from raglabel.cli.main import main
 from raglabel.session import grading
 from raglabel.session.grading import QueryRow
 from raglabel.session.options import AppOptions
+from raglabel.tui import query_filter
 from raglabel.tui.app import GradingApp, create_app
+from raglabel.tui.query_filter import QueryFilter
 from raglabel.tui.screens.grade import GradeScreen
 from raglabel.tui.screens.queries import QueriesScreen
 from raglabel.tui.widgets.query_table import QueryTable
@@ -292,3 +294,27 @@ async def _at_the_end(pilot: Pilot[Any]) -> None:
 def test_the_last_rows_of_700(many_db: Path, snap_compare: Any, size: tuple[int, int]) -> None:
     app = create_app(AppOptions(project=many_db, annotator=ME))
     assert snap_compare(app, terminal_size=size, run_before=_at_the_end)
+
+
+# -- the filter ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dense", [query_filter.DENSE, 3])
+def test_the_filter_matches_as_testing_each_query_would(
+    dense: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 3 makes common words leave the joined-text search early for the one-by-one test.
+    monkeypatch.setattr(query_filter, "DENSE", dense)
+    words = ["Vault", "backup", "ÉTÉ", "straße", "file", "q1", "", "[b]"]
+    ids = [f"Q{i:03d}" for i in range(300)]
+    texts = [" ".join(words[(i * j) % len(words)] for j in range(i % 5)) for i in range(300)]
+    found = QueryFilter(ids, texts)
+    for needle in ["", "q", "Q00", "q299", "vault", "VAULT b", "été", "STRASSE", "ß", "e f", "zz"]:
+        folded = needle.casefold()
+        expected = [
+            q for q in range(300) if folded in ids[q].casefold() or folded in texts[q].casefold()
+        ]
+        assert found.matching(needle).tolist() == expected, needle
+    # No match across the id and the text, nor across two queries.
+    assert found.matching("Q000\x00").tolist() == []
+    assert QueryFilter(["ab", "cd"], ["", ""]).matching("bc").tolist() == []

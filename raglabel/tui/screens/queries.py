@@ -46,8 +46,8 @@ class QueriesScreen(Screen[None]):
         self._pending: Timer | None = None
         self.matching = 0  # queries that pass the filter
         self._filter: QueryFilter | None = None
-        # The sort as the last refill could make it: "progress" before the candidates
-        # and grades are read, or holes and scores before the runs, is file order.
+        # What the chosen sort still waits for ("the runs"), None once it could sort:
+        # meanwhile the order is file order, and the header says so.
         self.waiting_for: str | None = None
 
     @property
@@ -233,7 +233,7 @@ class QueriesScreen(Screen[None]):
         self.refill(self.query_one(QueryTable).current)
 
     def action_cycle_k(self) -> None:
-        if self._runs_still_read("K changes"):
+        if self._runs_still_read("K can change"):
             return
         self.glapp.set_k(self.glapp.session.cycle_k())
 
@@ -249,7 +249,7 @@ class QueriesScreen(Screen[None]):
         self.refill(self.query_one(QueryTable).current)
 
     def action_queue(self) -> None:
-        if self._runs_still_read("the queue opens"):
+        if self._runs_still_read("the queue can open"):
             return
         table = self.query_one(QueryTable)
         hole = self.glapp.session.next_hole(table.current if table.current is not None else 0)
