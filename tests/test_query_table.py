@@ -272,6 +272,21 @@ async def test_a_new_order_keeps_the_cursor_on_its_query_and_its_line() -> None:
         assert app.opened == [700]
 
 
+async def test_a_click_moves_the_cursor_and_a_second_click_opens() -> None:
+    rows = [QueryRow(i, f"q{i:04d}", f"text {i}", 1, 10, 2, (0.5, 0.25)) for i in range(100)]
+    app = _Host(rows)
+    async with app.run_test(size=(80, 20)) as pilot:
+        table = app.query_one(QueryTable)
+        table.show(range(99, -1, -1))
+        await pilot.pause()
+        await pilot.click(QueryTable, offset=(3, 0))  # the header: nothing
+        assert table.cursor_row == 0 and app.opened == []
+        await pilot.click(QueryTable, offset=(3, 4))  # the fourth row
+        assert table.current == 96 and app.opened == []
+        await pilot.click(QueryTable, offset=(3, 4))
+        assert app.opened == [96]
+
+
 async def test_a_query_text_is_shown_as_written_not_as_markup() -> None:
     rows = [QueryRow(0, "q[b]1", "is [red]this[/red] red?", 0, 0, 0, (0.5, 0.25))]
     app = _Host(rows)
