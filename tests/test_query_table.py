@@ -177,6 +177,7 @@ async def test_a_sort_before_the_runs_are_in_answers_at_once_then_sorts_again(
             assert screen.sort == 2 and not app.session.runs_scored
             head = str(screen.query_one("#queries-head").render())
             assert "sorted by holes (file order until the runs are read" in head
+            assert " · holes … · " in head  # unknown, not 0
             assert screen.order() == list(range(30)) and table.current == 4
             await pilot.press("g")  # the queue needs the runs: said, not waited for
             assert app.screen is screen and not app.session.runs_scored
@@ -191,7 +192,8 @@ async def test_a_sort_before_the_runs_are_in_answers_at_once_then_sorts_again(
             assert screen.order() == by_holes
             assert [table.row_at(i).index for i in range(table.row_count)] == by_holes
             assert table.current == 4 and _on_screen(table)
-            assert "until" not in str(screen.query_one("#queries-head").render())
+            head = str(screen.query_one("#queries-head").render())
+            assert "until" not in head and f" · holes {sum(r.holes for r in rows)} · " in head
     finally:
         gate.set()
 

@@ -163,7 +163,7 @@ class QueriesScreen(Screen[None]):
             (f"{session.project.path.name if session.project.path else 'memory'} · ", "dim"),
             f"annotator {session.annotator}{'' if session.blind else ' (all annotators)'} · ",
             f"K={session.k} · graded {f'{graded}/{total}' if columns.counted else '…'}"
-            f" · holes {holes} · ",
+            f" · holes {holes if columns.scored else '…'} · ",
             f"run columns: RA-nWG@{session.k} · ",
             f"sorted by {self.sort_names()[self.sort]}",
             (
