@@ -48,8 +48,9 @@ CONTENT_QUERIES = {
     "query": "SELECT * FROM query ORDER BY id",
     "passage": "SELECT * FROM passage ORDER BY id",
     "annotator": "SELECT * FROM annotator ORDER BY id",
-    "run": "SELECT * FROM run ORDER BY id",
-    "ranking": "SELECT * FROM ranking ORDER BY run_id, query_id",
+    "run": "SELECT id, name, source, imported_at, queries, entries FROM run ORDER BY id",
+    "ranking": "SELECT run_id, query_id, passage_ids, scores FROM ranking"
+    " ORDER BY run_id, query_id",
     "candidate": "SELECT * FROM candidate ORDER BY query_id, passage_id",
     "event": f"SELECT {', '.join(V1_EVENT_COLUMNS)} FROM event ORDER BY id",
     "current_grade": "SELECT * FROM current_grade ORDER BY query_id, passage_id, annotator_id",

@@ -135,6 +135,29 @@ def _json_names(names: NDArray[np.bytes_]) -> str:
     return (b'["' + b'","'.join(values) + b'"]').decode("utf-8")
 
 
+def _known_ids(
+    conn: sqlite3.Connection, table: str, wanted: list[str], top: int
+) -> dict[str, int]:
+    """The row id of each of ``wanted`` (distinct names) that ``table`` holds; ``top`` is
+    the table's largest id."""
+    known: dict[str, int] = {}
+    if wanted and top <= _SCAN_FACTOR * len(wanted):
+        # Reading every row in order is cheaper than probing the ext_id index at random
+        # for each name once the table is not much larger than the list.
+        everything = dict(conn.execute(f"SELECT ext_id, id FROM {table}"))
+        known = {ext: everything[ext] for ext in wanted if ext in everything}
+    elif wanted:
+        for start in range(0, len(wanted), JSON_CHUNK):
+            known.update(
+                conn.execute(
+                    f"SELECT j.value, t.id FROM json_each(?) j JOIN {table} t"
+                    " ON t.ext_id = j.value",
+                    (json_list(wanted[start : start + JSON_CHUNK]),),
+                )
+            )
+    return known
+
+
 def _ensure(conn: sqlite3.Connection, table: str, ext_ids: Iterable[str]) -> dict[str, int]:
     ids, insert = plan_ids(conn, table, ext_ids)
     insert()
@@ -205,20 +228,36 @@ def passage_rows(conn: sqlite3.Connection) -> list[tuple[str, str | None, str | 
 def passage_ids_by_row(conn: sqlite3.Connection, rows: Sequence[int]) -> dict[int, str]:
     """The passage id of each of these passage rows that exists."""
     found: dict[int, str] = {}
-    for start in range(0, len(rows), 30_000):
-        chunk = rows[start : start + 30_000]
-        marks = ",".join("?" * len(chunk))
-        found.update(conn.execute(f"SELECT id, ext_id FROM passage WHERE id IN ({marks})", chunk))
+    for start in range(0, len(rows), JSON_CHUNK):
+        found.update(
+            conn.execute(
+                "SELECT p.id, p.ext_id FROM json_each(?) j JOIN passage p ON p.id = j.value",
+                (json_list(rows[start : start + JSON_CHUNK]),),
+            )
+        )
     return found
 
 
 def passage_rows_by_id(conn: sqlite3.Connection, ext_ids: Sequence[str]) -> dict[str, int]:
     """The row of each of these passage ids that exists."""
     found: dict[str, int] = {}
-    for start in range(0, len(ext_ids), 30_000):
-        chunk = ext_ids[start : start + 30_000]
-        marks = ",".join("?" * len(chunk))
+    for start in range(0, len(ext_ids), JSON_CHUNK):
         found.update(
-            conn.execute(f"SELECT ext_id, id FROM passage WHERE ext_id IN ({marks})", chunk)
+            conn.execute(
+                "SELECT j.value, p.id FROM json_each(?) j JOIN passage p ON p.ext_id = j.value",
+                (json_list(ext_ids[start : start + JSON_CHUNK]),),
+            )
         )
     return found
+
+
+def known_passage_rows(conn: sqlite3.Connection, ext_ids: Iterable[str]) -> dict[str, int]:
+    """The row of each of these passage ids the file holds, for many ids at once (a
+    run's every entry): the table is read whole when that is cheaper than probing."""
+    top = conn.execute("SELECT coalesce(max(id), 0) FROM passage").fetchone()[0]
+    return _known_ids(conn, "passage", list(dict.fromkeys(ext_ids)), top)
+
+
+def last_passage_row(conn: sqlite3.Connection) -> int:
+    """The largest passage row (rows only grow: a passage is never deleted)."""
+    return int(conn.execute("SELECT coalesce(max(id), 0) FROM passage").fetchone()[0])

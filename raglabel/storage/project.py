@@ -266,6 +266,8 @@ class Project:
             for step in MIGRATIONS:
                 if step.version > version:
                     db.executescript(step.sql)
+                    if step.fill is not None:
+                        step.fill(self.conn)
             self.conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 

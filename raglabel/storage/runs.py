@@ -4,6 +4,13 @@ A ranking is one row per (run, query) holding the passage ids joined by newlines
 the scores as little-endian float64, both already in rank order (ties and repeats
 resolved at import, as trec_eval orders a run). That keeps a 10M-line run well under
 its file size and lets ``eval`` read it back without sorting again.
+
+Beside the ids, each ranking holds the passage row of every entry as little-endian
+int32 (0 where the file held no such passage when the ranking was written): the grading
+app reads a big project's runs as integers, where mapping tens of millions of ids back
+to rows costs a minute. An entry below the pool depth has no row until somebody grades
+it; ``run.passage_rows_upto`` is the largest passage row when the rows were written, so
+a reader knows which later rows (``> upto``) a 0 may stand for.
 """
 
 from __future__ import annotations
@@ -17,13 +24,20 @@ import numpy as np
 from numpy.typing import NDArray
 
 from raglabel.errors import InputError
-from raglabel.storage.items import ensure_passages, ensure_queries
+from raglabel.storage.items import (
+    ensure_passages,
+    ensure_queries,
+    known_passage_rows,
+    last_passage_row,
+)
 from raglabel.storage.project import now
 
 if TYPE_CHECKING:
     import polars as pl
 
 SCORE_DTYPE = np.dtype("<f8")
+#: A ranking's passage rows as stored.
+ROW_DTYPE = np.dtype("<i4")
 
 
 @dataclass
@@ -96,26 +110,33 @@ def store(
         conn.execute("DELETE FROM ranking WHERE run_id = ?", existing)
         conn.execute("DELETE FROM run WHERE id = ?", existing)
     query_ids = ensure_queries(conn, (r.query for r in run.rankings))
+    pooled = [
+        (r.query, pid, rank) for r in run.rankings for rank, pid in enumerate(r.passages[:depth], 1)
+    ]
+    passage_ids = ensure_passages(conn, (pid for _, pid, _ in pooled))
+    # The rows of the entries below the depth the file holds already (another run's
+    # pool, a label file); the pool's are all known now.
+    rows = known_passage_rows(conn, (p for r in run.rankings for p in r.passages[depth:]))
+    rows.update(passage_ids)
     run_id = conn.execute(
-        "INSERT INTO run (name, source, imported_at, queries, entries) VALUES (?, ?, ?, ?, ?)",
-        (run.name, run.source, now(), len(run.rankings), run.entries),
+        "INSERT INTO run (name, source, imported_at, queries, entries, passage_rows_upto)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (run.name, run.source, now(), len(run.rankings), run.entries, last_passage_row(conn)),
     ).lastrowid
     conn.executemany(
-        "INSERT INTO ranking (run_id, query_id, passage_ids, scores) VALUES (?, ?, ?, ?)",
+        "INSERT INTO ranking (run_id, query_id, passage_ids, scores, passage_rows)"
+        " VALUES (?, ?, ?, ?, ?)",
         (
             (
                 run_id,
                 query_ids[r.query],
                 encode_ids(r.passages),
                 None if r.scores is None else r.scores.astype(SCORE_DTYPE).tobytes(),
+                encode_rows([rows.get(p, 0) for p in r.passages]),
             )
             for r in run.rankings
         ),
     )
-    pooled = [
-        (r.query, pid, rank) for r in run.rankings for rank, pid in enumerate(r.passages[:depth], 1)
-    ]
-    passage_ids = ensure_passages(conn, (pid for _, pid, _ in pooled))
     conn.executemany(
         "INSERT INTO candidate (query_id, passage_id, best_rank) VALUES (?, ?, ?)"
         " ON CONFLICT (query_id, passage_id) DO UPDATE SET best_rank ="
@@ -125,39 +146,94 @@ def store(
     return {"queries": len(run.rankings), "entries": run.entries, "pooled": len(pooled)}
 
 
+def encode_rows(rows: list[int]) -> bytes:
+    """A ranking's passage rows as stored (0: no row when written)."""
+    return np.array(rows, dtype=ROW_DTYPE).tobytes()
+
+
+def fill_passage_rows(conn: sqlite3.Connection) -> None:
+    """Write the passage rows of every stored ranking from its ids (the upgrade of a file
+    whose rankings hold ids only), run by run to bound the memory."""
+    upto = last_passage_row(conn)
+    for (run_id,) in conn.execute("SELECT id FROM run ORDER BY id").fetchall():
+        rankings = [
+            (query_row, decode_ids(blob))
+            for query_row, blob in conn.execute(
+                "SELECT query_id, passage_ids FROM ranking WHERE run_id = ?", (run_id,)
+            ).fetchall()
+        ]
+        rows = known_passage_rows(conn, (p for _, ids in rankings for p in ids))
+        conn.executemany(
+            "UPDATE ranking SET passage_rows = ? WHERE run_id = ? AND query_id = ?",
+            (
+                (encode_rows([rows.get(p, 0) for p in ids]), run_id, query_row)
+                for query_row, ids in rankings
+            ),
+        )
+        conn.execute("UPDATE run SET passage_rows_upto = ? WHERE id = ?", (upto, run_id))
+
+
 def run_names(conn: sqlite3.Connection) -> list[str]:
     return [name for (name,) in conn.execute("SELECT name FROM run ORDER BY id")]
 
 
 @dataclass(frozen=True)
-class JoinedRun:
-    """A stored run's passage ids back to back, query after query in query row id order:
-    the first ``lengths[0]`` ids are query ``query_rows[0]``'s ranking, and so on."""
+class RunRows:
+    """A stored run's passage rows back to back, query after query in query row order:
+    the first ``lengths[0]`` are query ``query_rows[0]``'s ranking, and so on. ``upto``
+    is the largest passage row when they were written (see the module's notes)."""
 
+    run_id: int
     name: str
-    query_rows: list[int]
-    lengths: list[int]
-    ids: list[str]
+    upto: int
+    query_rows: NDArray[np.int64]
+    lengths: NDArray[np.int64]
+    rows: NDArray[np.int32]
 
 
-def joined_runs(conn: sqlite3.Connection) -> list[JoinedRun]:
-    """Every stored run, in the order the runs were stored, for readers that slice the
-    ids of a run instead of holding a list per query."""
+def run_rows(conn: sqlite3.Connection) -> list[RunRows]:
+    """Every stored run's passage rows, in the order the runs were stored."""
     return [
-        _joined(conn, run_id, name)
-        for run_id, name in conn.execute("SELECT id, name FROM run ORDER BY id").fetchall()
+        _rows_of_run(conn, run_id, name, upto)
+        for run_id, name, upto in conn.execute(
+            "SELECT id, name, passage_rows_upto FROM run ORDER BY id"
+        ).fetchall()
     ]
 
 
-def _joined(conn: sqlite3.Connection, run_id: int, name: str) -> JoinedRun:
-    rows = sorted(
-        conn.execute("SELECT query_id, passage_ids FROM ranking WHERE run_id = ?", (run_id,))
+def _rows_of_run(conn: sqlite3.Connection, run_id: int, name: str, upto: int) -> RunRows:
+    found = conn.execute(
+        "SELECT query_id, passage_rows FROM ranking WHERE run_id = ? ORDER BY query_id",
+        (run_id,),
+    ).fetchall()
+    blobs = [bytes(blob) for _, blob in found]
+    # One buffer for the whole run: a copy in C instead of a Python step per entry.
+    rows = np.frombuffer(b"".join(blobs), dtype=ROW_DTYPE).astype(np.int32)
+    return RunRows(
+        run_id,
+        name,
+        int(upto),
+        np.array([query_row for query_row, _ in found], dtype=np.int64),
+        np.array([len(blob) // ROW_DTYPE.itemsize for blob in blobs], dtype=np.int64),
+        rows,
     )
-    texts = [bytes(blob).decode("utf-8") for _, blob in rows]
-    # One split over the whole run instead of a Python step per entry.
-    ids = "\n".join(texts).split("\n") if texts else []
-    lengths = [text.count("\n") + 1 for text in texts]
-    return JoinedRun(name, [query_row for query_row, _ in rows], lengths, ids)
+
+
+def query_rankings(conn: sqlite3.Connection, query_row: int) -> list[list[str]]:
+    """One query's passage ids in every stored run (run order; empty where a run lacks
+    the query): one indexed read a run."""
+    out = []
+    for (run_id,) in conn.execute("SELECT id FROM run ORDER BY id").fetchall():
+        out.append(ranking_ids(conn, run_id, query_row))
+    return out
+
+
+def ranking_ids(conn: sqlite3.Connection, run_id: int, query_row: int) -> list[str]:
+    """One run's passage ids for one query, best first (empty if it lacks the query)."""
+    row = conn.execute(
+        "SELECT passage_ids FROM ranking WHERE run_id = ? AND query_id = ?", (run_id, query_row)
+    ).fetchone()
+    return [] if row is None else decode_ids(row[0])
 
 
 def encode_ids(passages: list[str]) -> bytes:

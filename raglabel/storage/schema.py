@@ -7,6 +7,8 @@ files in the wild were built by it.
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -15,6 +17,16 @@ class Migration:
     version: int
     purpose: str
     sql: str
+    # What SQL alone cannot write (rows computed from the stored data), run after ``sql``
+    # in the same transaction.
+    fill: Callable[[sqlite3.Connection], None] | None = None
+
+
+def _fill_passage_rows(conn: sqlite3.Connection) -> None:
+    # Imported here: the runs module imports the project module, which imports this one.
+    from raglabel.storage.runs import fill_passage_rows
+
+    fill_passage_rows(conn)
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -338,6 +350,19 @@ MIGRATIONS: tuple[Migration, ...] = (
             created_at TEXT NOT NULL
         );
         """,
+    ),
+    Migration(
+        8,
+        "each ranking's passage rows as int32, for readers of runs as integers",
+        """
+        -- Little-endian int32 per entry, in rank order: the entry's passage row, or 0 where
+        -- the file held no such passage when the ranking was written (below the depth).
+        ALTER TABLE ranking ADD COLUMN passage_rows BLOB;
+        -- The largest passage row when the run's rows were written: a 0 may stand for a
+        -- passage that got a row since, and only for a row above this one.
+        ALTER TABLE run ADD COLUMN passage_rows_upto INTEGER;
+        """,
+        _fill_passage_rows,
     ),
 )
 

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).parents[1]))
 
 from old_schema import build_at_version
 
-from raglabel.storage.runs import Ranking, Run, store
+from raglabel.storage.runs import SCORE_DTYPE, encode_ids
 
 TARGET = Path(__file__).with_name("project-v1.db")
 
@@ -63,6 +63,10 @@ def _stamp(seconds: float | None) -> str | None:
     return (START + timedelta(seconds=seconds)).isoformat(timespec="milliseconds")
 
 
+def _scores(*values: float) -> bytes:
+    return np.array(values, dtype=SCORE_DTYPE).tobytes()
+
+
 def build(path: Path, version: int = 1) -> None:
     """Version 1's content; ``make_v2_project`` builds on it at schema version 2."""
     project = build_at_version(path, version)
@@ -73,15 +77,23 @@ def build(path: Path, version: int = 1) -> None:
         )
         conn.executemany("INSERT INTO passage (ext_id, title, text) VALUES (?, ?, ?)", PASSAGES)
         conn.executemany("INSERT INTO annotator (name) VALUES (?)", [(a,) for a in ANNOTATORS])
-        run = Run(
-            "bm25",
-            "runs/bm25.trec",
+        # The run as version 1's import stored it (depth 2), written out here: today's
+        # import writes columns version 1 did not have.
+        conn.execute(
+            "INSERT INTO run (name, source, imported_at, queries, entries)"
+            " VALUES ('bm25', 'runs/bm25.trec', '', 2, 5)"
+        )
+        conn.executemany(
+            "INSERT INTO ranking (run_id, query_id, passage_ids, scores) VALUES (1, ?, ?, ?)",
             [
-                Ranking("q1", ["d1", "d2", "d3"], np.array([12.5, 7.25, 3.0])),
-                Ranking("q2", ["d3", "d1"], np.array([9.0, 1.5])),
+                (1, encode_ids(["d1", "d2", "d3"]), _scores(12.5, 7.25, 3.0)),
+                (2, encode_ids(["d3", "d1"]), _scores(9.0, 1.5)),
             ],
         )
-        store(conn, run, depth=2)
+        conn.executemany(
+            "INSERT INTO candidate (query_id, passage_id, best_rank) VALUES (?, ?, ?)",
+            [(1, 1, 1), (1, 2, 2), (2, 3, 1), (2, 1, 2)],
+        )
         # A fixed stamp, so that rebuilding the file gives the same content.
         conn.execute("UPDATE run SET imported_at = '2024-05-01T09:00:00.000+00:00'")
         conn.executemany(
