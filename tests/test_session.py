@@ -18,6 +18,7 @@ from raglabel.session.live_metrics import PANEL_METRICS
 from raglabel.session.options import AppOptions
 from raglabel.session.run_figures import FIGURE_METRICS, compare_runs, run_reports, view_inputs
 from raglabel.storage.grades import GradeEvent, record
+from raglabel.storage.runs import ranked_ids
 
 ME = "ann"  # the demo annotator (tests/conftest.py)
 
@@ -134,7 +135,10 @@ def test_queue_prefers_passages_most_runs_retrieve(session: GradingSession) -> N
     first = session.next_hole(q)
     assert first == holes[0]
     text = session.catalog.passage_ext[first.pid]
-    in_top = sum(text in run.ranked(q)[: session.k] for run in session.catalog.runs)
+    # Counted from the stored ids, not the session's pids.
+    qid = session.catalog.queries[q].ext_id
+    stored = [dict(ranked_ids(session.project.conn, name)) for name in session.catalog.run_names]
+    in_top = sum(text in ids.get(qid, [])[: session.k] for ids in stored)
     assert in_top == first.runs == max(h.runs for h in holes)
 
 

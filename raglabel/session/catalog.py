@@ -6,12 +6,18 @@ in the project file, so grades and candidates are read without their text ids; a
 passage the file does not hold (a run entry below the pool depth) gets a negative pid
 the first time it is met. Each query's pool is put in order when the query is opened.
 
-Runs keep their passage ids as text, back to back in rank order, one slice per query.
+Runs are held as pids too, back to back in rank order, one slice per query, read from
+the passage rows each ranking stores. An entry whose passage the file did not hold when
+the run was stored (below the pool depth) is 0 there, until its query is *resolved*:
+its ids read and named like any other (:meth:`Catalog.resolve`). A query is resolved
+whenever a screen needs its entries by passage: opening it, grading in it, or a grade
+on a passage that got a row after the run was stored. Before the runs are read at all,
+an opened query's rankings are read on their own, with the same pids.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,7 +31,7 @@ from raglabel.storage.items import (
 )
 from raglabel.storage.pool import candidate_rows, query_pool
 from raglabel.storage.project import Project
-from raglabel.storage.runs import joined_runs, run_names
+from raglabel.storage.runs import query_rankings, ranking_ids, run_ids, run_names, run_rows
 
 
 # Slots and not frozen: a frozen dataclass sets each field through object.__setattr__,
@@ -48,16 +54,18 @@ class Passage:
 
 @dataclass
 class RunLists:
-    """One stored run over the session's queries: ``ext[offsets[q]:offsets[q + 1]]`` is
+    """One stored run over the session's queries: ``pids[offsets[q]:offsets[q + 1]]`` is
     query ``q``'s ranking (empty when the run lacks the query, which then scores 0
-    wherever a metric is defined)."""
+    wherever a metric is defined). A 0 is an entry not named yet (see the module's
+    notes); only a passage row above ``upto`` may hide behind one."""
 
     name: str
     offsets: NDArray[np.int64]
-    ext: list[str]
+    pids: NDArray[np.int32]
+    upto: int
 
-    def ranked(self, q: int) -> list[str]:
-        return self.ext[self.offsets[q] : self.offsets[q + 1]]
+    def ranked(self, q: int) -> NDArray[np.int32]:
+        return self.pids[self.offsets[q] : self.offsets[q + 1]]
 
 
 class PassageNames:
@@ -110,11 +118,19 @@ class PassageNames:
     def pid(self, ext: str) -> int:
         """The pid of a passage id; a new negative one if the file does not hold it."""
         found = self.known(ext)
-        if found is None:
-            self._outside += 1
-            found = -self._outside
-            self.learn(found, ext)
-        return found
+        return self._outside_pid(ext) if found is None else found
+
+    def pids(self, exts: Sequence[str]) -> list[int]:
+        """The pid of each passage id, asking the file once for all it does not know yet."""
+        missing = [ext for ext in dict.fromkeys(exts) if ext not in self._pid]
+        if missing:
+            for ext, row in self._rows_of(missing).items():
+                self.learn(row, ext)
+        return [self._pid.get(ext) or self._outside_pid(ext) for ext in exts]
+
+    def _outside_pid(self, ext: str) -> int:
+        self._outside += 1
+        return self.learn(-self._outside, ext)
 
     def moved_in(self) -> dict[int, int]:
         """The negative pid of each passage met outside the file that the file holds now
@@ -143,9 +159,6 @@ class Pools(Sequence[list[int]]):
             found = self._lists[q] = self._read(q)
         return found
 
-    def __iter__(self) -> Iterator[list[int]]:
-        return (self[q] for q in range(len(self)))
-
     def add(self, q: int, pid: int) -> None:
         self[q].append(pid)
         self.sizes[q] += 1
@@ -154,7 +167,7 @@ class Pools(Sequence[list[int]]):
 @dataclass
 class Catalog:
     queries: list[Query]
-    names_: PassageNames
+    passage_ext: PassageNames  # pid <-> passage id
     candidates: Pools  # per query, in pool order (best rank, then id)
     runs: list[RunLists]
     names: list[str] = field(default_factory=list)  # the runs' names, known before the runs
@@ -163,17 +176,19 @@ class Catalog:
         default_factory=lambda: (np.zeros(0, np.int64), np.zeros(0, np.int64))
     )
     added: list[tuple[int, int]] = field(default_factory=list)  # candidates made since
+    # A query's passage ids in every run (run order), read on their own: opening a query
+    # must not wait for the whole runs.
+    read_ranked: Callable[[int], list[list[str]]] = lambda _: []
+    # Queries whose entries are all named in ``runs``.
+    resolved: set[int] = field(default_factory=set)
+    # Before the runs are in: each opened query's rankings as pids, run by run.
+    opened: dict[int, list[NDArray[np.int64]]] = field(default_factory=dict)
     _index_of_row: dict[int, int] = field(default_factory=dict)
     _index_of_ext: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._index_of_row = {q.row_id: q.index for q in self.queries}
         self._index_of_ext = {q.ext_id: q.index for q in self.queries}
-
-    @property
-    def passage_ext(self) -> PassageNames:
-        """pid -> passage id."""
-        return self.names_
 
     @property
     def pairs(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -207,15 +222,71 @@ class Catalog:
 
     def passage_row(self, ext_id: str) -> int | None:
         """The pid of a passage id the file holds or the session met, else None."""
-        return self.names_.known(ext_id)
+        return self.passage_ext.known(ext_id)
 
     def pid(self, ext_id: str) -> int:
         """The pid of a passage id (a new negative one for a passage outside the file)."""
-        return self.names_.pid(ext_id)
+        return self.passage_ext.pid(ext_id)
 
     @property
     def run_names(self) -> list[str]:
         return self.names or [run.name for run in self.runs]
+
+    # -- rankings ----------------------------------------------------------------------
+
+    def ranked_pids(self, q: int) -> list[NDArray[np.int64]]:
+        """Query ``q``'s ranking in each run as pids, every entry named: from the runs
+        once they are in, else read on their own (the same pids either way)."""
+        if self.runs:
+            self.resolve(q)
+            return [run.ranked(q).astype(np.int64) for run in self.runs]
+        found = self.opened.get(q)
+        if found is None:
+            found = self.opened[q] = self._read_query(q)
+        return found
+
+    def resolve(self, q: int) -> bool:
+        """Name every entry of query ``q`` in the runs; True if that changed any."""
+        if q in self.resolved or not self.runs:
+            return False
+        self.resolved.add(q)
+        changed = False
+        for run, pids in zip(self.runs, self._read_query(q), strict=True):
+            here = run.pids[run.offsets[q] : run.offsets[q + 1]]
+            if not np.array_equal(here, pids):
+                here[:] = pids
+                changed = True
+        return changed
+
+    def _read_query(self, q: int) -> list[NDArray[np.int64]]:
+        ranked = self.read_ranked(self.queries[q].row_id)
+        names = self.passage_ext
+        return [np.array(names.pids(ids), dtype=np.int64) for ids in ranked]
+
+    def install(self, runs: list[RunLists]) -> set[int] | None:
+        """Put runs read in another thread in place: the queries opened meanwhile keep
+        the pids they were shown with, and a passage met outside the file that the file
+        holds now keeps its negative pid. Returns the queries whose entries changed, or
+        None when they may have changed anywhere."""
+        self.runs = runs
+        changed: set[int] | None = set()
+        moved = self.passage_ext.moved_in()
+        if moved and runs:
+            rows = np.array(sorted(moved), dtype=np.int64)
+            to = np.array([moved[row] for row in rows.tolist()], dtype=np.int32)
+            for run in runs:
+                hit = np.flatnonzero(np.isin(run.pids, rows))
+                if hit.size:
+                    run.pids[hit] = to[np.searchsorted(rows, run.pids[hit])]
+                    changed = None
+        for q, lists in self.opened.items():
+            self.resolved.add(q)
+            for run, pids in zip(runs, lists, strict=True):
+                run.pids[run.offsets[q] : run.offsets[q + 1]] = pids
+            if changed is not None:
+                changed.add(q)
+        self.opened.clear()
+        return changed
 
 
 def load_catalog(project: Project, *, pools: bool = True) -> Catalog:
@@ -235,12 +306,13 @@ def load_catalog(project: Project, *, pools: bool = True) -> Catalog:
 
     sizes = np.zeros(len(queries), np.int64)
     catalog = Catalog(queries, names, Pools(sizes, read), [], run_names(conn))
+    catalog.read_ranked = lambda row: query_rankings(conn, row)
     if pools:
         catalog.read_pairs = pool_pairs(catalog, project)
         catalog.candidates.sizes = np.bincount(
             catalog.read_pairs[0], minlength=len(queries)
         ).astype(np.int64)
-        catalog.runs = load_runs(project, catalog)
+        catalog.install(load_runs(project, catalog))
     return catalog
 
 
@@ -254,18 +326,48 @@ def pool_pairs(catalog: Catalog, project: Project) -> tuple[NDArray[np.int64], N
 
 
 def load_runs(project: Project, catalog: Catalog) -> list[RunLists]:
-    """Every stored run over the catalog's queries. Reads only ``catalog.queries``, so it
-    may run in another thread (on its own connection) while the app starts."""
-    index_of = {q.row_id: q.index for q in catalog.queries}
+    """Every stored run over the catalog's queries, its entries as stored (see
+    :class:`RunLists`). Reads only ``catalog.queries``, so it may run in another thread
+    (on its own connection) while the app starts."""
     out = []
-    for run in joined_runs(project.conn):
-        # Queries are numbered in row id order, the order the run's ids come in.
-        lengths = np.zeros(len(catalog.queries), dtype=np.int64)
-        for query_row, length in zip(run.query_rows, run.lengths, strict=True):
-            lengths[index_of[query_row]] = length
+    n = len(catalog.queries)
+    for run in run_rows(project.conn):
+        # Queries are numbered in row id order, the order the run's rows come in.
+        q = catalog.query_indexes(run.query_rows)
+        lengths = np.zeros(n, dtype=np.int64)
+        lengths[q[q >= 0]] = run.lengths[q >= 0]
+        rows = run.rows
+        if (q < 0).any():  # a query the session does not hold (none: all are read)
+            keep = np.repeat(q >= 0, run.lengths)
+            rows = rows[keep]
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        out.append(RunLists(run.name, offsets, run.ids))
+        out.append(RunLists(run.name, offsets, rows, run.upto))
     return out
+
+
+def name_late_entries(
+    project: Project,
+    catalog: Catalog,
+    runs: list[RunLists],
+    queries: NDArray[np.int64],
+    pids: NDArray[np.int64],
+) -> None:
+    """Put passage rows ``pids`` (graded for ``queries``, given after some run was
+    stored) in the runs where those queries' rankings list them as unnamed entries.
+    Reads by their ids on ``project`` only, so it may run beside the app's thread."""
+    ids = passage_ids_by_row(project.conn, sorted(set(pids.tolist())))
+    wanted: dict[int, dict[str, int]] = {}
+    for q, pid in zip(queries.tolist(), pids.tolist(), strict=True):
+        if pid in ids:
+            wanted.setdefault(q, {})[ids[pid]] = pid
+    for run_id, run in zip(run_ids(project.conn), runs, strict=True):
+        for q, rows in wanted.items():
+            here = run.pids[run.offsets[q] : run.offsets[q + 1]]
+            if not (here == 0).any() or not any(pid > run.upto for pid in rows.values()):
+                continue
+            for i, ext in enumerate(ranking_ids(project.conn, run_id, catalog.queries[q].row_id)):
+                if here[i] == 0 and ext in rows:
+                    here[i] = rows[ext]
 
 
 def load_passages(project: Project, catalog: Catalog, pids: list[int]) -> dict[int, Passage]:

@@ -4,9 +4,9 @@ Blind (the default), that is the annotator's own current grades; otherwise one r
 grade per pair over all annotators (an adjudicated grade wins, else the lower median),
 as ``raglabel eval DB`` resolves them. The grades are read as arrays and become a
 dictionary per query when that query is first asked about: a big project holds
-millions. Besides, the book keeps each run's entry grades as arrays, so metrics over
-all queries stay whole-array work and a new grade only touches the entries of its own
-query.
+millions. Besides, the book keeps each run's entry grades as arrays (matched to the
+runs' pids), so metrics over all queries stay whole-array work and a new grade only
+touches the entries of its own query.
 """
 
 from __future__ import annotations
@@ -54,9 +54,24 @@ class QueryGrades(Sequence[dict[int, int]]):
     def __iter__(self) -> Iterator[dict[int, int]]:
         return (self[q] for q in range(len(self)))
 
-    def pids(self) -> list[int]:
-        """Every graded pid, once or more."""
-        return [pid for q in range(len(self)) for pid in self[q]]
+    def table(self) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+        """Every grade as parallel arrays (query index, pid, grade), as they are now."""
+        if not self._books:
+            n = len(self)
+            q = np.repeat(np.arange(n, dtype=np.int64), np.diff(self._offsets))
+            return q, self._pids, self._grades
+        # Queries asked about (and maybe changed since) as their dictionaries say.
+        asked = np.array(sorted(self._books), dtype=np.int64)
+        n = len(self)
+        q = np.repeat(np.arange(n, dtype=np.int64), np.diff(self._offsets))
+        keep = ~np.isin(q, asked)
+        more = [(qi, pid, g) for qi in asked.tolist() for pid, g in self._books[qi].items()]
+        extra = np.array(more, dtype=np.int64).reshape(-1, 3)
+        return (
+            np.concatenate([q[keep], extra[:, 0]]),
+            np.concatenate([self._pids[keep], extra[:, 1]]),
+            np.concatenate([self._grades[keep], extra[:, 2]]),
+        )
 
 
 class GradeBook:
@@ -66,11 +81,13 @@ class GradeBook:
         self.grades = QueryGrades.empty(n)
         self.counts = np.zeros((n, 6), dtype=np.int64)
         self.run_grades: list[NDArray[np.int8]] = [
-            np.zeros(len(run.ext), dtype=np.int8) for run in catalog.runs
+            np.zeros(run.pids.size, dtype=np.int8) for run in catalog.runs
         ]
         # Per query, how many of its candidates have a grade: the Queries screen sorts
         # and sums it over every query, so it is kept, not counted again each time.
         self.graded_candidates = np.zeros(n, dtype=np.int64)
+        # Queries graded before the runs were in: their entries are graded again then.
+        self.touched: set[int] = set()
 
     # -- loading -----------------------------------------------------------------------
 
@@ -111,13 +128,38 @@ class GradeBook:
 
     def score_runs(self) -> None:
         """Each run entry's grade (0: none), for the catalog's runs as they are now."""
-        if not self.catalog.runs:
+        cat = self.catalog
+        if not cat.runs:
             self.run_grades = []
             return
-        names = self.catalog.passage_ext
-        names.name([pid for pid in self.grades.pids() if pid >= 0])
-        by_text = [{names[pid]: g for pid, g in book.items()} for book in self.grades]
-        self.run_grades = entry_grades(self.catalog.runs, by_text)
+        q, pids, grades = self.grades.table()
+        # A graded passage that got its row after a run was stored may be one of its
+        # unnamed entries: those queries are named first (few: grades found by search).
+        for qi in np.unique(q[late_for(cat.runs, pids)]).tolist():
+            cat.resolve(qi)
+        self.run_grades = entry_grades(cat.runs, q, pids, grades)
+
+    def ranked(self, q: int) -> list[tuple[NDArray[np.int64], NDArray[np.int8]]]:
+        """Query ``q``'s ranking in each run as pids, every entry named, with their
+        grades: from the runs once they are in, else read on their own."""
+        cat = self.catalog
+        if not cat.runs:
+            book = self.grades[q]
+            return [(pids, _grades_of(pids, book)) for pids in cat.ranked_pids(q)]
+        if cat.resolve(q):
+            self.regrade(q)  # entries named just now may be graded passages
+        lists = cat.ranked_pids(q)
+        return [
+            (pids, grades[run.offsets[q] : run.offsets[q + 1]])
+            for pids, run, grades in zip(lists, cat.runs, self.run_grades, strict=True)
+        ]
+
+    def regrade(self, q: int) -> None:
+        """Grade query ``q``'s run entries again from its grades."""
+        book = self.grades[q]
+        for run, out in zip(self.catalog.runs, self.run_grades, strict=True):
+            start, stop = int(run.offsets[q]), int(run.offsets[q + 1])
+            out[start:stop] = _grades_of(run.pids[start:stop], book)
 
     # -- changes -----------------------------------------------------------------------
 
@@ -138,24 +180,52 @@ class GradeBook:
         else:
             book[pid] = grade
             self.counts[q, grade] += 1
-        text = self.catalog.passage_ext[pid]
-        for run, out in zip(self.catalog.runs, self.run_grades, strict=True):
-            start = int(run.offsets[q])
-            for i, ext in enumerate(run.ranked(q)):
-                if ext == text:
-                    out[start + i] = 0 if grade is None else grade
+        runs = self.catalog.runs
+        if not runs:
+            # Before the runs are in: entry grades come from the grades when asked, and
+            # the runs' are graded again for the queries changed meanwhile (``touched``).
+            self.touched.add(q)
+            return
+        if bool(late_for(runs, np.array([pid], dtype=np.int64))[0]):
+            self.catalog.resolve(q)  # the passage may be one of its unnamed entries
+        self.regrade(q)
+
+
+def late_for(runs: Sequence[RunLists], pids: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Which of ``pids`` some run may list unnamed (a 0 entry): a passage met outside
+    the file, or one the file gave a row after that run was stored."""
+    if not runs:
+        return np.zeros(pids.size, dtype=bool)
+    return (pids < 0) | (pids > min(run.upto for run in runs))
+
+
+def _grades_of(pids: NDArray[np.integer], book: dict[int, int]) -> NDArray[np.int8]:
+    if not book:
+        return np.zeros(pids.size, dtype=np.int8)
+    return np.array([book.get(pid, 0) for pid in pids.tolist()], dtype=np.int8)
 
 
 def entry_grades(
-    runs: Sequence[RunLists], by_text: Sequence[dict[str, int]]
+    runs: Sequence[RunLists],
+    q: NDArray[np.int64],
+    pids: NDArray[np.int64],
+    grades: NDArray[np.int64],
 ) -> list[NDArray[np.int8]]:
-    """Each run entry's grade (0: none) from each query's grades by passage id. It only
-    reads, so the thread that reads the runs in the background can compute it too."""
+    """Each run entry's grade (0: none) from grades as parallel arrays (query index,
+    pid, grade): one sorted search over every entry. It only reads, so the thread that
+    reads the runs in the background can compute it too."""
+    keys = q * SPAN + pids + SPAN // 2
+    order = np.argsort(keys, kind="stable")
+    keys, by_key = keys[order], grades[order].astype(np.int8)
     out = []
     for run in runs:
-        looked: list[int] = []
-        for q, graded in enumerate(by_text):
-            ranked = run.ranked(q)
-            looked.extend([graded.get(e, 0) for e in ranked] if graded else [0] * len(ranked))
-        out.append(np.array(looked, dtype=np.int8))
+        n = run.offsets.size - 1
+        at_query = np.repeat(np.arange(n, dtype=np.int64), np.diff(run.offsets))
+        wanted = at_query * SPAN + run.pids.astype(np.int64) + SPAN // 2
+        del at_query
+        if not keys.size:
+            out.append(np.zeros(run.pids.size, dtype=np.int8))
+            continue
+        at = np.searchsorted(keys, wanted).clip(0, keys.size - 1)
+        out.append(np.where(keys[at] == wanted, by_key[at], 0).astype(np.int8))
     return out

@@ -23,9 +23,10 @@ from raglabel.session.catalog import (
     load_catalog,
     load_passages,
     load_runs,
+    name_late_entries,
     pool_pairs,
 )
-from raglabel.session.gradebook import GradeBook, entry_grades
+from raglabel.session.gradebook import GradeBook, entry_grades, late_for
 from raglabel.session.live_metrics import PANEL_METRICS, Hole, LiveMetrics, QueryPanel
 from raglabel.session.options import AppOptions
 from raglabel.session.suggestions import Suggestion, query_suggestions
@@ -33,7 +34,6 @@ from raglabel.storage import adjudication
 from raglabel.storage.labels import (
     graders,
     own_grade_rows,
-    own_grades,
     resolved_grade_rows,
     resolved_grades,
 )
@@ -288,11 +288,17 @@ class GradingSession:
         loaded = self._pending.result()
         self._pending = None
         self._waiting = False
-        self.catalog.runs = loaded.runs
-        if loaded.generation == self._generation:
-            self.book.run_grades = loaded.run_grades
+        book = self.book
+        changed = self.catalog.install(loaded.runs)
+        if loaded.generation == self._generation and changed is not None:
+            book.run_grades = loaded.run_grades
+            # Queries opened or graded meanwhile: their entries as shown, graded as now.
+            for q in sorted(changed | book.touched):
+                self.catalog.resolve(q)  # a passage graded meanwhile may be unnamed there
+                book.regrade(q)
         else:  # grades were reloaded meanwhile (another annotator): score them again
-            self.book.score_runs()
+            book.score_runs()
+        book.touched.clear()
         self._rescore()
         _settle_collector()
 
@@ -403,30 +409,41 @@ class GradingSession:
 
     def query_row(self, q: int) -> QueryRow:
         query = self.catalog.queries[q]
+        holes: int | None = int(self._holes[q]) if self._holes.size else None
+        ra: tuple[float, ...] | None = (
+            tuple(float(v) for v in self._ra[:, q]) if self._ra.size else None
+        )
+        if self._waiting and self.counted and q in self.catalog.opened:
+            # Opened before the runs are in: its own rankings give its figures.
+            holes = len(self.board.holes(q, self.k))
+            values = self.panel(q).values
+            ra = tuple(values[name]["ra_nwg"] for name in self.catalog.run_names)
         return QueryRow(
             index=q,
             ext_id=query.ext_id,
             text=query.text,
             graded=int(self.book.graded_candidates[q]),
             candidates=int(self.catalog.candidates.sizes[q]),
-            holes=int(self._holes[q]) if self._holes.size else 0,
-            ra_nwg=tuple(float(v) for v in self._ra[:, q])
-            if self._ra.size
-            else (math.nan,) * len(self.catalog.run_names),
-            scored=not self._waiting,
+            holes=holes or 0,
+            ra_nwg=ra if ra is not None else (math.nan,) * len(self.catalog.run_names),
+            scored=holes is not None,
             counted=not self._counting,
         )
 
     def passages(self, q: int) -> list[PassageRow]:
-        """The query's candidates in pool order, then any hole outside the pool."""
-        self.ensure_runs()
+        """The query's candidates in pool order, then any hole outside the pool. Before
+        the runs are in, read from the query's own rankings: nothing waits for them."""
+        self.ensure_counts()
         cat = self.catalog
         pool = list(cat.candidates[q])
         listed = set(pool)
         pool += [h.pid for h in self.board.holes(q, self.k) if h.pid not in listed]
         listed = set(pool)
         pool += [pid for pid in self._extra.get(q, []) if pid not in listed]
-        ranks = [{ext: rank for rank, ext in enumerate(run.ranked(q), 1)} for run in cat.runs]
+        ranks = [
+            {pid: rank for rank, pid in enumerate(pids.tolist(), 1)}
+            for pids, _ in self.book.ranked(q)
+        ]
         suggestions = {
             cat.pid(ext): s
             for ext, s in query_suggestions(self.project, cat.queries[q].row_id).items()
@@ -445,7 +462,7 @@ class GradingSession:
                     grade=grade,
                     own=own,
                     suggestion=suggestions.get(pid),
-                    ranks=tuple(r.get(cat.passage_ext[pid]) for r in ranks),
+                    ranks=tuple(r.get(pid) for r in ranks),
                     skipped="skip" in notes.get(pid, {}),
                     flagged="flag" in notes.get(pid, {}),
                     skip_reason=notes.get(pid, {}).get("skip"),
@@ -496,7 +513,7 @@ class GradingSession:
         return definitions(keys, self.options.config)
 
     def panel(self, q: int) -> QueryPanel:
-        self.ensure_runs()
+        self.ensure_counts()  # the runs are not needed: the query's own are read
         found = self._panels.get(q)
         if found is None:
             found = self._panels[q] = self.board.panel(q, self.k)
@@ -505,10 +522,11 @@ class GradingSession:
     def next_hole(self, q: int) -> Hole | None:
         """The labeling queue's next pair: this query's most-retrieved ungraded passage,
         else the best hole of the query with the most holes."""
-        self.ensure_runs()
+        self.ensure_counts()
         here = self.board.holes(q, self.k)
         if here:
             return here[0]
+        self.ensure_runs()  # which query has the most holes needs them all
         if not self._holes.size or int(self._holes.max()) == 0:
             return None
         other = int(np.argmax(self._holes))
@@ -641,7 +659,9 @@ class GradingSession:
         return self._apply(done, kind)
 
     def _apply(self, done: Recorded, kind: str) -> Change:
-        self.ensure_runs()
+        # The grades in view, not the runs: the book grades the runs' entries of the
+        # queries it changes meanwhile once they are in.
+        self.ensure_counts()
         q = self.catalog.query_by_ext(done.query)
         pid = self.catalog.pid(done.passage)
         assert q is not None
@@ -675,6 +695,8 @@ class GradingSession:
 
     def _refresh_query(self, q: int) -> None:
         self._panels.pop(q, None)
+        if self._waiting:  # the runs' figures come with them; the panel is asked anew
+            return
         if self._ra.size:
             values = self.panel(q).values
             self._ra[:, q] = [values[name]["ra_nwg"] for name in self.catalog.run_names]
@@ -763,8 +785,8 @@ class _LoadedRuns:
 
 # Each reader has its own connection: the app's connection belongs to the app's thread.
 # Nothing here writes to the catalog or the book; the app's thread puts the results in
-# place. The collector rests meanwhile: millions of ids hold no cycle, and collections
-# walking them again and again as they are made slowed the reading several times.
+# place. The collector rests while the counts are read: millions of grades hold no
+# cycle, and collections walking them again and again slowed the reading.
 
 
 def _read_pools_and_runs(
@@ -780,13 +802,17 @@ def _read_pools_and_runs(
     column waits for them), then the runs. One snapshot for both: the run entries' grades
     must be the book's, whatever another process grades meanwhile."""
     with Project.reader(path) as reader, reader.snapshot():
+        counted = None
         if counts is not None and counts.set_running_or_notify_cancel():
             try:
-                counts.set_result(_read_counts(reader, catalog, annotator, blind, generation))
+                counted = _read_counts(reader, catalog, annotator, blind, generation)
+                counts.set_result(counted)
             except BaseException as exc:
                 counts.set_exception(exc)
                 raise
-        return _read_runs(reader, catalog, annotator, blind, generation)
+        if counted is None:
+            counted = _read_counts(reader, catalog, annotator, blind, generation)
+        return _read_runs(reader, catalog, counted.book, generation)
 
 
 def _read_counts(
@@ -810,28 +836,18 @@ def _read_counts(
             gc.enable()
 
 
-def _read_runs(
-    reader: Project, catalog: Catalog, annotator: str, blind: bool, generation: int
-) -> _LoadedRuns:
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        runs = load_runs(reader, catalog)
-        # The grades by passage id, as the runs name passages: the app's thread cannot
-        # lend its connection to name the pids. Read in the counts' snapshot, they are
-        # the book's grades; the app's own writes wait for the runs (``_apply``), and
-        # the book then updates the run entries it touches.
-        conn = reader.conn
-        named = own_grades(conn, annotator) if blind else resolved_grades(conn)
-        by_text: list[dict[str, int]] = [{} for _ in catalog.queries]
-        for query_row, passage, grade in named:
-            q = catalog.query_index(query_row)
-            if q is not None:
-                by_text[q][passage] = grade
-        loaded = _LoadedRuns(runs, entry_grades(runs, by_text), generation)
-    finally:
-        if collecting:
-            gc.enable()
+def _read_runs(reader: Project, catalog: Catalog, book: GradeBook, generation: int) -> _LoadedRuns:
+    """The runs as pids, with their entries' grades from ``book`` (read in the same
+    snapshot). Their pids are the rows the rankings store; the app's thread names the
+    rest when it needs them, and puts queries opened meanwhile in as it showed them."""
+    runs = load_runs(reader, catalog)
+    q, pids, grades = book.grades.table()
+    late = late_for(runs, pids)
+    if late.any():
+        # A graded passage that got its row after a run was stored (found by search,
+        # named by a later label file) may be an entry stored as 0: found by its id.
+        name_late_entries(reader, catalog, runs, q[late], pids[late])
+    loaded = _LoadedRuns(runs, entry_grades(runs, q, pids, grades), generation)
     # Warm the import the first grade needs, here rather than on the annotator's key.
     import raglabel.storage.grades  # noqa: F401
 

@@ -19,7 +19,7 @@ from raglabel.metrics.labels import LabelSet
 from raglabel.metrics.names import MetricKey
 from raglabel.metrics.run import RankedRun
 from raglabel.session.catalog import Catalog
-from raglabel.session.gradebook import GradeBook
+from raglabel.session.gradebook import SPAN, GradeBook
 
 #: The panel's metrics, in the order it shows them.
 PANEL_METRICS = ("ra_nwg", "proc", "pct_proc", "n_recall_4plus", "n_recall_5", "harm", "judged")
@@ -55,17 +55,14 @@ class LiveMetrics:
     # -- one query ---------------------------------------------------------------------
 
     def panel(self, q: int, k: int) -> QueryPanel:
-        runs = self.catalog.runs
+        names = self.catalog.run_names
         counts = self.book.counts[q]
-        n = len(runs)
-        labels = LabelSet(tuple(r.name for r in runs), np.tile(counts, (max(n, 1), 1)))
+        n = len(names)
+        labels = LabelSet(tuple(names), np.tile(counts, (max(n, 1), 1)))
         stats = QueryStats.build(labels, self.config)
         values: dict[str, dict[str, float]] = {}
         if n:
-            slices = [
-                grades[int(run.offsets[q]) : int(run.offsets[q + 1])]
-                for run, grades in zip(runs, self.book.run_grades, strict=True)
-            ]
+            slices = [grades for _, grades in self.book.ranked(q)]
             lengths = np.array([s.size for s in slices], dtype=np.int64)
             stacked = RankedRun(
                 name="panel",
@@ -74,8 +71,8 @@ class LiveMetrics:
             )
             keys = [MetricKey(name, k) for name in PANEL_METRICS]
             result = evaluate_run(stats, stacked, keys)
-            for i, run in enumerate(runs):
-                values[run.name] = {key.base: float(result[key][i]) for key in keys}
+            for i, name in enumerate(names):
+                values[name] = {key.base: float(result[key][i]) for key in keys}
         return QueryPanel(
             k=k,
             values=values,
@@ -86,22 +83,23 @@ class LiveMetrics:
 
     def holes(self, q: int, k: int) -> list[Hole]:
         """Ungraded passages in any run's top K of query ``q``, most-retrieved first."""
+        top = self._top(q, k)
+        names = self.catalog.passage_ext
+        names.name([pid for pid in top if pid >= 0])
         # Ties go by passage id: a pid is a row of the file (or a negative number for a
         # passage outside it), an order that says nothing to the annotator.
-        top = sorted(self._top(q, k).items(), key=lambda it: (-len(it[1]), min(it[1]), it[0]))
-        pid = self.catalog.pid
-        return [Hole(q, pid(ext), len(ranks), min(ranks)) for ext, ranks in top]
+        ordered = sorted(top.items(), key=lambda it: (-len(it[1]), min(it[1]), names[it[0]]))
+        return [Hole(q, pid, len(ranks), min(ranks)) for pid, ranks in ordered]
 
-    def _top(self, q: int, k: int) -> dict[str, list[int]]:
-        """Each ungraded passage in some run's top K of query ``q``, with its ranks there."""
-        seen: dict[str, list[int]] = {}
-        for run, grades in zip(self.catalog.runs, self.book.run_grades, strict=True):
-            start = int(run.offsets[q])
-            stop = min(start + k, int(run.offsets[q + 1]))
-            entries = zip(run.ext[start:stop], grades[start:stop].tolist(), strict=True)
-            for rank, (ext, grade) in enumerate(entries, 1):
+    def _top(self, q: int, k: int) -> dict[int, list[int]]:
+        """Each ungraded passage (pid) in some run's top K of query ``q``, with its ranks
+        there."""
+        seen: dict[int, list[int]] = {}
+        for pids, grades in self.book.ranked(q):
+            entries = zip(pids[:k].tolist(), grades[:k].tolist(), strict=True)
+            for rank, (pid, grade) in enumerate(entries, 1):
                 if not grade:
-                    seen.setdefault(ext, []).append(rank)
+                    seen.setdefault(pid, []).append(rank)
         return seen
 
     # -- every query -------------------------------------------------------------------
@@ -122,5 +120,36 @@ class LiveMetrics:
 
     def hole_counts(self, k: int) -> NDArray[np.int64]:
         """Per query, the number of distinct ungraded passages in any run's top K."""
-        n = len(self.catalog.queries)
-        return np.fromiter((len(self._top(q, k)) for q in range(n)), dtype=np.int64, count=n)
+        cat = self.catalog
+        n = len(cat.queries)
+        if not cat.runs:
+            return np.zeros(n, dtype=np.int64)
+        tops = [_top_k(run.offsets, k) for run in cat.runs]
+        # An unnamed entry in a top K (K beyond a run's pool depth) is named first: only
+        # its id tells whether another run lists the same passage.
+        unnamed = np.unique(
+            np.concatenate(
+                [
+                    at_query[run.pids[at] == 0]
+                    for run, (at, at_query) in zip(cat.runs, tops, strict=True)
+                ]
+            )
+        )
+        for q in unnamed.tolist():
+            if cat.resolve(q):
+                self.book.regrade(q)
+        keys = []
+        for run, grades, (at, at_query) in zip(cat.runs, self.book.run_grades, tops, strict=True):
+            hole = grades[at] == 0
+            keys.append(at_query[hole] * SPAN + run.pids[at[hole]].astype(np.int64) + SPAN // 2)
+        distinct = np.unique(np.concatenate(keys))
+        return np.bincount(distinct // SPAN, minlength=n).astype(np.int64)
+
+
+def _top_k(offsets: NDArray[np.int64], k: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The positions of every query's first ``k`` entries, and each one's query."""
+    lengths = np.minimum(np.diff(offsets), k)
+    at_query = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
+    first = np.cumsum(lengths) - lengths
+    at = offsets[:-1][at_query] + np.arange(at_query.size, dtype=np.int64) - first[at_query]
+    return at, at_query

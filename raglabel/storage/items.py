@@ -135,9 +135,7 @@ def _json_names(names: NDArray[np.bytes_]) -> str:
     return (b'["' + b'","'.join(values) + b'"]').decode("utf-8")
 
 
-def _known_ids(
-    conn: sqlite3.Connection, table: str, wanted: list[str], top: int
-) -> dict[str, int]:
+def _known_ids(conn: sqlite3.Connection, table: str, wanted: list[str], top: int) -> dict[str, int]:
     """The row id of each of ``wanted`` (distinct names) that ``table`` holds; ``top`` is
     the table's largest id."""
     known: dict[str, int] = {}

@@ -177,6 +177,10 @@ def run_names(conn: sqlite3.Connection) -> list[str]:
     return [name for (name,) in conn.execute("SELECT name FROM run ORDER BY id")]
 
 
+def run_ids(conn: sqlite3.Connection) -> list[int]:
+    return [run_id for (run_id,) in conn.execute("SELECT id FROM run ORDER BY id")]
+
+
 @dataclass(frozen=True)
 class RunRows:
     """A stored run's passage rows back to back, query after query in query row order:
@@ -222,10 +226,7 @@ def _rows_of_run(conn: sqlite3.Connection, run_id: int, name: str, upto: int) ->
 def query_rankings(conn: sqlite3.Connection, query_row: int) -> list[list[str]]:
     """One query's passage ids in every stored run (run order; empty where a run lacks
     the query): one indexed read a run."""
-    out = []
-    for (run_id,) in conn.execute("SELECT id FROM run ORDER BY id").fetchall():
-        out.append(ranking_ids(conn, run_id, query_row))
-    return out
+    return [ranking_ids(conn, run_id, query_row) for run_id in run_ids(conn)]
 
 
 def ranking_ids(conn: sqlite3.Connection, run_id: int, query_row: int) -> list[str]:
