@@ -36,7 +36,8 @@ KEPT = {
     "current_grade": "SELECT * FROM current_grade ORDER BY query_id, passage_id, annotator_id",
     "query": "SELECT * FROM query ORDER BY id",
     "passage": "SELECT * FROM passage ORDER BY id",
-    "ranking": "SELECT * FROM ranking ORDER BY run_id, query_id",
+    "ranking": "SELECT run_id, query_id, passage_ids, scores FROM ranking"
+    " ORDER BY run_id, query_id",
 }
 
 
@@ -171,3 +172,27 @@ def test_v6_upgrade_keeps_the_judges_answers_and_starts_with_no_invite(tmp_path:
         assert project.version == SCHEMA_VERSION
         assert invites(project) == []
     assert read(path, judged) == before
+
+
+def test_v7_upgrade_keeps_the_invite_and_writes_the_rankings_passage_rows(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "v7.db"
+    shutil.copyfile(OLD[7], path)
+    before = read(path, "SELECT * FROM invite")
+    assert len(before) == 1
+    with Project.open(path) as project:
+        assert project.version == SCHEMA_VERSION
+    assert read(path, "SELECT * FROM invite") == before
+    rows = read(
+        path,
+        "SELECT q.ext_id, r.passage_ids, r.passage_rows FROM ranking r"
+        " JOIN query q ON q.id = r.query_id ORDER BY q.ext_id",
+    )
+    ids = dict(read(path, "SELECT ext_id, id FROM passage"))
+    for _, listed, stored in rows:
+        names = bytes(listed).decode().split("\n")
+        assert [int.from_bytes(stored[i : i + 4], "little") for i in range(0, len(stored), 4)] == [
+            ids[name] for name in names
+        ]
+    assert read(path, "SELECT passage_rows_upto FROM run") == [(max(ids.values()),)]

@@ -24,8 +24,9 @@ TARGET = Path(__file__).with_name("project-v6.db")
 STAMP = "2026-11-22T10:00:00+00:00"
 
 
-def build(path: Path) -> None:
-    make_v5_project.build(path, version=6)
+def build(path: Path, version: int = 6) -> None:
+    """This file's content at schema ``version`` (6 or later)."""
+    make_v5_project.build(path, version=version)
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("BEGIN")
