@@ -250,6 +250,8 @@ class Catalog:
         if q in self.resolved or not self.runs:
             return False
         self.resolved.add(q)
+        if all((run.ranked(q) != 0).all() for run in self.runs):
+            return False  # every entry has its row: nothing to read
         changed = False
         for run, pids in zip(self.runs, self._read_query(q), strict=True):
             here = run.pids[run.offsets[q] : run.offsets[q + 1]]
