@@ -186,7 +186,8 @@ def test_v7_upgrade_keeps_the_invite_and_writes_the_rankings_passage_rows(
     assert read(path, "SELECT * FROM invite") == before
     rows = read(
         path,
-        "SELECT q.ext_id, r.passage_ids, r.passage_rows FROM ranking r"
+        "SELECT q.ext_id, r.passage_ids, w.passage_rows FROM ranking r"
+        " JOIN ranking_rows w USING (run_id, query_id)"
         " JOIN query q ON q.id = r.query_id ORDER BY q.ext_id",
     )
     ids = dict(read(path, "SELECT ext_id, id FROM passage"))

@@ -268,7 +268,7 @@ def test_the_upgrade_writes_each_rankings_passage_rows(
     old.close()
     with Project.open(path) as project:
         rows = project.conn.execute(
-            "SELECT query_id, passage_rows FROM ranking ORDER BY query_id"
+            "SELECT query_id, passage_rows FROM ranking_rows ORDER BY query_id"
         ).fetchall()
         upto = project.conn.execute("SELECT passage_rows_upto FROM run").fetchall()
     assert [(q, np.frombuffer(blob, dtype="<i4").tolist()) for q, blob in rows] == [
@@ -293,8 +293,8 @@ def test_a_run_stored_today_holds_the_rows_the_file_has(db: Path) -> None:
     try:
         ids = dict(conn.execute("SELECT ext_id, id FROM passage"))
         stored = conn.execute(
-            "SELECT run.name, q.ext_id, r.passage_rows, run.passage_rows_upto FROM ranking r"
-            " JOIN run ON run.id = r.run_id JOIN query q ON q.id = r.query_id"
+            "SELECT run.name, q.ext_id, r.passage_rows, run.passage_rows_upto"
+            " FROM ranking_rows r JOIN run ON run.id = r.run_id JOIN query q ON q.id = r.query_id"
         ).fetchall()
     finally:
         conn.close()

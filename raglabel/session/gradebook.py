@@ -219,13 +219,16 @@ def entry_grades(
     keys, by_key = keys[order], grades[order].astype(np.int8)
     out = []
     for run in runs:
-        n = run.offsets.size - 1
-        at_query = np.repeat(np.arange(n, dtype=np.int64), np.diff(run.offsets))
-        wanted = at_query * SPAN + run.pids.astype(np.int64) + SPAN // 2
-        del at_query
-        if not keys.size:
-            out.append(np.zeros(run.pids.size, dtype=np.int8))
-            continue
-        at = np.searchsorted(keys, wanted).clip(0, keys.size - 1)
-        out.append(np.where(keys[at] == wanted, by_key[at], 0).astype(np.int8))
+        found = np.zeros(run.pids.size, dtype=np.int8)
+        # An unnamed entry (0) has no grade (see ``late_for``): most entries below the
+        # pool depth are, and need no search.
+        named = np.flatnonzero(run.pids)
+        if keys.size and named.size:
+            n = run.offsets.size - 1
+            at_query = np.repeat(np.arange(n, dtype=np.int64), np.diff(run.offsets))[named]
+            wanted = at_query * SPAN + run.pids[named].astype(np.int64) + SPAN // 2
+            del at_query
+            at = np.searchsorted(keys, wanted).clip(0, keys.size - 1)
+            found[named] = np.where(keys[at] == wanted, by_key[at], 0)
+        out.append(found)
     return out

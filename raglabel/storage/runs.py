@@ -5,8 +5,8 @@ the scores as little-endian float64, both already in rank order (ties and repeat
 resolved at import, as trec_eval orders a run). That keeps a 10M-line run well under
 its file size and lets ``eval`` read it back without sorting again.
 
-Beside the ids, each ranking holds the passage row of every entry as little-endian
-int32 (0 where the file held no such passage when the ranking was written): the grading
+Beside the ids, ``ranking_rows`` holds each ranking's passage row of every entry as
+little-endian int32 (0 where the file held no such passage when it was written): the grading
 app reads a big project's runs as integers, where mapping tens of millions of ids back
 to rows costs a minute. An entry below the pool depth has no row until somebody grades
 it; ``run.passage_rows_upto`` is the largest passage row when the rows were written, so
@@ -108,6 +108,7 @@ def store(
                 "(name it differently, or give --replace to overwrite it)",
             )
         conn.execute("DELETE FROM ranking WHERE run_id = ?", existing)
+        conn.execute("DELETE FROM ranking_rows WHERE run_id = ?", existing)
         conn.execute("DELETE FROM run WHERE id = ?", existing)
     query_ids = ensure_queries(conn, (r.query for r in run.rankings))
     pooled = [
@@ -124,16 +125,21 @@ def store(
         (run.name, run.source, now(), len(run.rankings), run.entries, last_passage_row(conn)),
     ).lastrowid
     conn.executemany(
-        "INSERT INTO ranking (run_id, query_id, passage_ids, scores, passage_rows)"
-        " VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO ranking (run_id, query_id, passage_ids, scores) VALUES (?, ?, ?, ?)",
         (
             (
                 run_id,
                 query_ids[r.query],
                 encode_ids(r.passages),
                 None if r.scores is None else r.scores.astype(SCORE_DTYPE).tobytes(),
-                encode_rows([rows.get(p, 0) for p in r.passages]),
             )
+            for r in run.rankings
+        ),
+    )
+    conn.executemany(
+        "INSERT INTO ranking_rows (run_id, query_id, passage_rows) VALUES (?, ?, ?)",
+        (
+            (run_id, query_ids[r.query], encode_rows([rows.get(p, 0) for p in r.passages]))
             for r in run.rankings
         ),
     )
@@ -164,9 +170,9 @@ def fill_passage_rows(conn: sqlite3.Connection) -> None:
         ]
         rows = known_passage_rows(conn, (p for _, ids in rankings for p in ids))
         conn.executemany(
-            "UPDATE ranking SET passage_rows = ? WHERE run_id = ? AND query_id = ?",
+            "INSERT INTO ranking_rows (run_id, query_id, passage_rows) VALUES (?, ?, ?)",
             (
-                (encode_rows([rows.get(p, 0) for p in ids]), run_id, query_row)
+                (run_id, query_row, encode_rows([rows.get(p, 0) for p in ids]))
                 for query_row, ids in rankings
             ),
         )
@@ -207,7 +213,7 @@ def run_rows(conn: sqlite3.Connection) -> list[RunRows]:
 
 def _rows_of_run(conn: sqlite3.Connection, run_id: int, name: str, upto: int) -> RunRows:
     found = conn.execute(
-        "SELECT query_id, passage_rows FROM ranking WHERE run_id = ? ORDER BY query_id",
+        "SELECT query_id, passage_rows FROM ranking_rows WHERE run_id = ? ORDER BY query_id",
         (run_id,),
     ).fetchall()
     blobs = [bytes(blob) for _, blob in found]

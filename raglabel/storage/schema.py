@@ -355,9 +355,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         8,
         "each ranking's passage rows as int32, for readers of runs as integers",
         """
-        -- Little-endian int32 per entry, in rank order: the entry's passage row, or 0 where
-        -- the file held no such passage when the ranking was written (below the depth).
-        ALTER TABLE ranking ADD COLUMN passage_rows BLOB;
+        -- Per (run, query), little-endian int32 per entry in rank order: the entry's passage
+        -- row, or 0 where the file held no such passage when the ranking was written
+        -- (below the pool depth). A table of its own: reading every run's rows must not
+        -- read the ids and scores beside them.
+        CREATE TABLE ranking_rows (
+            run_id INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+            query_id INTEGER NOT NULL REFERENCES query(id),
+            passage_rows BLOB NOT NULL,
+            PRIMARY KEY (run_id, query_id)
+        ) WITHOUT ROWID;
         -- The largest passage row when the run's rows were written: a 0 may stand for a
         -- passage that got a row since, and only for a row above this one.
         ALTER TABLE run ADD COLUMN passage_rows_upto INTEGER;
