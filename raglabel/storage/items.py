@@ -249,10 +249,14 @@ def passage_rows_by_id(conn: sqlite3.Connection, ext_ids: Sequence[str]) -> dict
     return found
 
 
-def known_passage_rows(conn: sqlite3.Connection, ext_ids: Iterable[str]) -> dict[str, int]:
+def known_passage_rows(conn: sqlite3.Connection, ext_ids: Sequence[str]) -> dict[str, int]:
     """The row of each of these passage ids the file holds, for many ids at once (a
-    run's every entry): the table is read whole when that is cheaper than probing."""
+    run's every entry); it may name other passages too. Once the table is not much
+    larger than the list, it is read whole: cheaper than probing, or than making the
+    list distinct first."""
     top = conn.execute("SELECT coalesce(max(id), 0) FROM passage").fetchone()[0]
+    if top <= _SCAN_FACTOR * len(ext_ids):
+        return dict(conn.execute("SELECT ext_id, id FROM passage"))
     return _known_ids(conn, "passage", list(dict.fromkeys(ext_ids)), top)
 
 

@@ -117,7 +117,7 @@ def store(
     passage_ids = ensure_passages(conn, (pid for _, pid, _ in pooled))
     # The rows of the entries below the depth the file holds already (another run's
     # pool, a label file); the pool's are all known now.
-    rows = known_passage_rows(conn, (p for r in run.rankings for p in r.passages[depth:]))
+    rows = known_passage_rows(conn, [p for r in run.rankings for p in r.passages[depth:]])
     rows.update(passage_ids)
     run_id = conn.execute(
         "INSERT INTO run (name, source, imported_at, queries, entries, passage_rows_upto)"
@@ -168,7 +168,7 @@ def fill_passage_rows(conn: sqlite3.Connection) -> None:
                 "SELECT query_id, passage_ids FROM ranking WHERE run_id = ?", (run_id,)
             ).fetchall()
         ]
-        rows = known_passage_rows(conn, (p for _, ids in rankings for p in ids))
+        rows = known_passage_rows(conn, [p for _, ids in rankings for p in ids])
         conn.executemany(
             "INSERT INTO ranking_rows (run_id, query_id, passage_rows) VALUES (?, ?, ?)",
             (
