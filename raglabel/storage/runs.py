@@ -15,6 +15,7 @@ a reader knows which later rows (``> upto``) a 0 may stand for.
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,12 +137,10 @@ def store(
             for r in run.rankings
         ),
     )
+    encoded = encode_rankings(rows, [r.passages for r in run.rankings])
     conn.executemany(
         "INSERT INTO ranking_rows (run_id, query_id, passage_rows) VALUES (?, ?, ?)",
-        (
-            (run_id, query_ids[r.query], encode_rows([rows.get(p, 0) for p in r.passages]))
-            for r in run.rankings
-        ),
+        ((run_id, query_ids[r.query], blob) for r, blob in zip(run.rankings, encoded, strict=True)),
     )
     conn.executemany(
         "INSERT INTO candidate (query_id, passage_id, best_rank) VALUES (?, ?, ?)"
@@ -152,9 +151,21 @@ def store(
     return {"queries": len(run.rankings), "entries": run.entries, "pooled": len(pooled)}
 
 
-def encode_rows(rows: list[int]) -> bytes:
-    """A ranking's passage rows as stored (0: no row when written)."""
-    return np.array(rows, dtype=ROW_DTYPE).tobytes()
+def encode_rankings(rows: dict[str, int], rankings: list[list[str]]) -> list[bytes]:
+    """Each ranking's passage rows as stored (0: no row in ``rows``). One lookup pass in
+    C over every entry (``map`` of ``dict.get``) and one array: a Python step per entry
+    cost a run of 10M entries seconds more."""
+    lengths = np.array([len(ids) for ids in rankings], dtype=np.int64)
+    flat = np.fromiter(
+        map(rows.get, itertools.chain.from_iterable(rankings), itertools.repeat(0)),
+        dtype=ROW_DTYPE,
+        count=int(lengths.sum()),
+    )
+    ends = np.cumsum(lengths)
+    return [
+        flat[end - n : end].tobytes()
+        for end, n in zip(ends.tolist(), lengths.tolist(), strict=True)
+    ]
 
 
 def fill_passage_rows(conn: sqlite3.Connection) -> None:
@@ -169,11 +180,12 @@ def fill_passage_rows(conn: sqlite3.Connection) -> None:
             ).fetchall()
         ]
         rows = known_passage_rows(conn, [p for _, ids in rankings for p in ids])
+        encoded = encode_rankings(rows, [ids for _, ids in rankings])
         conn.executemany(
             "INSERT INTO ranking_rows (run_id, query_id, passage_rows) VALUES (?, ?, ?)",
             (
-                (run_id, query_row, encode_rows([rows.get(p, 0) for p in ids]))
-                for query_row, ids in rankings
+                (run_id, query_row, blob)
+                for (query_row, _), blob in zip(rankings, encoded, strict=True)
             ),
         )
         conn.execute("UPDATE run SET passage_rows_upto = ? WHERE id = ?", (upto, run_id))
