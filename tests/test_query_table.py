@@ -28,6 +28,7 @@ from raglabel.tui.app import GradingApp, create_app
 from raglabel.tui.query_filter import QueryFilter
 from raglabel.tui.screens.grade import GradeScreen
 from raglabel.tui.screens.queries import QueriesScreen
+from raglabel.tui.widgets.passage_list import PassageList
 from raglabel.tui.widgets.query_table import QueryTable
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo"
@@ -299,6 +300,18 @@ async def test_a_query_text_is_shown_as_written_not_as_markup() -> None:
         assert "q[b]1" in text and "is [red]this[/red] red?" in text
 
 
+async def test_control_characters_in_a_query_reach_the_screen_as_spaces() -> None:
+    rows = [QueryRow(0, "q1", "line one\nline two\tand\x1b[31m red", 0, 0, 0, (0.5, 0.25))]
+    app = _Host(rows)
+    async with app.run_test(size=(80, 10)) as pilot:
+        table = app.query_one(QueryTable)
+        table.show([0])
+        await pilot.pause()
+        painted = "".join(segment.text for segment in table.render_line(1))
+        assert not any(ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0 for char in painted)
+        assert "line one line two and [31m red" in painted
+
+
 # -- snapshots --------------------------------------------------------------------------------
 
 
@@ -335,3 +348,38 @@ def test_the_filter_matches_as_testing_each_query_would(
     # No match across the id and the text, nor across two queries.
     assert found.matching("Q000\x00").tolist() == []
     assert QueryFilter(["ab", "cd"], ["", ""]).matching("bc").tolist() == []
+
+
+async def test_the_grade_screen_does_not_wait_for_the_runs(
+    demo_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query opened before the runs are in: the queue key picks this query's hole and K
+    says it must wait, neither freezing the screen until the runs are read."""
+    gate = threading.Event()
+    read = grading._read_pools_and_runs
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        loaded = read(*args, **kwargs)
+        gate.wait(30)
+        return loaded
+
+    monkeypatch.setattr(grading, "_read_pools_and_runs", held)
+    app = create_app(AppOptions(project=demo_db, annotator=ME))
+    try:
+        async with app.run_test(size=(120, 32)) as pilot:
+            for _ in range(500):
+                if app.session.counted:
+                    break
+                await pilot.pause(0.02)
+            await pilot.press("down", "down", "enter")  # the demo's third query has holes
+            screen = app.screen
+            assert isinstance(screen, GradeScreen) and not app.session.runs_ready
+            assert screen.qi == 2
+            k = app.session.k
+            hole = app.session.hole_here(screen.qi)
+            await pilot.press("g", "K")
+            assert app.screen is screen and not app.session.runs_ready and app.session.k == k
+            assert hole is not None
+            assert screen.query_one(PassageList).current == hole.pid
+    finally:
+        gate.set()

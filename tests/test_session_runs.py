@@ -306,3 +306,37 @@ def test_a_run_stored_today_holds_the_rows_the_file_has(db: Path) -> None:
         assert all(row in (0, ids.get(ext)) for row, ext in zip(rows, listed, strict=True))
         assert all(0 < row <= upto for row in rows if row)
     assert {name: upto for name, _, _, upto in stored} == {"a": 2, "b": 4}
+
+
+def _names_in(session: GradingSession, q: int) -> dict[str, list[str | int]]:
+    names = session.catalog.passage_ext
+    return {
+        run.name: [names[pid] if pid else 0 for pid in run.ranked(q).tolist()]
+        for run in session.catalog.runs
+    }
+
+
+def test_a_run_replaced_by_another_process_keeps_the_session_runs_apart(db: Path) -> None:
+    """Another process replacing run a (its id then sorts after b's) must not pour one
+    run's entries into another's slice when the session reads a query on its own."""
+    session = _open(db, k=1)
+    with Project.open(db) as project, project.write():
+        store(project.conn, _run("a"), depth=1, replace=True)
+    session.passages(1)  # q2: read on its own, the runs named by the session's ids
+    shown = _names_in(session, 1)
+    assert shown["b"] == ["d6"]
+    assert len(shown["a"]) == 2  # the session's run a is gone from the file: not b's list
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_a_run_imported_after_start_waits_for_a_reload(db: Path, background: bool) -> None:
+    session = _open(db, background=background)
+    with Project.open(db) as project, project.write():
+        store(project.conn, Run("c", "c.trec", [Ranking("q1", ["d1"], np.ones(1))]), depth=1)
+    if background:
+        session.start_runs()
+    session.ensure_runs()
+    assert session.catalog.run_names == ["a", "b"]
+    assert len(session.query_row(0).ra_nwg) == 2
+    session.passages(0)
+    assert [run.name for run in session.catalog.runs] == ["a", "b"]

@@ -31,7 +31,7 @@ from raglabel.storage.items import (
 )
 from raglabel.storage.pool import candidate_rows, query_pool
 from raglabel.storage.project import Project
-from raglabel.storage.runs import query_rankings, ranking_ids, run_ids, run_names, run_rows
+from raglabel.storage.runs import query_rankings, ranking_ids, run_rows, stored_runs
 
 
 # Slots and not frozen: a frozen dataclass sets each field through object.__setattr__,
@@ -63,6 +63,7 @@ class RunLists:
     offsets: NDArray[np.int64]
     pids: NDArray[np.int32]
     upto: int
+    run_id: int = 0  # the stored run these entries were read from
 
     def ranked(self, q: int) -> NDArray[np.int32]:
         return self.pids[self.offsets[q] : self.offsets[q + 1]]
@@ -171,6 +172,9 @@ class Catalog:
     candidates: Pools  # per query, in pool order (best rank, then id)
     runs: list[RunLists]
     names: list[str] = field(default_factory=list)  # the runs' names, known before the runs
+    # The stored runs' ids beside ``names``: every later read asks for these runs, so a
+    # run another process imports or replaces meanwhile cannot shift the session's.
+    run_ids: list[int] = field(default_factory=list)
     # Every candidate read at start as (query index, pid): what the grade book counts.
     read_pairs: tuple[NDArray[np.int64], NDArray[np.int64]] = field(
         default_factory=lambda: (np.zeros(0, np.int64), np.zeros(0, np.int64))
@@ -255,7 +259,9 @@ class Catalog:
         changed = False
         for run, pids in zip(self.runs, self._read_query(q), strict=True):
             here = run.pids[run.offsets[q] : run.offsets[q + 1]]
-            if not np.array_equal(here, pids):
+            # A ranking of another length is no longer the one the session read (another
+            # process replaced or deleted the run): the session keeps its own.
+            if here.size == pids.size and not np.array_equal(here, pids):
                 here[:] = pids
                 changed = True
         return changed
@@ -284,7 +290,9 @@ class Catalog:
         for q, lists in self.opened.items():
             self.resolved.add(q)
             for run, pids in zip(runs, lists, strict=True):
-                run.pids[run.offsets[q] : run.offsets[q + 1]] = pids
+                here = run.pids[run.offsets[q] : run.offsets[q + 1]]
+                if here.size == pids.size:  # else the run changed on disk in between
+                    here[:] = pids
             if changed is not None:
                 changed.add(q)
         self.opened.clear()
@@ -307,8 +315,16 @@ def load_catalog(project: Project, *, pools: bool = True) -> Catalog:
         return [names.learn(pid, ext) for pid, ext in query_pool(conn, queries[q].row_id)]
 
     sizes = np.zeros(len(queries), np.int64)
-    catalog = Catalog(queries, names, Pools(sizes, read), [], run_names(conn))
-    catalog.read_ranked = lambda row: query_rankings(conn, row)
+    stored = stored_runs(conn)
+    catalog = Catalog(
+        queries,
+        names,
+        Pools(sizes, read),
+        [],
+        [name for _, name in stored],
+        [run_id for run_id, _ in stored],
+    )
+    catalog.read_ranked = lambda row: query_rankings(conn, row, catalog.run_ids)
     if pools:
         catalog.read_pairs = pool_pairs(catalog, project)
         catalog.candidates.sizes = np.bincount(
@@ -333,7 +349,7 @@ def load_runs(project: Project, catalog: Catalog) -> list[RunLists]:
     (on its own connection) while the app starts."""
     out = []
     n = len(catalog.queries)
-    for run in run_rows(project.conn):
+    for run in run_rows(project.conn, list(zip(catalog.run_ids, catalog.names, strict=True))):
         # Queries are numbered in row id order, the order the run's rows come in.
         q = catalog.query_indexes(run.query_rows)
         lengths = np.zeros(n, dtype=np.int64)
@@ -343,7 +359,7 @@ def load_runs(project: Project, catalog: Catalog) -> list[RunLists]:
             keep = np.repeat(q >= 0, run.lengths)
             rows = rows[keep]
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        out.append(RunLists(run.name, offsets, rows, run.upto))
+        out.append(RunLists(run.name, offsets, rows, run.upto, run.run_id))
     return out
 
 
@@ -362,12 +378,13 @@ def name_late_entries(
     for q, pid in zip(queries.tolist(), pids.tolist(), strict=True):
         if pid in ids:
             wanted.setdefault(q, {})[ids[pid]] = pid
-    for run_id, run in zip(run_ids(project.conn), runs, strict=True):
+    for run in runs:
         for q, rows in wanted.items():
             here = run.pids[run.offsets[q] : run.offsets[q + 1]]
             if not (here == 0).any() or not any(pid > run.upto for pid in rows.values()):
                 continue
-            for i, ext in enumerate(ranking_ids(project.conn, run_id, catalog.queries[q].row_id)):
+            row = catalog.queries[q].row_id
+            for i, ext in enumerate(ranking_ids(project.conn, run.run_id, row)):
                 if here[i] == 0 and ext in rows:
                     here[i] = rows[ext]
 

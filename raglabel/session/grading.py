@@ -519,13 +519,19 @@ class GradingSession:
             found = self._panels[q] = self.board.panel(q, self.k)
         return found
 
+    def hole_here(self, q: int) -> Hole | None:
+        """Query ``q``'s most-retrieved ungraded passage: the queue's next pair while it
+        has one. Waits for the counts only, never for the whole runs."""
+        self.ensure_counts()
+        here = self.board.holes(q, self.k)
+        return here[0] if here else None
+
     def next_hole(self, q: int) -> Hole | None:
         """The labeling queue's next pair: this query's most-retrieved ungraded passage,
         else the best hole of the query with the most holes."""
-        self.ensure_counts()
-        here = self.board.holes(q, self.k)
-        if here:
-            return here[0]
+        here = self.hole_here(q)
+        if here is not None:
+            return here
         self.ensure_runs()  # which query has the most holes needs them all
         if not self._holes.size or int(self._holes.max()) == 0:
             return None

@@ -135,27 +135,6 @@ def _json_names(names: NDArray[np.bytes_]) -> str:
     return (b'["' + b'","'.join(values) + b'"]').decode("utf-8")
 
 
-def _known_ids(conn: sqlite3.Connection, table: str, wanted: list[str], top: int) -> dict[str, int]:
-    """The row id of each of ``wanted`` (distinct names) that ``table`` holds; ``top`` is
-    the table's largest id."""
-    known: dict[str, int] = {}
-    if wanted and top <= _SCAN_FACTOR * len(wanted):
-        # Reading every row in order is cheaper than probing the ext_id index at random
-        # for each name once the table is not much larger than the list.
-        everything = dict(conn.execute(f"SELECT ext_id, id FROM {table}"))
-        known = {ext: everything[ext] for ext in wanted if ext in everything}
-    elif wanted:
-        for start in range(0, len(wanted), JSON_CHUNK):
-            known.update(
-                conn.execute(
-                    f"SELECT j.value, t.id FROM json_each(?) j JOIN {table} t"
-                    " ON t.ext_id = j.value",
-                    (json_list(wanted[start : start + JSON_CHUNK]),),
-                )
-            )
-    return known
-
-
 def _ensure(conn: sqlite3.Connection, table: str, ext_ids: Iterable[str]) -> dict[str, int]:
     ids, insert = plan_ids(conn, table, ext_ids)
     insert()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -195,8 +196,9 @@ def run_names(conn: sqlite3.Connection) -> list[str]:
     return [name for (name,) in conn.execute("SELECT name FROM run ORDER BY id")]
 
 
-def run_ids(conn: sqlite3.Connection) -> list[int]:
-    return [run_id for (run_id,) in conn.execute("SELECT id FROM run ORDER BY id")]
+def stored_runs(conn: sqlite3.Connection) -> list[tuple[int, str]]:
+    """Every stored run as ``(id, name)``, in the order the runs were stored."""
+    return conn.execute("SELECT id, name FROM run ORDER BY id").fetchall()
 
 
 @dataclass(frozen=True)
@@ -213,14 +215,18 @@ class RunRows:
     rows: NDArray[np.int32]
 
 
-def run_rows(conn: sqlite3.Connection) -> list[RunRows]:
-    """Every stored run's passage rows, in the order the runs were stored."""
-    return [
-        _rows_of_run(conn, run_id, name, upto)
-        for run_id, name, upto in conn.execute(
-            "SELECT id, name, passage_rows_upto FROM run ORDER BY id"
-        ).fetchall()
-    ]
+def run_rows(conn: sqlite3.Connection, runs: Sequence[tuple[int, str]]) -> list[RunRows]:
+    """These runs' passage rows (``(id, name)`` as :func:`stored_runs` gave them), in
+    that order. A run no longer stored (replaced or deleted since) reads as empty."""
+    out = []
+    for run_id, name in runs:
+        found = conn.execute("SELECT passage_rows_upto FROM run WHERE id = ?", (run_id,)).fetchone()
+        if found is None:
+            empty = np.zeros(0, np.int64)
+            out.append(RunRows(run_id, name, 0, empty, empty, np.zeros(0, np.int32)))
+        else:
+            out.append(_rows_of_run(conn, run_id, name, found[0]))
+    return out
 
 
 def _rows_of_run(conn: sqlite3.Connection, run_id: int, name: str, upto: int) -> RunRows:
@@ -241,10 +247,12 @@ def _rows_of_run(conn: sqlite3.Connection, run_id: int, name: str, upto: int) ->
     )
 
 
-def query_rankings(conn: sqlite3.Connection, query_row: int) -> list[list[str]]:
-    """One query's passage ids in every stored run (run order; empty where a run lacks
-    the query): one indexed read a run."""
-    return [ranking_ids(conn, run_id, query_row) for run_id in run_ids(conn)]
+def query_rankings(
+    conn: sqlite3.Connection, query_row: int, runs: Sequence[int]
+) -> list[list[str]]:
+    """One query's passage ids in each of these runs (by id, in that order; empty where
+    a run lacks the query or is no longer stored): one indexed read a run."""
+    return [ranking_ids(conn, run_id, query_row) for run_id in runs]
 
 
 def ranking_ids(conn: sqlite3.Connection, run_id: int, query_row: int) -> list[str]:

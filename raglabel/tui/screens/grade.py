@@ -386,7 +386,21 @@ class GradeScreen(Screen[None]):
         self.load((self.qi - 1) % len(self.glapp.session.catalog.queries))
 
     def action_queue(self) -> None:
-        hole = self.glapp.session.next_hole(self.qi)
+        session = self.glapp.session
+        if not session.runs_scored:
+            # Another query's holes need the whole runs: waiting for them here would
+            # freeze the screen (tens of seconds on a big project).
+            here = session.hole_here(self.qi)
+            if here is None:
+                self.notify(
+                    "The runs are still being read: the queue moves on to other queries "
+                    "once they are in.",
+                    timeout=3,
+                )
+            else:
+                self.query_one(PassageList).select(here.pid)
+            return
+        hole = session.next_hole(self.qi)
         if hole is None:
             self.query_one(SaveMark).note(
                 "The queue is empty: every passage in any run's top K has a grade."
@@ -398,6 +412,9 @@ class GradeScreen(Screen[None]):
             self.query_one(PassageList).select(hole.pid)
 
     def action_cycle_k(self) -> None:
+        if not self.glapp.session.runs_scored:
+            self.notify("The runs are still being read: K can change once they are in.", timeout=3)
+            return
         self.glapp.set_k(self.glapp.session.cycle_k())
 
     def refresh_for_k(self) -> None:

@@ -68,9 +68,15 @@ def _score(row: QueryRow, value: float) -> Text:
     return Text(number(value) if row.scored else "…", justify="right")
 
 
+# Control characters (a newline or a tab in a query's text, an escape) would reach the
+# terminal as they are, since cells are laid out without Rich's line splitting: each
+# shows as a space.
+_CONTROLS = {code: " " for code in [*range(0x20), *range(0x7F, 0xA0)]}
+
+
 def _plain(value: str) -> Text:
     # Plain, not markup: a query's text is data ("[b]" in it is shown, not obeyed).
-    return Text(value, no_wrap=True, end="")
+    return Text(value.translate(_CONTROLS), no_wrap=True, end="")
 
 
 @dataclass
