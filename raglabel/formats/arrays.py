@@ -9,7 +9,6 @@ which names the line of any error.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -123,22 +122,45 @@ def _blocks(qids: Text) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     return starts, np.diff(np.append(starts, qids.size))
 
 
-# Compared and hashed by identity (eq=False): its arrays compare element-wise, so the
-# generated field-by-field __eq__ could only raise, and compiling them
-# cost every eval's start-up.
-@dataclass(eq=False)
+# Compared and hashed by identity: its arrays compare element-wise, so a field-by-field
+# __eq__ could only raise. A plain class, not a dataclass, so that no code is generated
+# and compiled for it at every eval's start-up; only from_columns builds it.
 class ArrayAlignment:
     """Labels plus, per run, the warnings its alignment raised."""
 
-    labels: LabelSet
-    qids: Text
-    docids: Text
-    grades: NDArray[np.int8]
-    warnings: list[str] = field(default_factory=list)
-    _ids: Text = field(default_factory=lambda: np.zeros(0, np.bytes_))
-    _qidx: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
-    _key_order: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
-    _keys_sorted: NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, np.uint64))
+    __slots__ = (
+        "_ids",
+        "_key_order",
+        "_keys_sorted",
+        "_qidx",
+        "docids",
+        "grades",
+        "labels",
+        "qids",
+        "warnings",
+    )
+
+    def __init__(
+        self,
+        *,
+        labels: LabelSet,
+        qids: Text,
+        docids: Text,
+        grades: NDArray[np.int8],
+        ids: Text,
+        qidx: NDArray[np.int64],
+        key_order: NDArray[np.int64],
+        keys_sorted: NDArray[np.uint64],
+    ) -> None:
+        self.labels = labels
+        self.qids = qids
+        self.docids = docids
+        self.grades = grades
+        self.warnings: list[str] = []
+        self._ids = ids
+        self._qidx = qidx
+        self._key_order = key_order
+        self._keys_sorted = keys_sorted
 
     @classmethod
     def from_columns(cls, qids: Text, docids: Text, grades: NDArray[np.int8]) -> ArrayAlignment:
@@ -151,7 +173,16 @@ class ArrayAlignment:
         labels = LabelSet(tuple(i.decode("utf-8") for i in ids.tolist()), counts)
         keys = _pair_keys(qidx, docids)
         order = np.argsort(keys, kind="stable").astype(np.int64)
-        return cls(labels, qids, docids, grades, [], ids, qidx, order, keys[order])
+        return cls(
+            labels=labels,
+            qids=qids,
+            docids=docids,
+            grades=grades,
+            ids=ids,
+            qidx=qidx,
+            key_order=order,
+            keys_sorted=keys[order],
+        )
 
     def has_repeated_pairs(self) -> bool:
         """Whether some (qid, docid) is judged twice."""

@@ -7,7 +7,6 @@ over the run's entries (``np.bincount`` by query) and the label set's grade coun
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,6 +18,7 @@ from raglabel.metrics.discount import discount, ideal_dcg
 from raglabel.metrics.labels import LabelSet, counts_from_grades
 from raglabel.metrics.names import RANKED_LIST_METRICS, MetricKey
 from raglabel.metrics.precision import average_precision, r_precision
+from raglabel.metrics.record import FrozenRecord
 from raglabel.metrics.run import RankedRun
 from raglabel.metrics.weights import grade_inversions, rarity_weights, top_k_gain
 
@@ -26,12 +26,23 @@ FloatArray = NDArray[np.float64]
 _HITS4 = frozenset({"n_recall_4plus", "precision_4plus"})
 
 
-# Compared and hashed by identity (eq=False): its arrays compare element-wise, so the
-# generated field-by-field __eq__ and __hash__ could only raise, and compiling them
-# cost every eval's start-up.
-@dataclass(frozen=True, eq=False)
-class QueryStats:
+# Compared and hashed by identity: its arrays compare element-wise, so a field-by-field
+# __eq__ could only raise. A hand-written record, not a dataclass, so that no code is
+# generated and compiled for it at every eval's start-up.
+class QueryStats(FrozenRecord):
     """What the label set and the configuration fix for every run alike."""
+
+    __slots__ = (
+        "config",
+        "gains",
+        "inverted",
+        "labels",
+        "nonrelevant",
+        "r4plus",
+        "r5",
+        "relevant",
+        "weights",
+    )
 
     labels: LabelSet
     config: MetricConfig
@@ -42,6 +53,29 @@ class QueryStats:
     r4plus: NDArray[np.int64]
     r5: NDArray[np.int64]
     inverted: NDArray[np.bool_]
+
+    def __init__(
+        self,
+        *,
+        labels: LabelSet,
+        config: MetricConfig,
+        weights: FloatArray,
+        gains: FloatArray,
+        relevant: NDArray[np.int64],
+        nonrelevant: NDArray[np.int64],
+        r4plus: NDArray[np.int64],
+        r5: NDArray[np.int64],
+        inverted: NDArray[np.bool_],
+    ) -> None:
+        object.__setattr__(self, "labels", labels)
+        object.__setattr__(self, "config", config)
+        object.__setattr__(self, "weights", weights)
+        object.__setattr__(self, "gains", gains)
+        object.__setattr__(self, "relevant", relevant)
+        object.__setattr__(self, "nonrelevant", nonrelevant)
+        object.__setattr__(self, "r4plus", r4plus)
+        object.__setattr__(self, "r5", r5)
+        object.__setattr__(self, "inverted", inverted)
 
     @classmethod
     def build(cls, labels: LabelSet, config: MetricConfig) -> QueryStats:

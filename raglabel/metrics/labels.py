@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import NDArray
 
+from raglabel.metrics.record import FrozenRecord
 
-# Compared and hashed by identity (eq=False): its arrays compare element-wise, so the
-# generated field-by-field __eq__ and __hash__ could only raise, and compiling them
-# cost every eval's start-up.
-@dataclass(frozen=True, eq=False)
-class LabelSet:
+
+# Compared and hashed by identity: its arrays compare element-wise, so a field-by-field
+# __eq__ could only raise. A hand-written record, not a dataclass, so that no code is
+# generated and compiled for it at every eval's start-up.
+class LabelSet(FrozenRecord):
     """Grade counts per query.
 
     ``counts[q, g]`` is the number of passages with resolved grade ``g`` (1..5) for
@@ -21,10 +20,14 @@ class LabelSet:
     from the counts, because every passage of a grade weighs the same.
     """
 
+    __slots__ = ("counts", "query_ids")
+
     query_ids: tuple[str, ...]
     counts: NDArray[np.int64]
 
-    def __post_init__(self) -> None:
+    def __init__(self, query_ids: tuple[str, ...], counts: NDArray[np.int64]) -> None:
+        object.__setattr__(self, "query_ids", query_ids)
+        object.__setattr__(self, "counts", counts)
         if self.counts.shape != (len(self.query_ids), 6):
             raise ValueError(
                 f"counts must have shape ({len(self.query_ids)}, 6), got {self.counts.shape}"

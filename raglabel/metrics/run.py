@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 from numpy.typing import NDArray
 
+from raglabel.metrics.record import FrozenRecord
 
-# Compared and hashed by identity (eq=False): its arrays compare element-wise, so the
-# generated field-by-field __eq__ and __hash__ could only raise, and compiling them
-# cost every eval's start-up.
-@dataclass(frozen=True, eq=False)
-class RankedRun:
+
+# Compared and hashed by identity: its arrays compare element-wise, so a field-by-field
+# __eq__ could only raise. A hand-written record, not a dataclass, so that no code is
+# generated and compiled for it at every eval's start-up.
+class RankedRun(FrozenRecord):
     """Ranked entries of one run, aligned with a :class:`LabelSet`.
 
     Query ``q`` owns ``grades[offsets[q]:offsets[q + 1]]`` in rank order (best first).
@@ -21,14 +20,30 @@ class RankedRun:
     answers are unknown). ``k_override`` pins a query's cutoff (0 = not pinned).
     """
 
+    __slots__ = ("_qidx", "contains", "grades", "k_override", "name", "offsets")
+
     name: str
     offsets: NDArray[np.int64]
     grades: NDArray[np.int8]
-    contains: NDArray[np.bool_] | None = None
-    k_override: NDArray[np.int64] | None = None
-    _qidx: list[NDArray[np.int64]] = field(default_factory=list, repr=False, compare=False)
+    contains: NDArray[np.bool_] | None
+    k_override: NDArray[np.int64] | None
+    _qidx: list[NDArray[np.int64]]
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        name: str,
+        offsets: NDArray[np.int64],
+        grades: NDArray[np.int8],
+        contains: NDArray[np.bool_] | None = None,
+        k_override: NDArray[np.int64] | None = None,
+    ) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "offsets", offsets)
+        object.__setattr__(self, "grades", grades)
+        object.__setattr__(self, "contains", contains)
+        object.__setattr__(self, "k_override", k_override)
+        # The cache of qidx (a list, so that the frozen record can fill it once).
+        object.__setattr__(self, "_qidx", [])
         if self.offsets.ndim != 1 or self.offsets.size == 0 or self.offsets[0] != 0:
             raise ValueError("offsets must be a 1-d array starting at 0")
         if self.offsets[-1] != self.grades.size:

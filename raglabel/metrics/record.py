@@ -1,0 +1,26 @@
+"""Read-only records written by hand, for the classes every ``raglabel eval`` builds.
+
+A dataclass generates the source of its ``__init__``, ``__repr__`` and (frozen)
+``__setattr__``/``__delattr__`` and compiles it when its module is imported: 1-5M
+instructions each, a few percent of a quick eval's whole process. Records that hold
+arrays (compared by identity, never printed) need none of that generated code: their
+``__init__`` is written out and the freezing is inherited from here (their repr is
+object's: nothing prints them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import FrozenInstanceError
+
+
+class FrozenRecord:
+    """Refuses assignment and deletion after ``__init__``, as a frozen dataclass does
+    (same error); ``__init__`` sets fields with :func:`object.__setattr__`."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
