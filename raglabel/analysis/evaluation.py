@@ -5,11 +5,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
-from raglabel.formats.report import Comparison, CtxRankDetail, LabelsInfo, Report, RunReport
+from raglabel.formats.report import Comparison, LabelsInfo, Report, RunReport
 from raglabel.metrics.ctxrank import ideal_ranks, passes
 from raglabel.metrics.evaluate import QueryStats, evaluate_run
 from raglabel.metrics.names import MetricKey
@@ -22,6 +23,9 @@ from raglabel.metrics.stats import (
     percentile_interval,
     ratio_of_means,
 )
+
+if TYPE_CHECKING:
+    from raglabel.formats.report_details import CtxRankDetail
 
 FloatArray = NDArray[np.float64]
 
@@ -156,6 +160,8 @@ def _ctx_details(
     keys = [key for key in metrics if key.base == "ctx_rank_prec" and key.k is not None]
     if not keys:
         return None
+    from raglabel.formats.report_details import CtxRankDetail
+
     details: dict[str, dict[str, CtxRankDetail]] = {}
     for key in keys:
         assert key.k is not None

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from raglabel.cli.plain_table import Column, Table, draw
-from raglabel.formats.report import Comparison, CriterionAnswers, GradeSummary, Report
+
+if TYPE_CHECKING:
+    from raglabel.formats.report import Comparison, Report
+    from raglabel.formats.report_details import CriterionAnswers, GradeSummary
 
 CSV_COLUMNS = ("kind", "run", "metric", "query", "baseline", "value")
 

@@ -16,10 +16,18 @@ import json
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from raglabel.metrics.answer_summaries import CorrectedMean, GradeSummary
 from raglabel.metrics.stats import Comparison
+
+if TYPE_CHECKING:
+    from raglabel.formats.report_details import (
+        CorrectedMean,
+        CriterionAnswers,
+        CtxRankDetail,
+        GradeSummary,
+        SampleGrades,
+    )
 
 __all__ = [
     "Comparison",
@@ -37,6 +45,38 @@ __all__ = [
 # Unknown keys are an error (additionalProperties: false), and attribute docstrings are
 # the schema's field descriptions.
 _SCHEMA_CONFIG: dict[str, object] = {"extra": "forbid", "use_attribute_docstrings": True}
+
+# Defined in raglabel.formats.report_details, and named here only when asked for: an
+# evaluation without --per-query or --answers builds none of these dataclasses.
+_DETAILS = frozenset(
+    {"CorrectedMean", "CriterionAnswers", "CtxRankDetail", "GradeSummary", "SampleGrades"}
+)
+
+
+def _load_details() -> None:
+    """Bind the detail types in this module's namespace, where pydantic resolves the
+    string annotations of the report's fields."""
+    from raglabel.formats import report_details
+
+    globals().update({name: getattr(report_details, name) for name in _DETAILS})
+
+
+def __getattr__(name: str) -> object:
+    if name in _DETAILS:
+        _load_details()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class _NamesDetails:
+    """For the report's types whose fields name a detail type: pydantic builds their
+    schema (validation, serialisation, JSON Schema) only once the detail types are
+    bound here, which a plain ``TypeAdapter(Report)`` would not otherwise do."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        _load_details()
+        return handler(source)
 
 
 @dataclass
@@ -58,20 +98,7 @@ class LabelsInfo:
 
 
 @dataclass
-class CtxRankDetail:
-    """How one query's returned passages were ordered, against their ideal order."""
-
-    __pydantic_config__: ClassVar[dict[str, object]] = _SCHEMA_CONFIG
-
-    k: int
-    actual_ranks: list[int]
-    ideal_ranks: list[int]
-    grades: list[int | None]
-    passed: bool | None
-
-
-@dataclass
-class RunReport:
+class RunReport(_NamesDetails):
     """One run's means; ``ci``, ``per_query`` and ``ctx_rank`` only when asked for."""
 
     __pydantic_config__: ClassVar[dict[str, object]] = _SCHEMA_CONFIG
@@ -99,59 +126,7 @@ class RunReport:
 
 
 @dataclass
-class SampleGrades:
-    """One answer sample's value of a criterion (with --per-query); for ctx_rank_prec
-    also the ranks behind the judge's score."""
-
-    __pydantic_config__: ClassVar[dict[str, object]] = _SCHEMA_CONFIG
-
-    query: str
-    """The sample's query id."""
-    human: float | None
-    """Resolved human grade (lower median over annotators), or the score on people's
-    passage grades for ctx_rank_prec; null when none (see ``human_na``)."""
-    judge: float | None
-    """Lower median over the judge's models and repeats, or its ctx_rank_prec score."""
-    human_na: str | None
-    """Why there is no human value when the criterion cannot apply; null otherwise."""
-    judge_na: str | None
-    """Why there is no judge value when it cannot apply or the judge failed."""
-    actual_ranks: list[int] | None = None
-    """ctx_rank_prec: 0-based rank of each chunk (by file position) in the evaluated order."""
-    ideal_ranks: list[int] | None = None
-    """ctx_rank_prec: 0-based rank of each chunk (by file position) in the ideal order."""
-    non_relevant_chunks_reasons: list[dict[str, int | str]] | None = None
-    """ctx_rank_prec: each chunk the judge graded below 5, its 1-based position and why."""
-
-
-@dataclass
-class CriterionAnswers:
-    """One criterion of one answer system: human grades, judge grades, corrected mean."""
-
-    __pydantic_config__: ClassVar[dict[str, object]] = _SCHEMA_CONFIG
-
-    human: GradeSummary
-    """People's grades, several annotators resolved by the lower median."""
-    judge: GradeSummary
-    """Per sample the lower median over the judge's models and repeats."""
-    corrected: CorrectedMean | None
-    """The judge-corrected mean; null below 30 samples with both grades."""
-    per_sample: dict[str, SampleGrades] | None = None
-    """Each sample's values, by sample id (with --per-query)."""
-
-    def as_json(self) -> dict[str, object]:
-        out: dict[str, object] = {
-            "human": vars(self.human),
-            "judge": vars(self.judge),
-            "corrected": None if self.corrected is None else vars(self.corrected),
-        }
-        if self.per_sample is not None:
-            out["per_sample"] = {sample: vars(g) for sample, g in self.per_sample.items()}
-        return out
-
-
-@dataclass
-class Report:
+class Report(_NamesDetails):
     """Everything ``raglabel eval --format json`` prints."""
 
     __pydantic_config__: ClassVar[dict[str, object]] = _SCHEMA_CONFIG
