@@ -7,7 +7,7 @@ about argparse, so the same request can come from Python code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,35 +26,82 @@ if TYPE_CHECKING:
     from raglabel.storage.labels import LabelChoice
 
 
-@dataclass
+# Plain classes, not dataclasses: nothing compares or prints them, and a dataclass's
+# generated code is compiled when its module is imported, at every eval's start-up.
 class EvalRequest:
     """Where the labels and runs are, and how to evaluate them. Exactly one of
     ``project``, ``qrels`` and ``samples`` names the labels. ``options`` holds the
     metrics and statistics asked for; loading adds what the inputs decide (which
     queries have answers, the pools) and drops containment where nothing can have it."""
 
-    options: Options
-    cutoffs: list[int]
-    config: MetricConfig
-    runs: list[tuple[str, Path]] = field(default_factory=list)
-    qrels: Path | None = None
-    samples: tuple[str, Path] | None = None
-    project: Path | None = None
-    choice: LabelChoice | None = None  # which grades of a project
-    grade_map: GradeMap | None = None
-    reader: str = "auto"
-    containment_named: bool = False  # asked for by name, not only through a group
-    pools: list[str] = field(default_factory=list)  # NAME=RUN or NAME=FILE
+    __slots__ = (
+        "choice",
+        "config",
+        "containment_named",
+        "cutoffs",
+        "grade_map",
+        "options",
+        "pools",
+        "project",
+        "qrels",
+        "reader",
+        "runs",
+        "samples",
+    )
+
+    def __init__(
+        self,
+        *,
+        options: Options,
+        cutoffs: list[int],
+        config: MetricConfig,
+        runs: list[tuple[str, Path]] | None = None,
+        qrels: Path | None = None,
+        samples: tuple[str, Path] | None = None,
+        project: Path | None = None,
+        choice: LabelChoice | None = None,
+        grade_map: GradeMap | None = None,
+        reader: str = "auto",
+        containment_named: bool = False,
+        pools: list[str] | None = None,
+    ) -> None:
+        self.options = options
+        self.cutoffs = cutoffs
+        self.config = config
+        self.runs: list[tuple[str, Path]] = [] if runs is None else runs
+        self.qrels = qrels
+        self.samples = samples
+        self.project = project
+        self.choice = choice  # which grades of a project
+        self.grade_map = grade_map
+        self.reader = reader
+        self.containment_named = containment_named  # asked for by name, not only in a group
+        self.pools: list[str] = [] if pools is None else pools  # NAME=RUN or NAME=FILE
 
 
-@dataclass
 class Loaded:
-    stats: QueryStats
-    runs: list[RankedRun]
-    options: Options
-    labels_info: LabelsInfo
-    config: dict[str, object]
-    warnings: list[str]
+    """What :func:`load` hands to the evaluation: the runs aligned with the label
+    statistics, the options the inputs settled, the report's labels and config, and the
+    warnings so far."""
+
+    __slots__ = ("config", "labels_info", "options", "runs", "stats", "warnings")
+
+    def __init__(
+        self,
+        *,
+        stats: QueryStats,
+        runs: list[RankedRun],
+        options: Options,
+        labels_info: LabelsInfo,
+        config: dict[str, object],
+        warnings: list[str],
+    ) -> None:
+        self.stats = stats
+        self.runs = runs
+        self.options = options
+        self.labels_info = labels_info
+        self.config = config
+        self.warnings = warnings
 
 
 def open_source(request: EvalRequest) -> tuple[Source, str]:
@@ -151,7 +198,14 @@ def load(request: EvalRequest) -> Loaded:
         "definitions": definitions(metrics, request.config),
     }
     options = replace(asked, metrics=metrics, answers=answers, pools=pools)
-    return Loaded(stats, runs, options, info, report_config, warnings)
+    return Loaded(
+        stats=stats,
+        runs=runs,
+        options=options,
+        labels_info=info,
+        config=report_config,
+        warnings=warnings,
+    )
 
 
 def _pools(specs: list[str], runs: list[RankedRun], source: Source) -> dict[str, RankedRun]:
