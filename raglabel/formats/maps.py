@@ -1,38 +1,42 @@
 """``from:to`` maps given on the command line: grade maps and gain maps.
 
-Plain dataclasses, not pydantic models: every ``raglabel eval`` reads its qrels through
+Plain classes, not pydantic models: every ``raglabel eval`` reads its qrels through
 a grade map (the default TREC one at least), and importing pydantic costs more than
 evaluating a small run.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 from numpy.typing import NDArray
 
 from raglabel.metrics.config import GRADES
+from raglabel.metrics.record import FrozenRecord
 
 
 def _trec_scale() -> dict[int, int]:
     return {0: 2, 1: 3, 2: 4, 3: 5}
 
 
-@dataclass(frozen=True)
-class GradeMap:
+# Written out, not a frozen dataclass, whose generated methods would be compiled at
+# every eval's start-up; nothing compares, hashes or prints a grade map.
+class GradeMap(FrozenRecord):
     """Imported integer label -> grade 1..5.
 
     The default is the TREC 0..3 scale (0->2, 1->3, 2->4, 3->5) with every negative
     label meaning junk or harm (grade 1). A map given by the user covers exactly the
-    labels it names.
+    labels it names. ``negative`` is the grade of any negative label not in the mapping
+    (None: an error).
     """
 
-    mapping: dict[int, int] = field(default_factory=_trec_scale)
-    negative: int | None = 1
-    """Grade of any negative label not in the mapping (None: an error)."""
+    __slots__ = ("mapping", "negative")
 
-    def __post_init__(self) -> None:
+    mapping: dict[int, int]
+    negative: int | None
+
+    def __init__(self, mapping: dict[int, int] | None = None, negative: int | None = 1) -> None:
+        object.__setattr__(self, "mapping", _trec_scale() if mapping is None else mapping)
+        object.__setattr__(self, "negative", negative)
         for label, grade in self.mapping.items():
             if grade not in GRADES:
                 raise ValueError(f"grade map: label {label} maps to {grade}, outside grades 1-5")

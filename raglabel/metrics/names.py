@@ -4,7 +4,8 @@ other tools give the same measures (trec_eval's ``P_5``, ir_measures' ``nDCG@10`
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from raglabel.metrics.record import FrozenRecord
 
 SET_METRICS = (
     "ra_nwg",
@@ -60,12 +61,51 @@ _TREC_CUT = re.compile(r"^(p|recall|ndcg_cut|map_cut|success)[._](\d+)$")
 MAX_CUTOFF = 2**63 - 1
 
 
-@dataclass(frozen=True, order=True)
-class MetricKey:
+# Written out, not a dataclass (frozen, ordered): a dataclass compiles its ten generated
+# methods when the module is imported, at every eval's start-up. Equality, hash, order
+# and repr are the dataclass's: by (base, k), as a dict key and sorted.
+class MetricKey(FrozenRecord):
     """One metric at one cutoff (``k`` is None for an uncut metric such as MRR)."""
+
+    __slots__ = ("base", "k")
 
     base: str
     k: int | None
+
+    def __init__(self, base: str, k: int | None) -> None:
+        object.__setattr__(self, "base", base)
+        object.__setattr__(self, "k", k)
+
+    def __repr__(self) -> str:
+        return f"MetricKey(base={self.base!r}, k={self.k!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MetricKey) and other.__class__ is self.__class__:
+            return (self.base, self.k) == (other.base, other.k)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.base, self.k))
+
+    def __lt__(self, other: MetricKey) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.base, self.k) < (other.base, other.k)
+
+    def __le__(self, other: MetricKey) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.base, self.k) <= (other.base, other.k)
+
+    def __gt__(self, other: MetricKey) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.base, self.k) > (other.base, other.k)
+
+    def __ge__(self, other: MetricKey) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.base, self.k) >= (other.base, other.k)
 
     @property
     def name(self) -> str:

@@ -2,10 +2,11 @@
 
 A dataclass generates the source of its ``__init__``, ``__repr__`` and (frozen)
 ``__setattr__``/``__delattr__`` and compiles it when its module is imported: 1-5M
-instructions each, a few percent of a quick eval's whole process. Records that hold
-arrays (compared by identity, never printed) need none of that generated code: their
-``__init__`` is written out and the freezing is inherited from here (their repr is
-object's: nothing prints them).
+instructions each, a few percent of a quick eval's whole process. The records on that
+path need little of it: their ``__init__`` is written out, the freezing is inherited
+from here, and only what something uses besides (a metric key's equality, hash and
+order) is written too; records that hold arrays compare by identity and keep object's
+repr, as nothing prints them.
 """
 
 from __future__ import annotations
