@@ -153,17 +153,18 @@ def test_plain_eval_imports_only_what_it_uses(tmp_path: Path, fmt: list[str]) ->
     # zlib, bz2 and lzma) to measure a terminal for help it does not print, nor the
     # statistics of answer grades and the agreement measures they use, nor the report's
     # answer sections and per-query details (their dataclasses are built only when a
-    # report has them).
+    # report has them); a table needs no json either.
     (tmp_path / "q").write_text("q1 0 a 3\nq1 0 b 0\n")
     (tmp_path / "r").write_text("q1 Q0 a 1 0.5 t\nq1 Q0 b 2 0.4 t\n")
     argv = ["eval", "--qrels", str(tmp_path / "q"), "--run", str(tmp_path / "r")]
     argv += ["--metrics", "ndcg@10,recall@100,mrr", *fmt]
+    unused = {"json"} if not fmt else set()
     code = (
         "import sys; from raglabel.cli.main import main; "
         f"main({argv!r}); "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'polars', 'rich',"
         " 'asyncio', 'aiohttp', 'textual', 'textual_serve', 'httpx', 'jinja2', 'sqlite3',"
-        " 'sqlite_utils', 'statistics', '_hashlib', 'shutil', 'bz2', 'lzma'}"
+        f" 'sqlite_utils', 'statistics', '_hashlib', 'shutil', 'bz2', 'lzma', *{sorted(unused)!r}}}"
         " | (set(sys.modules) & {'raglabel.metrics.answer_stats', 'raglabel.metrics.agreement',"
         " 'raglabel.metrics.answer_summaries', 'raglabel.formats.report_details'}))"
         ")"

@@ -12,9 +12,9 @@ was not asked for left out.
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -163,8 +163,11 @@ class Report(_NamesDetails):
         return out
 
     def to_json(self) -> str:
+        # json is imported here, not with the module: a table needs none of it.
+        from json import dumps
+
         parts: list[str] = []
-        _write(self.as_json(), parts, "\n")
+        _write(self.as_json(), parts, "\n", dumps)
         return "".join(parts) + "\n"
 
 
@@ -192,8 +195,9 @@ def json_float(value: float) -> str:
     return f"{mantissa}e{'-' if power < 0 else '+'}{abs(power)}"
 
 
-def _write(value: object, parts: list[str], newline: str) -> None:
-    """Append ``value`` as indented JSON (two spaces, as json.dumps(indent=2))."""
+def _write(value: object, parts: list[str], newline: str, dumps: Callable[..., str]) -> None:
+    """Append ``value`` as indented JSON (two spaces, as json.dumps(indent=2));
+    ``dumps`` is json's, which writes the strings and constants."""
     if isinstance(value, dict):
         if not value:
             parts.append("{}")
@@ -201,9 +205,9 @@ def _write(value: object, parts: list[str], newline: str) -> None:
         inner = newline + "  "
         parts.append("{")
         for i, (key, item) in enumerate(value.items()):
-            parts.append(("," if i else "") + inner + json.dumps(str(key), ensure_ascii=False))
+            parts.append(("," if i else "") + inner + dumps(str(key), ensure_ascii=False))
             parts.append(": ")
-            _write(item, parts, inner)
+            _write(item, parts, inner, dumps)
         parts.append(newline + "}")
     elif isinstance(value, (list, tuple)):
         if not value:
@@ -213,14 +217,14 @@ def _write(value: object, parts: list[str], newline: str) -> None:
         parts.append("[")
         for i, item in enumerate(value):
             parts.append(("," if i else "") + inner)
-            _write(item, parts, inner)
+            _write(item, parts, inner, dumps)
         parts.append(newline + "]")
     elif isinstance(value, bool) or value is None:
-        parts.append(json.dumps(value))
+        parts.append(dumps(value))
     elif isinstance(value, float):
         parts.append(json_float(value))
     elif isinstance(value, str):
-        parts.append(json.dumps(value, ensure_ascii=False))
+        parts.append(dumps(value, ensure_ascii=False))
     elif isinstance(value, numbers.Integral):
         parts.append(str(int(value)))
     else:
