@@ -135,7 +135,8 @@ class PassageNames:
 
     def moved_in(self) -> dict[int, int]:
         """The negative pid of each passage met outside the file that the file holds now
-        (grading one adds it), by its row: the session keeps calling it by that pid."""
+        (another process imported it: a label file, a corpus), by its row: the session
+        keeps calling it by that pid."""
         outside = {ext: pid for pid, ext in self._ext.items() if pid < 0}
         if not outside:
             return {}

@@ -806,19 +806,23 @@ def _read_pools_and_runs(
 ) -> _LoadedRuns:
     """Candidates and grades (into ``counts``, as soon as they are read: the progress
     column waits for them), then the runs. One snapshot for both: the run entries' grades
-    must be the book's, whatever another process grades meanwhile."""
+    must be the book's as read, whatever another process grades meanwhile. The grades
+    are taken as arrays before the book is handed over: the app's thread changes the book
+    from then on, and the grades it makes meanwhile reach the runs through ``_apply``."""
     with Project.reader(path) as reader, reader.snapshot():
         counted = None
         if counts is not None and counts.set_running_or_notify_cancel():
             try:
                 counted = _read_counts(reader, catalog, annotator, blind, generation)
+                table = counted.book.grades.table()
                 counts.set_result(counted)
             except BaseException as exc:
                 counts.set_exception(exc)
                 raise
         if counted is None:
             counted = _read_counts(reader, catalog, annotator, blind, generation)
-        return _read_runs(reader, catalog, counted.book, generation)
+            table = counted.book.grades.table()
+        return _read_runs(reader, catalog, table, generation)
 
 
 def _read_counts(
@@ -842,12 +846,18 @@ def _read_counts(
             gc.enable()
 
 
-def _read_runs(reader: Project, catalog: Catalog, book: GradeBook, generation: int) -> _LoadedRuns:
-    """The runs as pids, with their entries' grades from ``book`` (read in the same
-    snapshot). Their pids are the rows the rankings store; the app's thread names the
-    rest when it needs them, and puts queries opened meanwhile in as it showed them."""
+def _read_runs(
+    reader: Project,
+    catalog: Catalog,
+    table: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]],
+    generation: int,
+) -> _LoadedRuns:
+    """The runs as pids, with their entries' grades from ``table`` (the book's grades as
+    (query, pid, grade) arrays, read in the same snapshot). Their pids are the rows the
+    rankings store; the app's thread names the rest when it needs them, and puts queries
+    opened meanwhile in as it showed them."""
     runs = load_runs(reader, catalog)
-    q, pids, grades = book.grades.table()
+    q, pids, grades = table
     late = late_for(runs, pids)
     if late.any():
         # A graded passage that got its row after a run was stored (found by search,
