@@ -233,10 +233,19 @@ def known_passage_rows(conn: sqlite3.Connection, ext_ids: Sequence[str]) -> dict
     run's every entry); it may name other passages too. Once the table is not much
     larger than the list, it is read whole: cheaper than probing, or than making the
     list distinct first."""
-    top = conn.execute("SELECT coalesce(max(id), 0) FROM passage").fetchone()[0]
-    if top <= _SCAN_FACTOR * len(ext_ids):
-        return dict(conn.execute("SELECT ext_id, id FROM passage"))
-    return _known_ids(conn, "passage", list(dict.fromkeys(ext_ids)), top)
+    if worth_reading_whole(conn, len(ext_ids)):
+        return passage_row_map(conn)
+    return _known_ids(conn, "passage", list(dict.fromkeys(ext_ids)), last_passage_row(conn))
+
+
+def worth_reading_whole(conn: sqlite3.Connection, lookups: int) -> bool:
+    """Whether reading the whole passage table beats probing its index ``lookups`` times."""
+    return bool(last_passage_row(conn) <= _SCAN_FACTOR * lookups)
+
+
+def passage_row_map(conn: sqlite3.Connection) -> dict[str, int]:
+    """Every passage id the file holds, with its row."""
+    return dict(conn.execute("SELECT ext_id, id FROM passage"))
 
 
 def last_passage_row(conn: sqlite3.Connection) -> int:

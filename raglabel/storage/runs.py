@@ -31,6 +31,8 @@ from raglabel.storage.items import (
     ensure_queries,
     known_passage_rows,
     last_passage_row,
+    passage_row_map,
+    worth_reading_whole,
 )
 from raglabel.storage.project import now
 
@@ -173,6 +175,8 @@ def fill_passage_rows(conn: sqlite3.Connection) -> None:
     """Write the passage rows of every stored ranking from its ids (the upgrade of a file
     whose rankings hold ids only), run by run to bound the memory."""
     upto = last_passage_row(conn)
+    # One read of the passage table for every run when it is worth it, not one a run.
+    shared = passage_row_map(conn) if worth_reading_whole(conn, stored_entries(conn)) else None
     for (run_id,) in conn.execute("SELECT id FROM run ORDER BY id").fetchall():
         rankings = [
             (query_row, decode_ids(blob))
@@ -180,7 +184,11 @@ def fill_passage_rows(conn: sqlite3.Connection) -> None:
                 "SELECT query_id, passage_ids FROM ranking WHERE run_id = ?", (run_id,)
             ).fetchall()
         ]
-        rows = known_passage_rows(conn, [p for _, ids in rankings for p in ids])
+        rows = (
+            shared
+            if shared is not None
+            else known_passage_rows(conn, [p for _, ids in rankings for p in ids])
+        )
         encoded = encode_rankings(rows, [ids for _, ids in rankings])
         conn.executemany(
             "INSERT INTO ranking_rows (run_id, query_id, passage_rows) VALUES (?, ?, ?)",
