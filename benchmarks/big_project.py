@@ -88,9 +88,10 @@ async def _session(db: Path, rounds: int, grades: int) -> Latencies:
     """Keys go to the app the way a terminal's do (the driver's queue), and each is timed
     to the paint that shows its answer: the Queries table's first paint after the screen
     refilled it (sort, filter), the passage list's first paint on the Grade screen (open),
-    the metrics panel updated (grade keys). Pilot's ``press`` would add its wait for the
-    whole process to go idle, background reader included: up to a second a wait, twice
-    a key, whatever the app does."""
+    the metrics panel updated (grade keys, each sent once the app is idle after the one
+    before, as an annotator reads the next passage first). Pilot's ``press`` would add
+    its wait for the whole process to go idle, background reader included: up to a
+    second a wait, twice a key, whatever the app does."""
     from textual import events
 
     from raglabel.session.options import AppOptions
@@ -185,7 +186,10 @@ async def _session(db: Path, rounds: int, grades: int) -> Latencies:
                         panel = _first_after(probe.panel, started)
                         assert panel is not None
                         found.grade_ms.append((panel - started) * 1000)
-                        await asyncio.sleep(0.05)
+                        # As an annotator reads the next passage before grading it: the
+                        # next key waits for this one's repaint (untimed), instead of
+                        # landing while the passage list is still being redrawn.
+                        await pilot.pause()
                     send("q")
                     await until(lambda: isinstance(app.screen, QueriesScreen), "back to Queries")
                     await asyncio.sleep(0.1)
