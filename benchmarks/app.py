@@ -326,7 +326,7 @@ class Probe:
         self.calls.clear()
 
 
-def _after(method: Callable[Concatenate[S, P], R], times: list[float]) -> Callable[..., R]:
+def after(method: Callable[Concatenate[S, P], R], times: list[float]) -> Callable[..., R]:
     def wrapper(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
         result = method(self, *args, **kwargs)
         times.append(time.perf_counter())
@@ -356,19 +356,26 @@ def probed() -> Iterator[Probe]:
 
     probe = Probe()
     patches: list[tuple[type, str, Any]] = [
-        (MetricsPanel, "show", _after(MetricsPanel.show, probe.panel)),
-        (MetricsPanel, "render_lines", _after(MetricsPanel.render_lines, probe.painted)),
-        (PassageView, "show", _after(PassageView.show, probe.passage)),
+        (MetricsPanel, "show", after(MetricsPanel.show, probe.panel)),
+        (MetricsPanel, "render_lines", after(MetricsPanel.render_lines, probe.painted)),
+        (PassageView, "show", after(PassageView.show, probe.passage)),
         (GradingSession, "grade", _around(GradingSession.grade, "grade", probe.calls)),
         (GradingSession, "undo", _around(GradingSession.undo, "undo", probe.calls)),
     ]
+    with patched(patches):
+        yield probe
+
+
+@contextmanager
+def patched(patches: Sequence[tuple[type, str, Any]]) -> Iterator[None]:
+    """Each ``(class, name, wrapper)`` in place of the class's method while in the block."""
     # Inherited methods (render_lines) are not in the class's own __dict__: delete the
     # wrapper then, rather than pinning the base class's method onto the subclass.
     originals = [(cls, name, cls.__dict__.get(name)) for cls, name, _ in patches]
     for cls, name, wrapper in patches:
         setattr(cls, name, wrapper)
     try:
-        yield probe
+        yield
     finally:
         for cls, name, original in originals:
             if original is None:

@@ -27,7 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from app import ANNOTATOR, TERMINAL, _first_after, probed, startup
+from app import ANNOTATOR, TERMINAL, _first_after, after, patched, probed, startup
 from common import raglabel_command, warm_page_cache
 from generate import Dataset, generate
 
@@ -102,26 +102,17 @@ async def _session(db: Path, rounds: int, grades: int) -> Latencies:
     from raglabel.tui.widgets.query_table import QueryTable
 
     found = Latencies()
-    marks = {"refill": 0.0, "table": 0.0, "list": 0.0}
-
-    def mark(name: str, method: Any) -> Any:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            result = method(*args, **kwargs)
-            marks[name] = time.perf_counter()
-            return result
-
-        return wrapper
-
-    patches = [
-        (QueriesScreen, "refill", mark("refill", QueriesScreen.refill)),
-        (QueryTable, "render_lines", mark("table", QueryTable.render_lines)),
-        (PassageList, "render_lines", mark("list", PassageList.render_lines)),
+    # When each method last returned (perf_counter), appended by the wrappers.
+    refilled: list[float] = [0.0]
+    table_painted: list[float] = [0.0]
+    list_painted: list[float] = [0.0]
+    patches: list[tuple[type, str, Any]] = [
+        (QueriesScreen, "refill", after(QueriesScreen.refill, refilled)),
+        (QueryTable, "render_lines", after(QueryTable.render_lines, table_painted)),
+        (PassageList, "render_lines", after(PassageList.render_lines, list_painted)),
     ]
-    originals = [(cls, name, cls.__dict__.get(name)) for cls, name, _ in patches]
-    for cls, name, wrapper in patches:
-        setattr(cls, name, wrapper)
     app = create_app(AppOptions(project=db, annotator=ANNOTATOR))
-    try:
+    with patched(patches):
         async with app.run_test(size=TERMINAL) as pilot:
             await pilot.pause()
             if not isinstance(app.screen, QueriesScreen):
@@ -152,13 +143,13 @@ async def _session(db: Path, rounds: int, grades: int) -> Latencies:
             painted_at = [0.0]
 
             def table_after(started: float) -> bool:
-                done = marks["refill"] > started and marks["table"] > marks["refill"]
-                painted_at[0] = marks["table"]
+                done = refilled[-1] > started and table_painted[-1] > refilled[-1]
+                painted_at[0] = table_painted[-1]
                 return done
 
             def list_after(started: float) -> bool:
-                done = isinstance(app.screen, GradeScreen) and marks["list"] > started
-                painted_at[0] = marks["list"]
+                done = isinstance(app.screen, GradeScreen) and list_painted[-1] > started
+                painted_at[0] = list_painted[-1]
                 return done
 
             for round_ in range(rounds):
@@ -193,12 +184,6 @@ async def _session(db: Path, rounds: int, grades: int) -> Latencies:
                     send("q")
                     await until(lambda: isinstance(app.screen, QueriesScreen), "back to Queries")
                     await asyncio.sleep(0.1)
-    finally:
-        for cls, name, original in originals:
-            if original is None:
-                delattr(cls, name)
-            else:
-                setattr(cls, name, original)
     return found
 
 

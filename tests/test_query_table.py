@@ -148,11 +148,9 @@ async def test_the_filter_finds_queries_anywhere_and_says_how_many(many_db: Path
         assert not app.screen.query_one("#filter", Input).display
 
 
-async def test_a_sort_before_the_runs_are_in_answers_at_once_then_sorts_again(
-    demo_db: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The background read hands over the candidates and grades, then holds the runs
-    # until the test lets them through: a big project's slow read, on demand.
+def _hold_the_runs(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """The background read hands over the candidates and grades, then holds the runs
+    until the returned event is set: a big project's slow read, on demand."""
     gate = threading.Event()
     read = grading._read_pools_and_runs
 
@@ -162,6 +160,13 @@ async def test_a_sort_before_the_runs_are_in_answers_at_once_then_sorts_again(
         return loaded
 
     monkeypatch.setattr(grading, "_read_pools_and_runs", held)
+    return gate
+
+
+async def test_a_sort_before_the_runs_are_in_answers_at_once_then_sorts_again(
+    demo_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = _hold_the_runs(monkeypatch)
     app = create_app(AppOptions(project=demo_db, annotator=ME))
     try:
         async with app.run_test(size=(120, 32)) as pilot:
@@ -355,15 +360,7 @@ async def test_the_grade_screen_does_not_wait_for_the_runs(
 ) -> None:
     """A query opened before the runs are in: the queue key picks this query's hole and K
     says it must wait, neither freezing the screen until the runs are read."""
-    gate = threading.Event()
-    read = grading._read_pools_and_runs
-
-    def held(*args: Any, **kwargs: Any) -> Any:
-        loaded = read(*args, **kwargs)
-        gate.wait(30)
-        return loaded
-
-    monkeypatch.setattr(grading, "_read_pools_and_runs", held)
+    gate = _hold_the_runs(monkeypatch)
     app = create_app(AppOptions(project=demo_db, annotator=ME))
     try:
         async with app.run_test(size=(120, 32)) as pilot:
