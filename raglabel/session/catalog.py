@@ -31,7 +31,13 @@ from raglabel.storage.items import (
 )
 from raglabel.storage.pool import candidate_rows, query_pool
 from raglabel.storage.project import Project
-from raglabel.storage.runs import query_rankings, ranking_ids, run_rows, stored_runs
+from raglabel.storage.runs import (
+    queries_rankings,
+    query_rankings,
+    ranking_ids,
+    run_rows,
+    stored_runs,
+)
 
 
 # Slots and not frozen: a frozen dataclass sets each field through object.__setattr__,
@@ -184,6 +190,10 @@ class Catalog:
     # A query's passage ids in every run (run order), read on their own: opening a query
     # must not wait for the whole runs.
     read_ranked: Callable[[int], list[list[str]]] = lambda _: []
+    # The same for several queries at once, by query row.
+    read_ranked_all: Callable[[list[int]], dict[int, list[list[str]]]] = lambda rows: {
+        row: [] for row in rows
+    }
     # Queries whose entries are all named in ``runs``.
     resolved: set[int] = field(default_factory=set)
     # Before the runs are in: each opened query's rankings as pids, run by run.
@@ -252,19 +262,35 @@ class Catalog:
 
     def resolve(self, q: int) -> bool:
         """Name every entry of query ``q`` in the runs; True if that changed any."""
-        if q in self.resolved or not self.runs:
-            return False
-        self.resolved.add(q)
-        if all((run.ranked(q) != 0).all() for run in self.runs):
-            return False  # every entry has its row: nothing to read
-        changed = False
-        for run, pids in zip(self.runs, self._read_query(q), strict=True):
-            here = run.pids[run.offsets[q] : run.offsets[q + 1]]
-            # A ranking of another length is no longer the one the session read (another
-            # process replaced or deleted the run): the session keeps its own.
-            if here.size == pids.size and not np.array_equal(here, pids):
-                here[:] = pids
-                changed = True
+        return q in self.resolve_all([q])
+
+    def resolve_all(self, queries: Sequence[int]) -> set[int]:
+        """Name every entry of these queries in the runs, their rankings read together
+        (one read a run, one lookup of the names); the queries whose entries changed."""
+        if not self.runs:
+            return set()
+        todo = [q for q in dict.fromkeys(queries) if q not in self.resolved]
+        self.resolved.update(todo)
+        # A query whose entries all have their rows has nothing to read.
+        todo = [q for q in todo if any((run.ranked(q) == 0).any() for run in self.runs)]
+        if not todo:
+            return set()
+        ranked = self.read_ranked_all([self.queries[q].row_id for q in todo])
+        lists = [ids for q in todo for ids in ranked[self.queries[q].row_id]]
+        # Every name at once: one lookup in the file, then one slice a ranking.
+        every = np.array(self.passage_ext.pids([ext for ids in lists for ext in ids]), np.int64)
+        ends = np.cumsum([len(ids) for ids in lists]).tolist()
+        changed: set[int] = set()
+        for i, q in enumerate(todo):
+            for j, run in enumerate(self.runs):
+                at = i * len(self.runs) + j
+                pids = every[(ends[at - 1] if at else 0) : ends[at]]
+                here = run.pids[run.offsets[q] : run.offsets[q + 1]]
+                # A ranking of another length is no longer the one the session read
+                # (another process replaced or deleted the run): the session keeps its own.
+                if here.size == pids.size and not np.array_equal(here, pids):
+                    here[:] = pids
+                    changed.add(q)
         return changed
 
     def _read_query(self, q: int) -> list[NDArray[np.int64]]:
@@ -326,6 +352,7 @@ def load_catalog(project: Project, *, pools: bool = True) -> Catalog:
         [run_id for run_id, _ in stored],
     )
     catalog.read_ranked = lambda row: query_rankings(conn, row, catalog.run_ids)
+    catalog.read_ranked_all = lambda rows: queries_rankings(conn, rows, catalog.run_ids)
     if pools:
         catalog.read_pairs = pool_pairs(catalog, project)
         catalog.candidates.sizes = np.bincount(

@@ -135,9 +135,8 @@ class LiveMetrics:
                 ]
             )
         )
-        for q in unnamed.tolist():
-            if cat.resolve(q):
-                self.book.regrade(q)
+        for q in sorted(cat.resolve_all(unnamed.tolist())):
+            self.book.regrade(q)
         keys = []
         for run, grades, (at, at_query) in zip(cat.runs, self.book.run_grades, tops, strict=True):
             hole = grades[at] == 0

@@ -29,6 +29,7 @@ from raglabel.errors import InputError
 from raglabel.storage.items import (
     ensure_passages,
     ensure_queries,
+    json_list,
     known_passage_rows,
     last_passage_row,
     passage_row_map,
@@ -261,6 +262,23 @@ def query_rankings(
     """One query's passage ids in each of these runs (by id, in that order; empty where
     a run lacks the query or is no longer stored): one indexed read a run."""
     return [ranking_ids(conn, run_id, query_row) for run_id in runs]
+
+
+def queries_rankings(
+    conn: sqlite3.Connection, query_rows: Sequence[int], runs: Sequence[int]
+) -> dict[int, list[list[str]]]:
+    """What :func:`query_rankings` gives for each of these queries, by query row: one
+    read a run for all of them."""
+    out: dict[int, list[list[str]]] = {row: [[] for _ in runs] for row in query_rows}
+    wanted = json_list(query_rows)
+    for i, run_id in enumerate(runs):
+        for row, blob in conn.execute(
+            "SELECT query_id, passage_ids FROM ranking WHERE run_id = ?"
+            " AND query_id IN (SELECT value FROM json_each(?))",
+            (run_id, wanted),
+        ):
+            out[row][i] = decode_ids(blob)
+    return out
 
 
 def ranking_ids(conn: sqlite3.Connection, run_id: int, query_row: int) -> list[str]:
