@@ -3,7 +3,6 @@ before the runs are in, and files whose rankings were stored before the rows wer
 
 from __future__ import annotations
 
-import json
 import math
 import sqlite3
 from collections.abc import Callable
@@ -11,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_session import eval_per_query
 
-from raglabel.cli.main import main
 from raglabel.session.grading import GradingSession
 from raglabel.session.options import AppOptions
 from raglabel.storage.grades import GradeEvent, record
@@ -62,31 +61,10 @@ def _grade(db: Path, query: str, passage: str, grade: int) -> None:
 
 def _eval(db: Path, k: int, capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, float]]:
     """RA-nWG@k per run and query as ``raglabel eval DB`` computes it from the ids."""
-    capsys.readouterr()
-    code = main(
-        [
-            "eval",
-            str(db),
-            "-k",
-            str(k),
-            "--metrics",
-            "ra_nwg",
-            "--per-query",
-            "--format",
-            "json",
-            "--annotator",
-            ME,
-        ]
-    )
-    assert code == 0
-    report = json.loads(capsys.readouterr().out)
     key = f"ra_nwg@{k}"
     return {
-        run: {
-            q: math.nan if v.get(key) is None else float(v[key])
-            for q, v in body["per_query"].items()
-        }
-        for run, body in report["runs"].items()
+        run: {q: math.nan if v.get(key) is None else float(v[key]) for q, v in per_query.items()}
+        for run, per_query in eval_per_query(db, capsys, k, "--annotator", ME).items()
     }
 
 

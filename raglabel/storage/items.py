@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -95,15 +96,13 @@ def _known_ids(conn: sqlite3.Connection, table: str, wanted: list[str], top: int
         # for each name once the table is not much larger than the list.
         everything = dict(conn.execute(f"SELECT ext_id, id FROM {table}"))
         return {ext: everything[ext] for ext in wanted if ext in everything}
-    known: dict[str, int] = {}
-    for start in range(0, len(wanted), JSON_CHUNK):
-        known.update(
-            conn.execute(
-                f"SELECT j.value, t.id FROM json_each(?) j JOIN {table} t ON t.ext_id = j.value",
-                (json_list(wanted[start : start + JSON_CHUNK]),),
-            )
-        )
-    return known
+    return _rows_by_name(conn, table, wanted)
+
+
+def _rows_by_name(conn: sqlite3.Connection, table: str, names: Sequence[str]) -> dict[str, int]:
+    """The row id of each of ``names`` that ``table`` holds, probing its ext_id index."""
+    sql = f"SELECT j.value, t.id FROM json_each(?) j JOIN {table} t ON t.ext_id = j.value"
+    return _pairs_of(conn, sql, names)
 
 
 def _inserter(
@@ -204,27 +203,22 @@ def passage_rows(conn: sqlite3.Connection) -> list[tuple[str, str | None, str | 
 
 def passage_ids_by_row(conn: sqlite3.Connection, rows: Sequence[int]) -> dict[int, str]:
     """The passage id of each of these passage rows that exists."""
-    found: dict[int, str] = {}
-    for start in range(0, len(rows), JSON_CHUNK):
-        found.update(
-            conn.execute(
-                "SELECT p.id, p.ext_id FROM json_each(?) j JOIN passage p ON p.id = j.value",
-                (json_list(rows[start : start + JSON_CHUNK]),),
-            )
-        )
-    return found
+    return _pairs_of(
+        conn, "SELECT p.id, p.ext_id FROM json_each(?) j JOIN passage p ON p.id = j.value", rows
+    )
 
 
 def passage_rows_by_id(conn: sqlite3.Connection, ext_ids: Sequence[str]) -> dict[str, int]:
     """The row of each of these passage ids that exists."""
-    found: dict[str, int] = {}
-    for start in range(0, len(ext_ids), JSON_CHUNK):
-        found.update(
-            conn.execute(
-                "SELECT j.value, p.id FROM json_each(?) j JOIN passage p ON p.ext_id = j.value",
-                (json_list(ext_ids[start : start + JSON_CHUNK]),),
-            )
-        )
+    return _rows_by_name(conn, "passage", ext_ids)
+
+
+def _pairs_of(conn: sqlite3.Connection, sql: str, values: Sequence[Any]) -> dict[Any, Any]:
+    """The (key, value) rows ``sql`` gives for ``values`` bound as JSON arrays (``?``),
+    a chunk of them at a time."""
+    found: dict[Any, Any] = {}
+    for start in range(0, len(values), JSON_CHUNK):
+        found.update(conn.execute(sql, (json_list(values[start : start + JSON_CHUNK]),)))
     return found
 
 
