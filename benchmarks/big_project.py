@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -27,7 +26,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from app import ANNOTATOR, TERMINAL, _first_after, after, patched, probed, startup
+from app import (
+    ANNOTATOR,
+    TERMINAL,
+    _first_after,
+    after,
+    fresh_copy,
+    patched,
+    probed,
+    startup,
+)
 from common import raglabel_command, warm_page_cache
 from generate import Dataset, generate
 
@@ -79,9 +87,7 @@ def project(env: dict[str, str]) -> Path:
 
 
 def copy_of(db: Path, scratch: Path) -> Path:
-    target = scratch / "bigproject.db"
-    shutil.copyfile(db, target)
-    return target
+    return fresh_copy(db, scratch / "bigproject.db")
 
 
 async def _session(db: Path, rounds: int, grades: int) -> Latencies:
