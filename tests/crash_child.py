@@ -24,7 +24,8 @@ def main() -> None:
     count = int(sys.argv[5]) if len(sys.argv) > 5 else None
     grades_only = len(sys.argv) > 6 and sys.argv[6] == "grades"
     session = GradingSession.open(AppOptions(project=Path(db), annotator=annotator))
-    pairs = [(q, pid) for q, pids in enumerate(session.catalog.candidates) for pid in pids]
+    pools = session.catalog.candidates
+    pairs = [(q, pid) for q in range(len(pools)) for pid in pools[q]]
     print("READY", flush=True)
     i = first
     while count is None or i < first + count:

@@ -424,9 +424,9 @@ def test_graded_candidates_stay_in_step_with_every_action(session: GradingSessio
     rng = random.Random(16)
 
     def counted() -> list[int]:
+        pools = session.catalog.candidates
         return [
-            sum(1 for pid in pool if pid in book)
-            for pool, book in zip(session.catalog.candidates, session.book.grades, strict=True)
+            sum(1 for pid in pools[q] if pid in book) for q, book in enumerate(session.book.grades)
         ]
 
     for _ in range(60):
@@ -443,4 +443,5 @@ def test_graded_candidates_stay_in_step_with_every_action(session: GradingSessio
         assert session.book.graded_candidates.tolist() == counted()
     columns = session.query_columns()
     assert int(columns.graded.sum()) == sum(counted())
-    assert columns.candidates.tolist() == [len(pool) for pool in session.catalog.candidates]
+    pools = session.catalog.candidates
+    assert columns.candidates.tolist() == [len(pools[q]) for q in range(len(pools))]

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from raglabel.session.catalog import PassageNames
+from raglabel.session.grading import GradingSession
+from raglabel.session.options import AppOptions
 from raglabel.storage.grades import GradeEvent, record
 from raglabel.storage.project import Project
 
@@ -37,3 +41,94 @@ def test_a_snapshot_does_not_see_what_another_connection_commits(demo_db: Path) 
             )
             assert graded(reader) == before
         assert graded(reader) == before + 1
+
+
+def _outside_pool(session: GradingSession, q: int) -> str:
+    """A passage the file holds that is not among query ``q``'s candidates."""
+    pool = {session.catalog.passage_ext[pid] for pid in session.catalog.candidates[q]}
+    rows = session.project.conn.execute("SELECT ext_id FROM passage ORDER BY id").fetchall()
+    return next(ext for (ext,) in rows if ext not in pool)
+
+
+def test_the_pools_cannot_be_walked_one_query_at_a_time(demo_db: Path) -> None:
+    session = GradingSession.open(AppOptions(project=demo_db, annotator="zoe"))
+    try:
+        pools = session.catalog.candidates
+        with pytest.raises(TypeError):
+            iter(pools)  # type: ignore[call-overload]
+        with pytest.raises(TypeError):
+            _ = 1 in pools  # type: ignore[operator]
+        assert pools.read_so_far() == {}  # neither read a single pool
+        assert len(pools[0]) == pools.sizes[0]
+        assert list(pools.read_so_far()) == [0]
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_a_pool_read_after_start_up_counts_what_another_process_added(
+    demo_db: Path, background: bool
+) -> None:
+    session = GradingSession.open(
+        AppOptions(project=demo_db, annotator="zoe"), background=background
+    )
+    try:
+        session.ensure_runs()
+        q = 3
+        query = session.catalog.queries[q].ext_id
+        before = int(session.catalog.candidates.sizes[q])
+        graded = int(session.book.graded_candidates[q])
+        total = int(session.catalog.candidates.sizes.sum())
+        # Before this query's pool is read, another process grades a passage outside
+        # it: the log makes the pair a candidate.
+        probe = GradingSession.open(AppOptions(project=demo_db, annotator="zoe"))
+        try:
+            outside = _outside_pool(probe, q)
+        finally:
+            probe.close()
+        assert session.catalog.candidates.read_so_far() == {}
+        with Project.open(demo_db) as writer:
+            record(
+                writer,
+                GradeEvent(query=query, passage=outside, annotator="zoe", kind="grade", grade=3),
+            )
+        pool = session.catalog.candidates[q]
+        assert outside in {session.catalog.passage_ext[pid] for pid in pool}
+        # What the Queries screen shows for the query is the list the Grade screen shows.
+        assert len(pool) == before + 1 == session.query_row(q).candidates
+        assert int(session.catalog.candidates.sizes.sum()) == total + 1
+        assert session.catalog.pairs[0].size == total + 1
+        # The session has not read that grade yet (another annotator's work is read on
+        # reload): not graded here, and counted once it is.
+        assert session.query_row(q).graded == graded
+        session.reload()
+        assert session.query_row(q).graded == graded + 1
+        assert len(session.catalog.candidates[q]) == before + 1
+    finally:
+        session.close()
+
+
+def test_a_pool_read_before_the_counts_gets_what_they_hold_beyond_it(demo_db: Path) -> None:
+    session = GradingSession.open(AppOptions(project=demo_db, annotator="zoe"), background=True)
+    try:
+        q = 3
+        query = session.catalog.queries[q].ext_id
+        pool = session.catalog.candidates[q]  # read before the counts
+        read = len(pool)
+        outside = _outside_pool(session, q)
+        with Project.open(demo_db) as writer:
+            record(
+                writer,
+                GradeEvent(query=query, passage=outside, annotator="zoe", kind="grade", grade=2),
+            )
+        session.start_runs()  # the counts are read after the grade: one more candidate
+        session.ensure_counts()
+        assert len(session.catalog.candidates[q]) == read + 1
+        assert session.catalog.passage_ext[session.catalog.candidates[q][-1]] == outside
+        assert session.query_row(q).candidates == read + 1
+        # Its grade was read with the counts, and the book counts it.
+        assert session.book.graded_candidates[q] == sum(
+            1 for pid in session.catalog.candidates[q] if session.book.grade_of(q, pid)
+        )
+    finally:
+        session.close()

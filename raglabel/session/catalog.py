@@ -149,9 +149,16 @@ class PassageNames:
         return {row: outside[ext] for ext, row in self._rows_of(list(outside)).items()}
 
 
-class Pools(Sequence[list[int]]):
+class Pools:
     """Each query's candidates (pids), put in pool order (best rank, then id) when a
-    query's list is first asked for; their number per query is known at once."""
+    query's list is first asked for; their number per query is known at once.
+
+    Not a ``Sequence``: its mixins (iteration, ``in``, ``index``, ``count``) would read
+    every pool, one query at a time, a hundred thousand reads on a big project."""
+
+    # Setting it to None makes ``iter()`` and ``in`` raise TypeError instead of falling
+    # back to ``__getitem__`` over every query.
+    __iter__ = None
 
     def __init__(self, sizes: NDArray[np.int64], read: Callable[[int], list[int]]) -> None:
         self.sizes = sizes
@@ -161,11 +168,15 @@ class Pools(Sequence[list[int]]):
     def __len__(self) -> int:
         return int(self.sizes.size)
 
-    def __getitem__(self, q: int) -> list[int]:  # type: ignore[override]
+    def __getitem__(self, q: int) -> list[int]:
         found = self._lists.get(q)
         if found is None:
             found = self._lists[q] = self._read(q)
         return found
+
+    def read_so_far(self) -> dict[int, list[int]]:
+        """The lists read so far, by query index."""
+        return self._lists
 
     def add(self, q: int, pid: int) -> None:
         self[q].append(pid)
@@ -187,6 +198,12 @@ class Catalog:
         default_factory=lambda: (np.zeros(0, np.int64), np.zeros(0, np.int64))
     )
     added: list[tuple[int, int]] = field(default_factory=list)  # candidates made since
+    # Whether ``read_pairs`` and the pools' sizes hold the counts (read at start, or by
+    # the runs thread): until then a pool read has nothing to agree with.
+    counted: bool = False
+    # Told of the candidates a pool read found beyond the counts (another process made
+    # them since), with their query: the grade book counts the graded ones.
+    grew: Callable[[int, list[int]], None] = lambda q, pids: None
     # A query's passage ids in every run (run order), read on their own: opening a query
     # must not wait for the whole runs.
     read_ranked: Callable[[int], list[list[str]]] = lambda _: []
@@ -215,6 +232,47 @@ class Catalog:
             np.concatenate([self.read_pairs[0], more[:, 0]]),
             np.concatenate([self.read_pairs[1], more[:, 1]]),
         )
+
+    def take_counts(
+        self, pairs: tuple[NDArray[np.int64], NDArray[np.int64]], sizes: NDArray[np.int64]
+    ) -> dict[int, list[int]]:
+        """Put the candidates counted (``pool_pairs``) and their number per query in place,
+        and make the pools read before them agree (see :meth:`agree`); returns the
+        candidates those pools hold beyond the counts, by query."""
+        self.read_pairs = pairs
+        self.candidates.sizes = sizes
+        self.counted = True
+        grown = {}
+        for q, pool in self.candidates.read_so_far().items():
+            new = self.agree(q, pool)
+            if new:
+                grown[q] = new
+        return grown
+
+    def agree(self, q: int, pool: list[int]) -> list[int]:
+        """Make query ``q``'s pool, read from the file at another moment than the counts,
+        and the counts agree, so that the screens' ``graded/candidates`` is the list the
+        Grade screen shows. Another process may have made candidates in between (a grade
+        on a passage outside the pool, a label file): a pool read later holds them, and
+        they count from now on; one read earlier lacks them, and gets them at its end.
+        Returns the pids new to the counts."""
+        pairs_q, pairs_pid = self.read_pairs
+        # The pairs come in query order (``pool_pairs``): query q's are one slice.
+        lo, hi = np.searchsorted(pairs_q, [q, q + 1]).tolist()
+        rows = pairs_pid[lo:hi].tolist()
+        # A passage met outside the file keeps its negative pid once the file holds it.
+        moved = self.passage_ext.moved_in() if any(pid < 0 for pid in pool) else {}
+        counted = {moved.get(row, row) for row in rows}
+        counted.update(pid for at, pid in self.added if at == q)
+        shown = set(pool)
+        missing = [row for row in rows if moved.get(row, row) not in shown]
+        if missing:
+            self.passage_ext.name(missing)
+            pool.extend(self.passage_ext.learn(row, self.passage_ext[row]) for row in missing)
+        new = [pid for pid in pool if pid not in counted]
+        self.added.extend((q, pid) for pid in new)
+        self.candidates.sizes[q] = len(pool)
+        return new
 
     def add_candidate(self, q: int, pid: int) -> None:
         self.candidates.add(q, pid)
@@ -339,7 +397,12 @@ def load_catalog(project: Project, *, pools: bool = True) -> Catalog:
     )
 
     def read(q: int) -> list[int]:
-        return [names.learn(pid, ext) for pid, ext in query_pool(conn, queries[q].row_id)]
+        pool = [names.learn(pid, ext) for pid, ext in query_pool(conn, queries[q].row_id)]
+        if catalog.counted:
+            new = catalog.agree(q, pool)
+            if new:
+                catalog.grew(q, new)
+        return pool
 
     sizes = np.zeros(len(queries), np.int64)
     stored = stored_runs(conn)
@@ -354,16 +417,15 @@ def load_catalog(project: Project, *, pools: bool = True) -> Catalog:
     catalog.read_ranked = lambda row: query_rankings(conn, row, catalog.run_ids)
     catalog.read_ranked_all = lambda rows: queries_rankings(conn, rows, catalog.run_ids)
     if pools:
-        catalog.read_pairs = pool_pairs(catalog, project)
-        catalog.candidates.sizes = np.bincount(
-            catalog.read_pairs[0], minlength=len(queries)
-        ).astype(np.int64)
+        pairs = pool_pairs(catalog, project)
+        catalog.take_counts(pairs, np.bincount(pairs[0], minlength=len(queries)).astype(np.int64))
         catalog.install(load_runs(project, catalog))
     return catalog
 
 
 def pool_pairs(catalog: Catalog, project: Project) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Every candidate of the catalog's queries as (query index, pid). Reads only
+    """Every candidate of the catalog's queries as (query index, pid), in query order
+    (:meth:`Catalog.agree` finds a query's as one slice). Reads only
     ``catalog.queries``, so it may run in another thread on its own connection."""
     query_row, passage_row = candidate_rows(project.conn)
     q = catalog.query_indexes(query_row)

@@ -215,6 +215,7 @@ class GradingSession:
         if project.path is not None:
             # The app checkpoints from a worker instead (``checkpoint``), and on close.
             project.defer_checkpoints()
+        catalog.grew = session._candidates_grew
         session._waiting = session._counting = background
         session.reload()
         _settle_collector()
@@ -261,12 +262,20 @@ class GradingSession:
         counted = self._counts.result()
         self._counts = None
         self._counting = False
-        self.catalog.read_pairs = counted.pairs
-        self.catalog.candidates.sizes = counted.sizes
+        grown = self.catalog.take_counts(counted.pairs, counted.sizes)
         if counted.generation == self._generation:
             self._load_grades(counted.grades, counted.own, counted.book)
+            # The thread's book counted the graded candidates among its pairs only.
+            for q, pids in grown.items():
+                self._candidates_grew(q, pids)
         else:  # grades were reloaded meanwhile (another annotator): read them again
             self.reload()
+
+    def _candidates_grew(self, q: int, pids: list[int]) -> None:
+        """Count the graded ones among candidates another process made after the counts
+        were read (``Catalog.agree``): the book counted its graded candidates then."""
+        graded = sum(1 for pid in pids if self.book.grade_of(q, pid) is not None)
+        self.book.graded_candidates[q] += graded
 
     @property
     def runs_ready(self) -> bool:

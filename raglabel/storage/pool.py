@@ -10,13 +10,15 @@ from numpy.typing import NDArray
 
 
 def candidate_rows(conn: sqlite3.Connection) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Every candidate as parallel arrays of query rows and passage rows, by query row.
+    """Every candidate as parallel arrays of query rows and passage rows, in query row
+    order (ordering by the grouped column costs SQLite no sort of its own).
 
     Integers only: a big project has millions of candidates, and their passage ids as
     strings cost seconds that the session does not need until a query is opened.
     """
     rows = conn.execute(
         "SELECT query_id, count(*), group_concat(passage_id) FROM candidate GROUP BY query_id"
+        " ORDER BY query_id"
     ).fetchall()
     queries, sizes = (np.array([row[i] for row in rows], dtype=np.int64) for i in (0, 1))
     return np.repeat(queries, sizes), joined_ints([row[2] for row in rows])
