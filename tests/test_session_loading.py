@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from raglabel.session.catalog import PassageNames
+from raglabel.session.catalog import PassageNames, RunLists
+from raglabel.session.gradebook import entry_grades
 from raglabel.session.grading import GradingSession
 from raglabel.session.options import AppOptions
 from raglabel.storage.grades import GradeEvent, record
+from raglabel.storage.pool import in_chunks, joined_ints
 from raglabel.storage.project import Project
 
 
@@ -132,3 +135,41 @@ def test_a_pool_read_before_the_counts_gets_what_they_hold_beyond_it(demo_db: Pa
         )
     finally:
         session.close()
+
+
+def test_the_background_reads_parse_in_chunks_to_the_same_arrays() -> None:
+    # More groups than a chunk holds, with groups of every size, a single and an empty
+    # one among them: the chunks must join up exactly as one parse of the whole did.
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(0, 40, 1234)
+    sizes[7] = 1
+    values = [rng.integers(1, 10**12, size).tolist() for size in sizes]
+    texts = [",".join(map(str, group)) for group in values if group]
+    expected = np.array([v for group in values for v in group], dtype=np.int64)
+    assert np.array_equal(joined_ints(texts), expected)
+    queries = np.arange(5, 5 + sizes.size, dtype=np.int64)
+    assert np.array_equal(in_chunks(queries, sizes), np.repeat(queries, sizes))
+    assert joined_ints([]).size == in_chunks(queries[:0], sizes[:0]).size == 0
+
+
+def test_entry_grades_find_each_entry_s_query_past_empty_rankings() -> None:
+    # Queries a run lacks (empty slices, some at either end) and unnamed entries (0):
+    # each entry's grade is its own query's grade of its passage.
+    rng = np.random.default_rng(9)
+    lengths = rng.integers(0, 6, 300)
+    lengths[:3] = lengths[-3:] = 0
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    pids = rng.integers(0, 12, int(offsets[-1])).astype(np.int32)
+    run = RunLists("r", offsets, pids, upto=12)
+    graded = {(q, pid): int(rng.integers(1, 6)) for q in range(300) for pid in range(1, 12, 3)}
+    q, pid, grade = (
+        np.array(column, dtype=np.int64)
+        for column in zip(*[(*k, v) for k, v in graded.items()], strict=True)
+    )
+    [found] = entry_grades([run], q, pid, grade)
+    expected = [
+        graded.get((at, int(p)), 0) if p else 0
+        for at in range(300)
+        for p in pids[offsets[at] : offsets[at + 1]]
+    ]
+    assert found.tolist() == expected

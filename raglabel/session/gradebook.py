@@ -224,8 +224,11 @@ def entry_grades(
         # pool depth are, and need no search.
         named = np.flatnonzero(run.pids)
         if keys.size and named.size:
-            n = run.offsets.size - 1
-            at_query = np.repeat(np.arange(n, dtype=np.int64), np.diff(run.offsets))[named]
+            # Each named entry's query: the last whose slice starts at or before it. A
+            # sorted search, where numpy lets other threads run; np.repeat over every
+            # entry held the interpreter's lock for up to half a second a run, and
+            # the app's keys (a sort, a filter) waited for it.
+            at_query = np.searchsorted(run.offsets, named, side="right") - 1
             wanted = at_query * SPAN + run.pids[named].astype(np.int64) + SPAN // 2
             del at_query
             at = np.searchsorted(keys, wanted).clip(0, keys.size - 1)

@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from raglabel.errors import UsageError
 from raglabel.formats.rows import QrelsRows
 from raglabel.storage.policies import Policy
-from raglabel.storage.pool import joined_ints
+from raglabel.storage.pool import in_chunks, joined_ints
 
 #: The ``event.origin`` of a lead's final grade for a pair (``storage.adjudication``).
 ADJUDICATION = "adjudication"
@@ -131,7 +131,8 @@ def own_grade_rows(conn: sqlite3.Connection, annotator: str) -> NDArray[np.int64
     queries, sizes = (np.array([row[i] for row in rows], dtype=np.int64) for i in (0, 1))
     passages = joined_ints([row[2] for row in rows])
     grades = joined_ints([row[3] for row in rows])
-    return np.stack([np.repeat(queries, sizes), passages, grades], axis=1).reshape(-1, 3)
+    # In chunks (see pool.in_chunks): the app reads these in a thread beside its keys.
+    return np.stack([in_chunks(queries, sizes), passages, grades], axis=1).reshape(-1, 3)
 
 
 def resolved_grade_rows(conn: sqlite3.Connection) -> NDArray[np.int64]:

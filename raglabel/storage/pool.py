@@ -21,15 +21,33 @@ def candidate_rows(conn: sqlite3.Connection) -> tuple[NDArray[np.int64], NDArray
         " ORDER BY query_id"
     ).fetchall()
     queries, sizes = (np.array([row[i] for row in rows], dtype=np.int64) for i in (0, 1))
-    return np.repeat(queries, sizes), joined_ints([row[2] for row in rows])
+    return in_chunks(queries, sizes), joined_ints([row[2] for row in rows])
+
+
+# The app reads these in a thread beside its screens, and joining, parsing or repeating
+# millions of values in one numpy call holds the interpreter's lock throughout (a tenth
+# of a second and more on a big project) while the app's keys wait: a chunk of groups
+# at a time, a few milliseconds each, lets the app's thread in between.
+_GROUPS_A_CHUNK = 500  # ~50,000 values with a big project's 100 candidates a query
+
+
+def in_chunks(values: NDArray[np.int64], counts: NDArray[np.int64]) -> NDArray[np.int64]:
+    """``np.repeat(values, counts)``, a chunk of values at a time."""
+    parts = [
+        np.repeat(values[start : start + _GROUPS_A_CHUNK], counts[start : start + _GROUPS_A_CHUNK])
+        for start in range(0, values.size, _GROUPS_A_CHUNK)
+    ]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
 def joined_ints(texts: list[str]) -> NDArray[np.int64]:
     """Comma-separated integers (SQLite's ``group_concat``) as one array: a row per group
     and one parse in C cost a fraction of a row per value."""
-    if not texts:
-        return np.zeros(0, np.int64)
-    return np.fromstring(",".join(texts), dtype=np.int64, sep=",")
+    parts = [
+        np.fromstring(",".join(texts[start : start + _GROUPS_A_CHUNK]), dtype=np.int64, sep=",")
+        for start in range(0, len(texts), _GROUPS_A_CHUNK)
+    ]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
 def query_pool(conn: sqlite3.Connection, query_row: int) -> list[tuple[int, str]]:
