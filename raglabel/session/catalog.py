@@ -293,7 +293,7 @@ class Catalog:
         at = np.searchsorted(known, rows).clip(0, known.size - 1)
         return np.where(known[at] == rows, at, -1).astype(np.int64)
 
-    def passage_row(self, ext_id: str) -> int | None:
+    def passage_pid(self, ext_id: str) -> int | None:
         """The pid of a passage id the file holds or the session met, else None."""
         return self.passage_ext.known(ext_id)
 

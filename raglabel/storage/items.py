@@ -91,12 +91,17 @@ def _known_ids(conn: sqlite3.Connection, table: str, wanted: list[str], top: int
     is its largest id."""
     if not wanted or not top:
         return {}
-    if top <= _SCAN_FACTOR * len(wanted):
-        # Reading every row in order is cheaper than probing the ext_id index at random
-        # for each name once the table is not much larger than the list.
+    if _scan_beats_probes(top, len(wanted)):
         everything = dict(conn.execute(f"SELECT ext_id, id FROM {table}"))
         return {ext: everything[ext] for ext in wanted if ext in everything}
     return _rows_by_name(conn, table, wanted)
+
+
+def _scan_beats_probes(top: int, lookups: int) -> bool:
+    """Whether reading a table whose largest id is ``top`` whole beats probing its ext_id
+    index ``lookups`` times: reading every row in order is cheaper than probing the index
+    at random for each name once the table is not much larger than the list."""
+    return top <= _SCAN_FACTOR * lookups
 
 
 def _rows_by_name(conn: sqlite3.Connection, table: str, names: Sequence[str]) -> dict[str, int]:
@@ -229,12 +234,13 @@ def known_passage_rows(conn: sqlite3.Connection, ext_ids: Sequence[str]) -> dict
     list distinct first."""
     if worth_reading_whole(conn, len(ext_ids)):
         return passage_row_map(conn)
-    return _known_ids(conn, "passage", list(dict.fromkeys(ext_ids)), last_passage_row(conn))
+    # Not worth it for the whole list, so not for its distinct ids either: probe.
+    return _rows_by_name(conn, "passage", list(dict.fromkeys(ext_ids)))
 
 
 def worth_reading_whole(conn: sqlite3.Connection, lookups: int) -> bool:
     """Whether reading the whole passage table beats probing its index ``lookups`` times."""
-    return bool(last_passage_row(conn) <= _SCAN_FACTOR * lookups)
+    return _scan_beats_probes(last_passage_row(conn), lookups)
 
 
 def passage_row_map(conn: sqlite3.Connection) -> dict[str, int]:

@@ -87,7 +87,7 @@ class AdjudicationScreen(Screen[None]):
         if d is None:
             return
         session = self.glapp.session
-        pid = session.catalog.passage_row(d.passage)
+        pid = session.catalog.passage_pid(d.passage)
         q = session.catalog.query_by_ext(d.query)
         query_text = "" if q is None else session.catalog.queries[q].text
         self.query_one(PassageView).show(None if pid is None else session.passage(pid), query_text)
