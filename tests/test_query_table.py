@@ -280,6 +280,23 @@ async def test_a_new_order_keeps_the_cursor_on_its_query_and_its_line() -> None:
         assert app.opened == [700]
 
 
+async def test_a_smaller_terminal_keeps_the_cursor_on_screen() -> None:
+    rows = [QueryRow(i, f"q{i:04d}", f"text {i}", 1, 10, 2, (0.5, 0.25)) for i in range(1000)]
+    app = _Host(rows)
+    async with app.run_test(size=(80, 40)) as pilot:
+        table = app.query_one(QueryTable)
+        table.show(range(1000))
+        await pilot.pause()
+        table.move_cursor(row=35)  # near the bottom of 40 lines
+        await pilot.pause()
+        assert round(table.scroll_y) == 0 and _on_screen(table)
+        await pilot.resize_terminal(80, 12)
+        await pilot.pause()
+        assert table.cursor_row == 35 and _on_screen(table)
+        await pilot.press("down")
+        assert table.current == 36 and _on_screen(table)
+
+
 async def test_a_click_moves_the_cursor_and_a_second_click_opens() -> None:
     rows = [QueryRow(i, f"q{i:04d}", f"text {i}", 1, 10, 2, (0.5, 0.25)) for i in range(100)]
     app = _Host(rows)

@@ -338,6 +338,9 @@ class QueryTable(ScrollView, can_focus=True):
         self._columns[-1].width = max(text, 10)
         self._lines.clear()
         self._size_table()
+        # A lower table may hide the cursor's row: the reader's place stays in view.
+        # After the refresh, once the scroll region is measured at the new size.
+        self.call_after_refresh(self._scroll_cursor_into_view)
         self.refresh()
 
     def _size_table(self) -> None:
