@@ -19,12 +19,10 @@ from raglabel.session.grading import Change, GradingSession
 from raglabel.session.options import AppOptions
 from raglabel.tui.commands import LabelCommands
 from raglabel.tui.keys import bind
-from raglabel.tui.screens.answers import AnswersScreen, undo_text
 from raglabel.tui.screens.grade import GradeScreen
 from raglabel.tui.screens.help import HelpScreen
 from raglabel.tui.screens.prompt import PromptScreen
 from raglabel.tui.screens.queries import QueriesScreen
-from raglabel.tui.screens.runs import RunsScreen
 
 if TYPE_CHECKING:
     from raglabel.judge.work import RunLimits, Tally
@@ -184,6 +182,8 @@ class GradingApp(App[int]):
 
     def _answer_undone(self, change: AnswerChange) -> None:
         """Show the answer an undo reverted, in the Answers view."""
+        from raglabel.tui.screens.answers import AnswersScreen, undo_text
+
         if isinstance(self.screen, AnswersScreen):
             self.screen.show_undo(change)
             return
@@ -208,6 +208,8 @@ class GradingApp(App[int]):
                 timeout=8,
             )
             return
+        from raglabel.tui.screens.answers import AnswersScreen
+
         qid = session.catalog.queries[query].ext_id
         if qid not in answered:
             later = [
@@ -255,6 +257,8 @@ class GradingApp(App[int]):
         self.action_quit_saved()
 
     def action_runs(self, select: str | None = None) -> None:
+        from raglabel.tui.screens.runs import RunsScreen
+
         if isinstance(self.screen, RunsScreen):
             return
         self.push_screen(RunsScreen(select))
@@ -280,6 +284,9 @@ class GradingApp(App[int]):
         self._after_reload()
 
     def _after_reload(self) -> None:
+        from raglabel.tui.screens.answers import AnswersScreen
+        from raglabel.tui.screens.runs import RunsScreen
+
         self.all_dirty = True
         screen = self.screen
         if isinstance(screen, GradeScreen):
