@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raglabel.session.catalog import PassageNames, RunLists
-from raglabel.session.gradebook import entry_grades
+from raglabel.session.catalog import Catalog, PassageNames, Pools, Query, RunLists
+from raglabel.session.gradebook import GradeBook, entry_grades
 from raglabel.session.grading import GradingSession
 from raglabel.session.options import AppOptions
 from raglabel.storage.grades import GradeEvent, record
@@ -131,7 +131,7 @@ def test_a_pool_read_before_the_counts_gets_what_they_hold_beyond_it(demo_db: Pa
         assert session.query_row(q).candidates == read + 1
         # Its grade was read with the counts, and the book counts it.
         assert session.book.graded_candidates[q] == sum(
-            1 for pid in session.catalog.candidates[q] if session.book.grade_of(q, pid)
+            1 for pid in session.catalog.candidates[q] if session.book.grade_of(q, pid) is not None
         )
     finally:
         session.close()
@@ -173,3 +173,72 @@ def test_entry_grades_find_each_entry_s_query_past_empty_rankings() -> None:
         for p in pids[offsets[at] : offsets[at + 1]]
     ]
     assert found.tolist() == expected
+
+
+def _moved_passage() -> tuple[dict[int, str], PassageNames]:
+    """Passage names over a file that holds rows 10 and 11, after the session met "x"
+    outside it (pid -1) and another process imported "x" as row 500."""
+    file = {10: "a", 11: "b"}
+    names = PassageNames(
+        lambda rows: {r: file[r] for r in rows if r in file},
+        lambda exts: {e: r for r, e in file.items() if e in exts},
+    )
+    assert names.pid("x") == -1
+    file[500] = "x"
+    return file, names
+
+
+def test_a_pool_read_before_the_counts_fills_in_a_moved_passage_once() -> None:
+    file, names = _moved_passage()
+    read = Pools(np.zeros(1, np.int64), lambda q: [names.learn(r, file[r]) for r in (10, 11)])
+    catalog = Catalog([Query(0, 1, "q0", "")], names, read, [])
+    pool = catalog.candidates[0]
+    grown = catalog.take_counts((np.array([0, 0, 0]), np.array([10, 11, 500])), np.array([3]))
+    # The counts hold "x" (row 500): the pool gets it under the pid the session knows,
+    # and it is no candidate new to the counts.
+    assert pool == [10, 11, -1]
+    assert grown == {}
+    assert catalog.added == []
+    assert catalog.pairs[1].tolist() == [10, 11, 500]
+
+
+def test_a_graded_passage_that_moved_into_the_file_counts_as_a_graded_candidate() -> None:
+    file, names = _moved_passage()
+    read = Pools(np.zeros(1, np.int64), lambda q: [names.learn(r, file[r]) for r in (10, 11, 500)])
+    catalog = Catalog([Query(0, 1, "q0", "")], names, read, [])
+    catalog.take_counts((np.array([0, 0, 0]), np.array([10, 11, 500])), np.array([3]))
+    book = GradeBook(catalog)
+    book.load(np.array([[1, 500, 3]]), score=False)  # grades come by passage row
+    assert book.grade_of(0, -1) == 3
+    shown = sum(book.grade_of(0, pid) is not None for pid in catalog.candidates[0])
+    assert shown == 1 == book.graded_candidates[0]
+
+
+def test_a_graded_candidate_another_process_made_counts_once_its_pool_is_read(
+    demo_db: Path,
+) -> None:
+    session = GradingSession.open(AppOptions(project=demo_db, annotator="zoe"))
+    try:
+        q = 3
+        query = session.catalog.queries[q].ext_id
+        graded = int(session.book.graded_candidates[q])
+        probe = GradingSession.open(AppOptions(project=demo_db, annotator="zoe"))
+        try:
+            outside = _outside_pool(probe, q)
+        finally:
+            probe.close()
+        assert session.catalog.candidates.read_so_far() == {}
+        with Project.open(demo_db) as writer:
+            record(
+                writer,
+                GradeEvent(query=query, passage=outside, annotator="zoe", kind="grade", grade=4),
+            )
+        # The grade is read before the pool that holds the new pair: the book has it,
+        # but the counts it was counted against do not hold the pair.
+        session.reload()
+        assert session.query_row(q).graded == graded
+        pool = session.catalog.candidates[q]
+        assert outside in {session.catalog.passage_ext[pid] for pid in pool}
+        assert session.query_row(q).graded == graded + 1
+    finally:
+        session.close()

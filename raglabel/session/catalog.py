@@ -266,10 +266,12 @@ class Catalog:
         counted.update(pid for at, pid in self.added if at == q)
         shown = set(pool)
         missing = [row for row in rows if moved.get(row, row) not in shown]
+        # Only what the pool was read with can be new: the rows filled in below are
+        # counted already (one met outside the file comes back as its negative pid).
+        new = [pid for pid in pool if pid not in counted]
         if missing:
             self.passage_ext.name(missing)
             pool.extend(self.passage_ext.learn(row, self.passage_ext[row]) for row in missing)
-        new = [pid for pid in pool if pid not in counted]
         self.added.extend((q, pid) for pid in new)
         self.candidates.sizes[q] = len(pool)
         return new
@@ -430,7 +432,13 @@ def pool_pairs(catalog: Catalog, project: Project) -> tuple[NDArray[np.int64], N
     query_row, passage_row = candidate_rows(project.conn)
     q = catalog.query_indexes(query_row)
     keep = q >= 0
-    return q[keep], passage_row[keep]
+    q, passage_row = q[keep], passage_row[keep]
+    if q.size > 1 and bool((q[1:] < q[:-1]).any()):
+        # Query index order is row order (``query_indexes``) and the rows come sorted;
+        # should either ever change, the slices ``agree`` takes must still be right.
+        order = np.argsort(q, kind="stable")
+        q, passage_row = q[order], passage_row[order]
+    return q, passage_row
 
 
 def load_runs(project: Project, catalog: Catalog) -> list[RunLists]:

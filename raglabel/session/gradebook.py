@@ -107,7 +107,8 @@ class GradeBook:
         q = cat.query_indexes(table[:, 0])
         keep = q >= 0
         q, pids, grades = q[keep], table[keep, 1], table[keep, 2]
-        for row, pid in (cat.passage_ext.moved_in() if moved is None else moved).items():
+        moved = cat.passage_ext.moved_in() if moved is None else moved
+        for row, pid in moved.items():
             pids[pids == row] = pid
         order = np.argsort(q, kind="stable")
         q, pids, grades = q[order], pids[order], grades[order]
@@ -118,6 +119,12 @@ class GradeBook:
         # Pairs are unique on both sides, so a graded pair found among the candidates
         # is one graded candidate: a sorted search, far cheaper than a set operation.
         pool_q, pool_pid = cat.pairs if pairs is None else pairs
+        if moved:
+            # The pairs read from the file name such a passage by its row; the grades
+            # (above) and the Grade screen by the pid the session met it under.
+            pool_pid = pool_pid.copy()
+            for row, pid in moved.items():
+                pool_pid[pool_pid == row] = pid
         pool = np.sort(pool_q * SPAN + pool_pid + SPAN // 2)
         keys = q * SPAN + pids + SPAN // 2
         at = np.searchsorted(pool, keys).clip(0, max(pool.size - 1, 0))
