@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from raglabel.formats.corpus import PassageRecord, QueryRecord
     from raglabel.formats.samples import Sample
     from raglabel.storage.labelfile import LabelLine
-    from raglabel.storage.runs import Run
+    from raglabel.storage.runs import RunColumns
 
 #: Default pool depth: how many of each run's top passages per query become candidates.
 DEFAULT_DEPTH = 20
@@ -77,7 +77,7 @@ class _Parsed:
     passages: list[PassageRecord] = field(default_factory=list)
     # (rows, annotator)
     qrels: list[tuple[QrelsRows | QrelsColumns, str]] = field(default_factory=list)
-    runs: list[Run] = field(default_factory=list)
+    runs: list[RunColumns] = field(default_factory=list)
     samples: list[tuple[int, Sample]] = field(default_factory=list)
     labels: list[LabelLine] = field(default_factory=list)
     answers: list[tuple[str, Path, AnswerFile]] = field(default_factory=list)

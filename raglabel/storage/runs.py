@@ -68,7 +68,7 @@ class Run:
         return sum(len(r.passages) for r in self.rankings)
 
 
-def rank_trec_file(name: str, path: Path) -> Run:
+def rank_trec_file(name: str, path: Path) -> RunColumns:
     """Read a TREC run and put every query's list in trec_eval order.
 
     Score descending, then passage id descending as bytes; a repeated passage keeps
@@ -79,9 +79,9 @@ def rank_trec_file(name: str, path: Path) -> Run:
     from raglabel.formats.trec import read_run
 
     frame = read_run(path)
-    ranked = frame.sort(["qid", "score", "docid"], descending=[False, True, True])
+    ranked = trec_order(frame)
     before = ranked.height
-    ranked = ranked.unique(subset=["qid", "docid"], keep="first", maintain_order=True)
+    ranked = _first_of_each_pair(ranked)
     repeats: list[str] = []
     if ranked.height != before:
         doubled = frame.filter(pl.struct("qid", "docid").is_duplicated()).unique(
@@ -93,66 +93,224 @@ def rank_trec_file(name: str, path: Path) -> Run:
     bounds = [*starts.tolist(), ranked.height]
     scores = ranked["score"].to_numpy().astype(SCORE_DTYPE, copy=False)
     joined = ranked.group_by("qid", maintain_order=True).agg(pl.col("docid").str.join("\n"))
-    rankings = [
-        Ranking(qid, ids.split("\n"), scores[bounds[i] : bounds[i + 1]])
-        for i, (qid, ids) in enumerate(joined.iter_rows())
-    ]
-    return Run(name, str(path), rankings, repeats)
+    query_names, id_texts = joined["qid"].cast(pl.String).to_list(), joined["docid"].to_list()
+    return RunColumns(
+        name,
+        str(path),
+        query_names,
+        id_texts,
+        ranked["docid"],
+        np.diff(np.array(bounds, dtype=np.int64)).astype(np.int64),
+        [scores[bounds[i] : bounds[i + 1]].tobytes() for i in range(len(query_names))],
+        repeats,
+    )
+
+
+def trec_order(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` (``qid`` categorical, ``docid``, ``score``) sorted as trec_eval orders a
+    run: query id, then score descending, then passage id descending as bytes.
+
+    A sort on all three keys compares ten million strings; here the rows are put in
+    order by numbers (each query id's place among the distinct ones, the score), and
+    only rows whose query and score tie are ordered by their passage ids. A run written
+    grouped by query with scores falling needs no sort at all: its query blocks are
+    moved into place. Scores that are not finite, or a negative zero, take the plain
+    sort, whose notion of a tie the shortcut could not promise to share.
+    """
+    import polars as pl
+
+    scores = frame["score"].to_numpy()
+    if not frame.height or not bool(
+        np.isfinite(scores).all() and not (np.signbit(scores) & (scores == 0)).any()
+    ):
+        return frame.sort(["qid", "score", "docid"], descending=[False, True, True])
+    keys = _query_keys(frame["qid"])
+    order = _score_order(keys, scores)
+    keys, scores = keys[order], scores[order]
+    tied = (keys[1:] == keys[:-1]) & (scores[1:] == scores[:-1])
+    if tied.any():
+        # Rows in a run of equal (query, score): each run's rows go in passage id order.
+        member = np.zeros(len(order), dtype=np.bool_)
+        member[1:] |= tied
+        member[:-1] |= tied
+        group = np.cumsum(np.concatenate(([True], ~tied)))
+        places = np.flatnonzero(member)
+        tie = pl.DataFrame(
+            {
+                "group": group[places],
+                "row": order[places],
+                "docid": frame["docid"].gather(order[places]),
+            }
+        ).sort(["group", "docid"], descending=[False, True], maintain_order=True)
+        order[places] = tie["row"].to_numpy()
+    return frame[order]
+
+
+def _query_keys(qids: pl.Series) -> NDArray[np.int64]:
+    """Each row's query id as its place among the distinct query ids in string order."""
+    import polars as pl
+
+    distinct = qids.unique()
+    names = distinct.cast(pl.String).to_list()
+    codes = distinct.to_physical().to_numpy().astype(np.int64)
+    place = np.zeros(int(codes.max()) + 1 if len(codes) else 0, dtype=np.int64)
+    place[codes[sorted(range(len(names)), key=names.__getitem__)]] = np.arange(len(names))
+    keys: NDArray[np.int64] = place[qids.to_physical().to_numpy()]
+    return keys
+
+
+def _score_order(keys: NDArray[np.int64], scores: NDArray[np.float64]) -> NDArray[np.int64]:
+    """The row order by query key, then score descending (stable)."""
+    n = len(keys)
+    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    same = keys[1:] == keys[:-1]
+    if (
+        len(np.unique(keys[starts])) == len(starts)
+        and not (same & (scores[1:] > scores[:-1])).any()
+    ):
+        # One block per query, scores falling within it: the blocks in query order.
+        lengths = np.diff(np.append(starts, n))
+        blocks = np.argsort(keys[starts], kind="stable")
+        moved = np.cumsum(lengths[blocks]) - lengths[blocks]
+        shifted: NDArray[np.int64] = np.arange(n, dtype=np.int64) + np.repeat(
+            starts[blocks] - moved, lengths[blocks]
+        )
+        return shifted
+    return np.lexsort((-scores, keys)).astype(np.int64)
+
+
+def _first_of_each_pair(ranked: pl.DataFrame) -> pl.DataFrame:
+    """``ranked`` without the later rows of a (query, passage) pair. Finding the pairs
+    by hash costs a fraction of polars' unique over ten million string pairs; only a
+    run where two hashes meet (a pair repeated, or a collision) takes the unique."""
+    import polars as pl
+
+    hashes = ranked.select(
+        pl.col("docid").hash(0) ^ (pl.col("qid").to_physical().cast(pl.UInt64) * 0x9E3779B97F4A7C15)
+    ).to_series()
+    ordered = np.sort(hashes.to_numpy())
+    if not bool((ordered[1:] == ordered[:-1]).any()):
+        return ranked
+    return ranked.unique(subset=["qid", "docid"], keep="first", maintain_order=True)
+
+
+@dataclass
+class RunColumns:
+    """A run as :func:`store` writes it, whatever it was read from: the queries in rank
+    order, each one's passage ids joined by newlines and its scores as stored; every
+    entry's passage id back to back (``lengths`` of them per query) in one column,
+    which a 10M-line run keeps out of Python strings."""
+
+    name: str
+    source: str
+    queries: list[str]
+    id_texts: list[str]
+    docids: pl.Series
+    lengths: NDArray[np.int64]
+    scores: list[bytes | None]
+    repeats: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, run: Run) -> RunColumns:
+        import polars as pl
+
+        return cls(
+            run.name,
+            run.source,
+            [r.query for r in run.rankings],
+            ["\n".join(r.passages) for r in run.rankings],
+            pl.Series("docid", [p for r in run.rankings for p in r.passages], dtype=pl.String),
+            np.array([len(r.passages) for r in run.rankings], dtype=np.int64),
+            [
+                None if r.scores is None else r.scores.astype(SCORE_DTYPE).tobytes()
+                for r in run.rankings
+            ],
+            run.repeats,
+        )
+
+    @property
+    def entries(self) -> int:
+        return int(self.lengths.sum())
 
 
 def store(
-    conn: sqlite3.Connection, run: Run, *, depth: int, replace: bool = False
+    conn: sqlite3.Connection, run: Run | RunColumns, *, depth: int, replace: bool = False
 ) -> dict[str, int]:
     """Write a run and make its top ``depth`` entries per query candidates for grading."""
-    existing = conn.execute("SELECT id FROM run WHERE name = ?", (run.name,)).fetchone()
+    import polars as pl
+
+    columns = run if isinstance(run, RunColumns) else RunColumns.of(run)
+    existing = conn.execute("SELECT id FROM run WHERE name = ?", (columns.name,)).fetchone()
     if existing is not None:
         if not replace:
             raise InputError(
-                run.source,
-                f"a run named {run.name!r} is already in the project "
+                columns.source,
+                f"a run named {columns.name!r} is already in the project "
                 "(name it differently, or give --replace to overwrite it)",
             )
         conn.execute("DELETE FROM ranking WHERE run_id = ?", existing)
         conn.execute("DELETE FROM ranking_rows WHERE run_id = ?", existing)
         conn.execute("DELETE FROM run WHERE id = ?", existing)
-    query_ids = ensure_queries(conn, (r.query for r in run.rankings))
-    pooled = [
-        (r.query, pid, rank) for r in run.rankings for rank, pid in enumerate(r.passages[:depth], 1)
-    ]
-    passage_ids = ensure_passages(conn, (pid for _, pid, _ in pooled))
-    # The rows of the entries below the depth the file holds already (another run's
-    # pool, a label file); the pool's are all known now.
-    rows = known_passage_rows(conn, [p for r in run.rankings for p in r.passages[depth:]])
-    rows.update(passage_ids)
+    query_ids = ensure_queries(conn, columns.queries)
+    lengths = columns.lengths
+    ends = np.cumsum(lengths)
+    # Each entry's rank in its query (1-based), and the pool: the top ``depth`` of each.
+    ranks = np.arange(1, int(ends[-1]) + 1 if len(ends) else 1) - np.repeat(ends - lengths, lengths)
+    pool = np.flatnonzero(ranks <= depth)
+    pooled_ids: list[str] = columns.docids.gather(pool).to_list()
+    pooled_queries = np.repeat(np.arange(len(lengths)), np.minimum(lengths, depth)).tolist()
+    passage_ids = ensure_passages(conn, pooled_ids)
+    # Every entry's passage row: the pool's are all known now, and an entry below the
+    # depth has the row the file holds already (another run's pool, a label file).
+    if worth_reading_whole(conn, columns.entries):
+        known = passage_row_map(conn)
+    else:
+        known = known_passage_rows(conn, columns.docids.unique().to_list())
+    rows = columns.docids.replace_strict(
+        list(known), list(known.values()), default=0, return_dtype=pl.Int32
+    ).to_numpy()
     run_id = conn.execute(
         "INSERT INTO run (name, source, imported_at, queries, entries, passage_rows_upto)"
         " VALUES (?, ?, ?, ?, ?, ?)",
-        (run.name, run.source, now(), len(run.rankings), run.entries, last_passage_row(conn)),
+        (
+            columns.name,
+            columns.source,
+            now(),
+            len(columns.queries),
+            columns.entries,
+            last_passage_row(conn),
+        ),
     ).lastrowid
+    query_rows = [query_ids[q] for q in columns.queries]
     conn.executemany(
         "INSERT INTO ranking (run_id, query_id, passage_ids, scores) VALUES (?, ?, ?, ?)",
         (
-            (
-                run_id,
-                query_ids[r.query],
-                encode_ids(r.passages),
-                None if r.scores is None else r.scores.astype(SCORE_DTYPE).tobytes(),
+            (run_id, query_row, text.encode("utf-8"), scores)
+            for query_row, text, scores in zip(
+                query_rows, columns.id_texts, columns.scores, strict=True
             )
-            for r in run.rankings
         ),
     )
-    encoded = encode_rankings(rows, [r.passages for r in run.rankings])
+    stored = rows.astype(ROW_DTYPE, copy=False)
     conn.executemany(
         "INSERT INTO ranking_rows (run_id, query_id, passage_rows) VALUES (?, ?, ?)",
-        ((run_id, query_ids[r.query], blob) for r, blob in zip(run.rankings, encoded, strict=True)),
+        (
+            (run_id, query_row, stored[end - n : end].tobytes())
+            for query_row, end, n in zip(query_rows, ends.tolist(), lengths.tolist(), strict=True)
+        ),
     )
     conn.executemany(
         "INSERT INTO candidate (query_id, passage_id, best_rank) VALUES (?, ?, ?)"
         " ON CONFLICT (query_id, passage_id) DO UPDATE SET best_rank ="
         " min(coalesce(best_rank, excluded.best_rank), excluded.best_rank)",
-        ((query_ids[q], passage_ids[p], rank) for q, p, rank in pooled),
+        zip(
+            [query_rows[i] for i in pooled_queries],
+            [passage_ids[p] for p in pooled_ids],
+            ranks[pool].tolist(),
+            strict=True,
+        ),
     )
-    return {"queries": len(run.rankings), "entries": run.entries, "pooled": len(pooled)}
+    return {"queries": len(columns.queries), "entries": columns.entries, "pooled": len(pool)}
 
 
 def encode_rankings(rows: dict[str, int], rankings: list[list[str]]) -> list[bytes]:

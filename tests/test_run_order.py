@@ -1,0 +1,89 @@
+"""A run is put in trec_eval order by numbers where it can: the rows must come out
+exactly as polars' plain three-key sort and unique put them."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from raglabel.formats.trec import read_run
+from raglabel.storage import runs
+
+
+def _plain(frame: pl.DataFrame) -> pl.DataFrame:
+    """The order as rank_trec_file gave it before: sort on all three keys, then unique."""
+    ranked = frame.sort(["qid", "score", "docid"], descending=[False, True, True])
+    return ranked.unique(subset=["qid", "docid"], keep="first", maintain_order=True)
+
+
+def _frame(rows: list[tuple[str, str, float]]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "qid": [q for q, _, _ in rows],
+            "docid": [d for _, d, _ in rows],
+            "score": [s for _, _, s in rows],
+        },
+        schema={"qid": pl.Categorical, "docid": pl.String, "score": pl.Float64},
+    )
+
+
+def _random_run(seed: int) -> list[tuple[str, str, float]]:
+    """Query ids whose string order is not their first-mention order, scores that tie,
+    passages repeated in a query, blocks split or kept whole, scores falling or not."""
+    rng = random.Random(seed)
+    queries = [f"{rng.choice(['q', 'Q', 'é', ''])}{rng.randrange(30)}" for _ in range(8)]
+    rows: list[tuple[str, str, float]] = []
+    for query in queries:
+        count = rng.randrange(0, 40)
+        scores = [float(rng.randrange(6)) / rng.choice([1, 2, 4]) for _ in range(count)]
+        if rng.random() < 0.5:
+            scores.sort(reverse=True)
+        for score in scores:
+            rows.append((query, f"d{rng.randrange(25)}{rng.choice(['', 'x', 'ü'])}", score))
+    if rng.random() < 0.3:
+        rng.shuffle(rows)
+    if rng.random() < 0.2 and rows:
+        rows.append((rows[0][0], "d-zero", -0.0))
+        rows.append((rows[0][0], "d-zero2", 0.0))
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_the_order_is_the_plain_sorts(seed: int) -> None:
+    frame = _frame(_random_run(seed))
+    expected = _plain(frame)
+    got = runs._first_of_each_pair(runs.trec_order(frame))
+    assert got.to_dicts() == expected.to_dicts()
+
+
+def test_a_grouped_run_with_falling_scores_and_ties(tmp_path: Path) -> None:
+    """The shape of most run files: a block a query (not in string order), scores
+    falling, some of them tied."""
+    lines = [
+        f"{q} Q0 d{(7 * q + r) % 13} {r} {10 - r // 3} x\n"
+        for q in (10, 9, 2, 100)
+        for r in range(12)
+    ]
+    path = tmp_path / "r.run"
+    path.write_text("".join(lines))
+    frame = read_run(path)
+    assert runs.trec_order(frame).to_dicts() == _plain(frame).to_dicts()
+    stored = runs.rank_trec_file("r", path)
+    assert stored.queries == ["10", "100", "2", "9"]
+    assert stored.id_texts[0].split("\n")[:3] == ["d7", "d6", "d5"]
+    assert stored.repeats == []
+    assert stored.entries == 48
+    assert np.frombuffer(stored.scores[0] or b"", "<f8").tolist()[:4] == [10, 10, 10, 9]
+
+
+def test_repeated_passages_are_kept_once_and_named(tmp_path: Path) -> None:
+    path = tmp_path / "r.run"
+    path.write_text("q1 Q0 a 1 3 x\nq1 Q0 b 2 2 x\nq1 Q0 a 3 5 x\nq2 Q0 a 1 1 x\n")
+    stored = runs.rank_trec_file("r", path)
+    assert stored.id_texts == ["a\nb", "a"]
+    assert stored.repeats == ["a in q1"]
+    assert stored.lengths.tolist() == [2, 1]
