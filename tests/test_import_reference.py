@@ -315,3 +315,54 @@ def test_a_killed_import_leaves_the_file_as_it_was(
         # And the import then goes through.
         summary = run_import(project, ImportRequest(qrels=big, annotator="x"))
         assert summary.counts["grades"] == 20_000
+
+
+_KILLED_RUN_IMPORT = """
+import os, signal, sys
+from pathlib import Path
+from raglabel.storage import importer, runs
+from raglabel.storage.project import Project
+
+importer.IMPORT_CACHE_KIB = int(sys.argv[3])
+store = runs.store
+def stored_then_killed(*args, **kwargs):
+    store(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGKILL)
+runs.store = stored_then_killed
+with Project.open(sys.argv[1]) as project:
+    importer.run_import(
+        project, importer.ImportRequest(runs=[("bm25", Path(sys.argv[2]))], replace=True)
+    )
+"""
+
+
+@pytest.mark.parametrize("cache_kib", [importer.IMPORT_CACHE_KIB, 16])  # 16: pages spill
+def test_a_killed_run_import_leaves_the_file_as_it_was(tmp_path: Path, cache_kib: int) -> None:
+    """SIGKILL inside a run import's transaction, once every row of the run is
+    written (its rankings, passage rows and candidates; the run it replaces deleted):
+    the file reopens as it was, whole, and the import then goes through."""
+    path = tmp_path / "p.db"
+    with Project.create(path) as project:
+        run_import(project, ImportRequest(runs=[("bm25", _run(tmp_path / "bm25.run", 1))]))
+        run_import(project, ImportRequest(qrels=_qrels(tmp_path / "a.qrels", 2), annotator="a"))
+        before = _contents(project.conn)
+    big = tmp_path / "big.run"  # new queries, new and known passages, replacing bm25
+    big.write_text("".join(f"n{i % 97} Q0 d{i} {i // 97 + 1} {-i} x\n" for i in range(20_000)))
+    child = subprocess.run(
+        [sys.executable, "-c", _KILLED_RUN_IMPORT, str(path), str(big), str(cache_kib)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert child.returncode == -9, child.stderr
+    if cache_kib < 1024:  # the transaction's pages did reach the file's WAL
+        assert Path(f"{path}-wal").stat().st_size > 100 * 4096
+    with Project.open(path) as project:
+        assert _contents(project.conn) == before
+        assert project.conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert project.conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        summary = run_import(project, ImportRequest(runs=[("bm25", big)], replace=True))
+        assert summary.counts["run entries"] == 20_000
+        after = _contents(project.conn)
+    assert after["ranking"] != before["ranking"]
+    assert len(after["ranking_rows"]) == 97
