@@ -266,9 +266,18 @@ def store(
         known = passage_row_map(conn)
     else:
         known = known_passage_rows(conn, columns.docids.unique().to_list())
-    rows = columns.docids.replace_strict(
-        list(known), list(known.values()), default=0, return_dtype=pl.Int32
-    ).to_numpy()
+    # A join on the id column (the map's keys are distinct): a left row each, in order.
+    mapping = pl.DataFrame(
+        {"docid": list(known), "row": list(known.values())},
+        schema={"docid": pl.String, "row": pl.Int32},
+    )
+    rows = (
+        columns.docids.alias("docid")
+        .to_frame()
+        .join(mapping, on="docid", how="left", maintain_order="left")["row"]
+        .fill_null(0)
+        .to_numpy()
+    )
     run_id = conn.execute(
         "INSERT INTO run (name, source, imported_at, queries, entries, passage_rows_upto)"
         " VALUES (?, ?, ?, ?, ?, ?)",
