@@ -87,3 +87,54 @@ def test_repeated_passages_are_kept_once_and_named(tmp_path: Path) -> None:
     assert stored.id_texts == ["a\nb", "a"]
     assert stored.repeats == ["a in q1"]
     assert stored.lengths.tolist() == [2, 1]
+
+
+@pytest.mark.parametrize("known_passages", [0, 5_000])  # 5,000: the index is probed
+def test_a_run_stores_the_same_rows_from_a_list_or_a_column(
+    tmp_path: Path, known_passages: int
+) -> None:
+    """Runs built in Python keep their passage ids in a list, runs read from a file in a
+    polars column: both write the same rows, with and without passages already known."""
+    import sqlite3
+
+    from raglabel.storage.project import Project
+
+    rng = random.Random(known_passages)
+    rankings = [
+        runs.Ranking(
+            f"q{q}",
+            rng.sample([f"d{i}" for i in range(300)], rng.randrange(1, 60)),
+            None if q % 3 == 0 else np.arange(60, dtype=np.float64)[::-1][:60].copy(),
+        )
+        for q in range(30)
+    ]
+    for ranking in rankings:
+        if ranking.scores is not None:
+            ranking.scores = ranking.scores[: len(ranking.passages)]
+    contents = []
+    for as_column in (False, True):
+        with Project.create(tmp_path / f"{as_column}.db") as project:
+            conn: sqlite3.Connection = project.conn
+            with project.write():
+                conn.executemany(
+                    "INSERT INTO passage (ext_id) VALUES (?)",
+                    ((f"d{i * 7}",) for i in range(known_passages)),
+                )
+                run = runs.Run("r", "r.run", rankings)
+                stored = runs.RunColumns.of(run)
+                if as_column:
+                    stored.docids = pl.Series("docid", stored.docids, dtype=pl.String)
+                runs.store(conn, stored, depth=7)
+            contents.append(
+                {
+                    table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+                    for table in ("query", "passage", "ranking", "ranking_rows", "candidate")
+                }
+            )
+            contents[-1]["run"] = conn.execute(
+                "SELECT name, queries, entries, passage_rows_upto FROM run"
+            ).fetchall()
+    assert contents[0] == contents[1]
+    rows = [np.frombuffer(blob, "<i4") for _, _, blob in contents[0]["ranking_rows"]]
+    assert all((r[:7] > 0).all() for r in rows)  # the pool
+    assert any((r[7:] > 0).any() for r in rows) and any((r[7:] == 0).any() for r in rows)

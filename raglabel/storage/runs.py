@@ -199,27 +199,26 @@ class RunColumns:
     """A run as :func:`store` writes it, whatever it was read from: the queries in rank
     order, each one's passage ids joined by newlines and its scores as stored; every
     entry's passage id back to back (``lengths`` of them per query) in one column,
-    which a 10M-line run keeps out of Python strings."""
+    which keeps a 10M-line run out of Python strings, or in a list for a run built in
+    Python (samples, answers: small, and their import need not load polars)."""
 
     name: str
     source: str
     queries: list[str]
     id_texts: list[str]
-    docids: pl.Series
+    docids: pl.Series | list[str]
     lengths: NDArray[np.int64]
     scores: list[bytes | None]
     repeats: list[str] = field(default_factory=list)
 
     @classmethod
     def of(cls, run: Run) -> RunColumns:
-        import polars as pl
-
         return cls(
             run.name,
             run.source,
             [r.query for r in run.rankings],
             ["\n".join(r.passages) for r in run.rankings],
-            pl.Series("docid", [p for r in run.rankings for p in r.passages], dtype=pl.String),
+            [p for r in run.rankings for p in r.passages],
             np.array([len(r.passages) for r in run.rankings], dtype=np.int64),
             [
                 None if r.scores is None else r.scores.astype(SCORE_DTYPE).tobytes()
@@ -237,8 +236,6 @@ def store(
     conn: sqlite3.Connection, run: Run | RunColumns, *, depth: int, replace: bool = False
 ) -> dict[str, int]:
     """Write a run and make its top ``depth`` entries per query candidates for grading."""
-    import polars as pl
-
     columns = run if isinstance(run, RunColumns) else RunColumns.of(run)
     existing = conn.execute("SELECT id FROM run WHERE name = ?", (columns.name,)).fetchone()
     if existing is not None:
@@ -257,7 +254,12 @@ def store(
     # Each entry's rank in its query (1-based), and the pool: the top ``depth`` of each.
     ranks = np.arange(1, int(ends[-1]) + 1 if len(ends) else 1) - np.repeat(ends - lengths, lengths)
     pool = np.flatnonzero(ranks <= depth)
-    pooled_ids: list[str] = columns.docids.gather(pool).to_list()
+    docids = columns.docids
+    pooled_ids = (
+        list(map(docids.__getitem__, pool.tolist()))
+        if isinstance(docids, list)
+        else docids.gather(pool).to_list()
+    )
     pooled_queries = np.repeat(np.arange(len(lengths)), np.minimum(lengths, depth)).tolist()
     passage_ids = ensure_passages(conn, pooled_ids)
     # Every entry's passage row: the pool's are all known now, and an entry below the
@@ -265,19 +267,11 @@ def store(
     if worth_reading_whole(conn, columns.entries):
         known = passage_row_map(conn)
     else:
-        known = known_passage_rows(conn, columns.docids.unique().to_list())
-    # A join on the id column (the map's keys are distinct): a left row each, in order.
-    mapping = pl.DataFrame(
-        {"docid": list(known), "row": list(known.values())},
-        schema={"docid": pl.String, "row": pl.Int32},
-    )
-    rows = (
-        columns.docids.alias("docid")
-        .to_frame()
-        .join(mapping, on="docid", how="left", maintain_order="left")["row"]
-        .fill_null(0)
-        .to_numpy()
-    )
+        distinct = (
+            list(dict.fromkeys(docids)) if isinstance(docids, list) else docids.unique().to_list()
+        )
+        known = known_passage_rows(conn, distinct)
+    rows = _entry_rows(docids, known)
     run_id = conn.execute(
         "INSERT INTO run (name, source, imported_at, queries, entries, passage_rows_upto)"
         " VALUES (?, ?, ?, ?, ?, ?)",
@@ -320,6 +314,27 @@ def store(
         ),
     )
     return {"queries": len(columns.queries), "entries": columns.entries, "pooled": len(pool)}
+
+
+def _entry_rows(docids: pl.Series | list[str], known: dict[str, int]) -> NDArray[np.int32]:
+    """The row ``known`` gives each of ``docids`` (0: none), in their order."""
+    if isinstance(docids, list):
+        return np.fromiter(map(known.get, docids, itertools.repeat(0)), ROW_DTYPE, len(docids))
+    import polars as pl
+
+    # A join on the id column (the map's keys are distinct): a left row each, in order.
+    mapping = pl.DataFrame(
+        {"docid": list(known), "row": list(known.values())},
+        schema={"docid": pl.String, "row": pl.Int32},
+    )
+    rows: NDArray[np.int32] = (
+        docids.alias("docid")
+        .to_frame()
+        .join(mapping, on="docid", how="left", maintain_order="left")["row"]
+        .fill_null(0)
+        .to_numpy()
+    )
+    return rows
 
 
 def encode_rankings(rows: dict[str, int], rankings: list[list[str]]) -> list[bytes]:
