@@ -74,7 +74,7 @@ def test_a_grouped_run_with_falling_scores_and_ties(tmp_path: Path) -> None:
     assert runs.trec_order(frame).to_dicts() == _plain(frame).to_dicts()
     stored = runs.rank_trec_file("r", path)
     assert stored.queries == ["10", "100", "2", "9"]
-    assert stored.id_texts[0].split("\n")[:3] == ["d7", "d6", "d5"]
+    assert runs.decode_ids(stored.id_blobs[0])[:3] == ["d7", "d6", "d5"]
     assert stored.repeats == []
     assert stored.entries == 48
     assert np.frombuffer(stored.scores[0] or b"", "<f8").tolist()[:4] == [10, 10, 10, 9]
@@ -84,7 +84,7 @@ def test_repeated_passages_are_kept_once_and_named(tmp_path: Path) -> None:
     path = tmp_path / "r.run"
     path.write_text("q1 Q0 a 1 3 x\nq1 Q0 b 2 2 x\nq1 Q0 a 3 5 x\nq2 Q0 a 1 1 x\n")
     stored = runs.rank_trec_file("r", path)
-    assert stored.id_texts == ["a\nb", "a"]
+    assert stored.id_blobs == [b"a\nb", b"a"]
     assert stored.repeats == ["a in q1"]
     assert stored.lengths.tolist() == [2, 1]
 

@@ -93,12 +93,14 @@ def rank_trec_file(name: str, path: Path) -> RunColumns:
     bounds = [*starts.tolist(), ranked.height]
     scores = ranked["score"].to_numpy().astype(SCORE_DTYPE, copy=False)
     joined = ranked.group_by("qid", maintain_order=True).agg(pl.col("docid").str.join("\n"))
-    query_names, id_texts = joined["qid"].cast(pl.String).to_list(), joined["docid"].to_list()
+    query_names = joined["qid"].cast(pl.String).to_list()
+    # As UTF-8 bytes straight from polars: no Python string of every ranking to encode.
+    id_blobs: list[bytes] = joined["docid"].cast(pl.Binary).to_list()
     return RunColumns(
         name,
         str(path),
         query_names,
-        id_texts,
+        id_blobs,
         ranked["docid"],
         np.diff(np.array(bounds, dtype=np.int64)).astype(np.int64),
         [scores[bounds[i] : bounds[i + 1]].tobytes() for i in range(len(query_names))],
@@ -197,7 +199,7 @@ def _first_of_each_pair(ranked: pl.DataFrame) -> pl.DataFrame:
 @dataclass
 class RunColumns:
     """A run as :func:`store` writes it, whatever it was read from: the queries in rank
-    order, each one's passage ids joined by newlines and its scores as stored; every
+    order, each one's passage ids and scores as stored (:func:`encode_ids`, float64); every
     entry's passage id back to back (``lengths`` of them per query) in one column,
     which keeps a 10M-line run out of Python strings, or in a list for a run built in
     Python (samples, answers: small, and their import need not load polars)."""
@@ -205,7 +207,7 @@ class RunColumns:
     name: str
     source: str
     queries: list[str]
-    id_texts: list[str]
+    id_blobs: list[bytes]
     docids: pl.Series | list[str]
     lengths: NDArray[np.int64]
     scores: list[bytes | None]
@@ -217,7 +219,7 @@ class RunColumns:
             run.name,
             run.source,
             [r.query for r in run.rankings],
-            ["\n".join(r.passages) for r in run.rankings],
+            [encode_ids(r.passages) for r in run.rankings],
             [p for r in run.rankings for p in r.passages],
             np.array([len(r.passages) for r in run.rankings], dtype=np.int64),
             [
@@ -288,9 +290,9 @@ def store(
     conn.executemany(
         "INSERT INTO ranking (run_id, query_id, passage_ids, scores) VALUES (?, ?, ?, ?)",
         (
-            (run_id, query_row, text.encode("utf-8"), scores)
-            for query_row, text, scores in zip(
-                query_rows, columns.id_texts, columns.scores, strict=True
+            (run_id, query_row, blob, scores)
+            for query_row, blob, scores in zip(
+                query_rows, columns.id_blobs, columns.scores, strict=True
             )
         ),
     )
