@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from raglabel.errors import InputError
-from raglabel.formats import align, blocks
+from raglabel.formats import align, blocks, trec
 from raglabel.formats.align import NOT_GROUPED, Alignment, NotInBlocks
 from raglabel.formats.blocks import QueryTooLargeError, query_blocks
 from raglabel.formats.rows import read_run_exactly
@@ -249,3 +249,39 @@ def test_a_block_reads_as_the_exact_reader_does_or_is_refused(
         assert block["qid"].cast(pl.String).to_list() == rows.qids
         assert block["docid"].to_list() == rows.docids
         assert block["score"].to_list() == rows.scores
+
+
+@pytest.mark.parametrize("window", [16, 40, 1 << 20])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        None,
+        "q1 Q0 dx 9 0.5",
+        "q1 Q0 dx 9 0.5 t x",
+        "q1 Q0 dx 9 0.5 t\r",
+        "q1 Q0  dx 9 0.5 t",
+        " q1 Q0 dx 9 0.5 t",
+        "",
+        "q1 Q0 dx\t9 0.5 t",
+        "q1 Q0 dx\x1f9 0.5 t",
+        "q1 Q0 d\u00a0x 9 0.5 t",
+    ],
+)
+@pytest.mark.parametrize("at", [0, 7, 11])
+def test_plain_blocks_are_six_nonempty_fields_a_line_in_every_window(
+    monkeypatch: pytest.MonkeyPatch, window: int, bad: str | None, at: int
+) -> None:
+    # The check goes a window of whole lines at a time: a bad line is found whichever
+    # window it falls in, and a line longer than the window is left to the full check.
+    monkeypatch.setattr(trec, "_SCAN_BYTES", window)
+    lines = [f"q{q} Q0 d{d} {d + 1} {9 - d}.5 t" for q in range(3) for d in range(4)]
+    if bad is not None:
+        lines[at:at] = [bad]
+    data = ("\n".join(lines) + "\n").encode()
+    fits = window > max(len(line) for line in lines)
+    assert trec._plain_block(data, 6) is (bad is None and fits)
+    if bad is None:
+        # Refused by the byte check only for its window: read all the same.
+        frame = read_run_block(data)
+        assert frame is not None
+        assert frame["docid"].to_list() == [line.split()[2] for line in lines]

@@ -51,8 +51,9 @@ class Alignment:
     _qidx: NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
     _key_order: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
     _keys_sorted: NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, np.uint64))
-    # Per value of a key's low bits, whether some label's key has them (see grades_of).
-    _filter: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(1, np.bool_))
+    # One bit per value of a key's low bits: whether some label's key has them (see
+    # grades_of and _key_filter).
+    _filter: NDArray[np.uint8] = field(default_factory=lambda: np.zeros(1, np.uint8))
 
     @classmethod
     def from_qrels(cls, qrels: pl.DataFrame) -> Alignment:
@@ -99,13 +100,16 @@ class Alignment:
             return grades
         # The labels' filter, made once, rules out most rows in one gather (a hash set
         # built for every block of a large run cost more than the rest of grading); the
-        # binary search then runs only on the few rows left, where its cache misses do
-        # not matter, and keeps those whose key a label has.
-        mask = np.uint64(self._filter.size - 1)
-        maybe = np.flatnonzero(self._filter[keys & mask])
-        slot = np.searchsorted(self._keys_sorted, keys[maybe])
+        # binary search then runs only on the few rows left and keeps those whose key a
+        # label has. Searched in key order, successive searches walk the same few paths
+        # of the sorted keys, which stay in cache (a third cheaper than in row order).
+        maybe = np.flatnonzero(_in_filter(self._filter, keys))
+        wanted = keys[maybe]
+        by_key = np.argsort(wanted)
+        slot = np.empty(wanted.size, dtype=np.intp)
+        slot[by_key] = np.searchsorted(self._keys_sorted, wanted[by_key])
         np.minimum(slot, self._keys_sorted.size - 1, out=slot)
-        hit = self._keys_sorted[slot] == keys[maybe]
+        hit = self._keys_sorted[slot] == wanted
         matched = maybe[hit].astype(np.int64)
         if matched.size == 0:
             return grades
@@ -309,20 +313,36 @@ def _joined(name: str, n_queries: int, parts: list[RankedRun]) -> RankedRun:
     return RankedRun(name=name, offsets=offsets, grades=grades)
 
 
-#: Filter slots per label key, and the most slots: about one row in sixteen without a
+#: Filter bits per label key, and the most bits: about one row in sixteen without a
 #: grade passes the filter to the binary search (one in eight past four million labels).
 _FILTER_SLOTS_PER_KEY = 16
-_MAX_FILTER_SLOTS = 1 << 25
+_MAX_FILTER_SLOTS = 1 << 26
 
 
-def _key_filter(keys: NDArray[np.uint64]) -> NDArray[np.bool_]:
-    """Marks, at each key's low bits, that some key has them: a power-of-two table that
-    no key is missing from (so it only rules rows out) and that few other keys hit."""
-    wanted = max(keys.size * _FILTER_SLOTS_PER_KEY, 1)
+def _key_filter(keys: NDArray[np.uint64]) -> NDArray[np.uint8]:
+    """Marks, at each key's low bits, that some key has them: a power-of-two table of
+    bits that no key is missing from (so it only rules rows out) and that few other keys
+    hit. Bits, not bytes: every row of a run looks a key up in it at random, and a
+    megabyte of bits stays in the core's cache where eight of bytes did not (the lookups
+    cost twice as much)."""
+    wanted = max(keys.size * _FILTER_SLOTS_PER_KEY, 8)
     slots = min(1 << (wanted - 1).bit_length(), _MAX_FILTER_SLOTS)
-    marks = np.zeros(slots, dtype=np.bool_)
-    marks[keys & np.uint64(slots - 1)] = True
+    low = keys & np.uint64(slots - 1)
+    marks = np.zeros(slots >> 3, dtype=np.uint8)
+    np.bitwise_or.at(
+        marks, (low >> np.uint64(3)).astype(np.intp), np.left_shift(1, low & np.uint64(7))
+    )
     return marks
+
+
+def _in_filter(marks: NDArray[np.uint8], keys: NDArray[np.uint64]) -> NDArray[np.bool_]:
+    """Whether each key's low bits are marked in ``marks`` (see :func:`_key_filter`)."""
+    low = keys & np.uint64((marks.size << 3) - 1)
+    byte = marks[low >> np.uint64(3)]
+    byte >>= (low & np.uint64(7)).astype(np.uint8)
+    byte &= np.uint8(1)
+    marked: NDArray[np.bool_] = byte.view(np.bool_)
+    return marked
 
 
 def _distinct_in_blocks(

@@ -25,7 +25,7 @@ _QRELS_FIELDS = ("qid", "iteration", "docid", "relevance")
 _PAIR_SEED = 0x5EED
 # An odd 64-bit constant (the golden ratio's), so that (a, b) and (b, a) hash apart.
 _MIX = np.uint64(0x9E3779B97F4A7C15)
-_SPACE = ord(" ")
+_SPACE, _NEWLINE = ord(" "), ord("\n")
 
 
 def _fast_frame(
@@ -88,60 +88,68 @@ def _lean_frame(
     kept columns; None when that is not sure (and the full check decides).
 
     Checking every field for presence made polars parse all of them, and doubled the
-    parse. Here bytes answer for the fields that are not kept: with no empty field (no
-    doubled, leading or trailing space, no blank line), a field is missing only at the
-    end of a short line, where the last one is null. So the kept columns and the last
-    field's presence are all polars is asked for. Fields in between are then present and
-    unparsed: only the rank, which no reader uses (a non-integer rank only sent the file
-    to the exact reader, which ignores it).
+    parse; asking it only whether the last field is there still cost a fifth of the
+    parse. Here bytes answer for the fields that are not kept: when every line is
+    exactly as many non-empty fields as the schema has (:func:`_plain_block`), none is
+    missing, so the kept columns are all polars is asked for. Fields in between are
+    then present and unparsed: only the rank, which no reader uses (a non-integer rank
+    only sent the file to the exact reader, which ignores it). A line with more fields
+    is not refused by the readers (they ignore the extra ones) but is left to the full
+    check here.
     """
-    last = list(schema)[-1]
-    short = pl.col(last).is_null().alias("_short")
-    lean = {
-        name: kind if name in keep or name == last else pl.String() for name, kind in schema.items()
-    }
+    lean = {name: kind if name in keep else pl.String() for name, kind in schema.items()}
     with ThreadPoolExecutor(max_workers=1) as pool:
-        plain = pool.submit(_plain_block, block)
+        plain = pool.submit(_plain_block, block, len(schema))
         try:
-            frame = (
-                _scan(block, lean, comments=False)
-                .select([*keep, short])
-                .collect(engine="streaming")
-            )
+            frame = _scan(block, lean, comments=False).select(keep).collect(engine="streaming")
         except (pl.exceptions.PolarsError, UnicodeDecodeError, ValueError):
             return None
         if not plain.result():
             return None
-    if frame["_short"].any() or any(frame[name].null_count() for name in keep):
+    if any(frame[name].null_count() for name in keep):
         return None
-    return frame.drop("_short")
+    return frame
 
 
-#: Bytes of a block checked for empty fields at a time (the masks are a few times this).
+#: Bytes of a block checked at a time (the positions found are a few times this).
 _SCAN_BYTES = 1 << 20
 
 
-def _plain_block(block: bytes) -> bool:
-    """Whether ``block`` is canonical (:func:`is_canonical`) and no line of it has an
-    empty field or is blank.
+def _plain_block(block: bytes, n_fields: int) -> bool:
+    """Whether every line of ``block`` is exactly ``n_fields`` non-empty fields, each
+    followed by one space (the last by a newline), and the block is canonical
+    (:func:`is_canonical`).
 
-    An empty field is a separator (space or newline) next to another, or one that starts
-    the block, or a space that ends it. The numpy pass looks for two neighbouring bytes
-    up to the space, which covers both separators and the control bytes with one
-    comparison (instead of two, an "or" and the pair): stricter about a control byte
-    beside a separator, which only sends the file to the exact reader. The five bytes
-    the exact reader must always see are memchr scans, cheaper than any numpy pass.
+    The bytes up to the space are found a window of whole lines at a time: they must
+    come ``n_fields`` to a line, spaces then a newline, never two side by side nor at a
+    line's start. That one pass also rules out every control byte the exact reader
+    must see (tab, carriage return, NUL, ...: all below the space), so only a block
+    that is not ASCII needs :func:`is_canonical`'s search for Unicode white space. A
+    last line without its newline, or a line longer than a window, is left to the full
+    check.
     """
-    if not block or block[0] <= _SPACE or block[-1] == _SPACE:
+    if not block or block[-1] != _NEWLINE:
         return False
-    if not is_canonical(block):
+    if not block.isascii() and not is_canonical(block):
         return False
     data = np.frombuffer(block, dtype=np.uint8)
-    # Windows overlap by a byte, so a pair across their border is seen.
-    for start in range(0, data.size - 1, _SCAN_BYTES):
-        low = data[start : start + _SCAN_BYTES + 1] <= _SPACE
-        if bool((low[1:] & low[:-1]).any()):
+    pattern = np.full(n_fields, _SPACE, dtype=np.uint8)
+    pattern[-1] = _NEWLINE
+    at = 0
+    while at < data.size:
+        end = block.rfind(b"\n", at, at + _SCAN_BYTES) + 1
+        if end <= at:
             return False
+        window = data[at:end]
+        separators = np.flatnonzero(window <= _SPACE)
+        if separators.size % n_fields or separators[0] == 0:
+            return False
+        if bool((window[separators].reshape(-1, n_fields) != pattern).any()):
+            return False
+        # Neighbouring separators: an empty field or a blank line.
+        if int(np.diff(separators).min(initial=2)) < 2:
+            return False
+        at = end
     return True
 
 
