@@ -36,6 +36,10 @@ _MAX_SLICES = 4096
 
 NOT_GROUPED = "its lines are not grouped by query"
 
+#: A String id column is looked up one run of equal ids at a time (in Python) when its
+#: runs average at least this many rows; else every row goes through categorical codes.
+_ROWS_PER_LOOKUP = 8
+
 
 class NotInBlocks(Exception):  # noqa: N818 (a refusal, not an error: the file is read whole)
     """A run that cannot be aligned block by block; the message says why."""
@@ -51,6 +55,8 @@ class Alignment:
     _qidx: NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
     _key_order: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
     _keys_sorted: NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, np.uint64))
+    # Label index of each query id, for String ids (see _label_index); filled once.
+    _query_positions: dict[str, int] = field(default_factory=dict)
     # One bit per value of a key's low bits: whether some label's key has them (see
     # grades_of and _key_filter).
     _filter: NDArray[np.uint8] = field(default_factory=lambda: np.zeros(1, np.uint8))
@@ -243,14 +249,29 @@ class Alignment:
         """
         if qid.len() == 0:
             return np.zeros(0, dtype=np.int32)
+        if qid.dtype == pl.String:
+            # Rows of one query come together (a run file, a block of one, a project's
+            # ranked entries): each run of equal ids is looked up once, which costs far
+            # less than numbering every row's id in the shared categorical table.
+            runs = qid.rle()
+            if runs.len() * _ROWS_PER_LOOKUP <= qid.len():
+                if not self._query_positions:
+                    self._query_positions.update(
+                        (q, i) for i, q in enumerate(self.labels.query_ids)
+                    )
+                positions = self._query_positions
+                heads = runs.struct.field("value").to_list()
+                found = np.array([positions.get(q, -1) for q in heads], dtype=np.int32)
+                qidx: NDArray[np.int32] = np.repeat(found, runs.struct.field("len").to_numpy())
+                return qidx
         categorical = qid.cast(pl.Categorical)
         ours = pl.Series(self.labels.query_ids, dtype=pl.String).cast(pl.Categorical)
         codes = as_numpy(categorical.to_physical())
         label_codes = ours.to_physical().to_numpy()
         table = np.full(max(int(codes.max()), int(label_codes.max(initial=0))) + 1, -1, np.int32)
         table[label_codes] = np.arange(label_codes.size, dtype=np.int32)
-        qidx: NDArray[np.int32] = table[codes]
-        return qidx
+        coded: NDArray[np.int32] = table[codes]
+        return coded
 
     def _first_occurrences(
         self,

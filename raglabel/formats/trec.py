@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -156,14 +157,18 @@ def _plain_block(block: bytes, n_fields: int) -> bool:
 def _ids_fit(frame: pl.DataFrame) -> bool:
     """Whether every id is short enough; else the exact reader names the first line
     that is not."""
-    qids = frame["qid"]
-    names = qids.cat if qids.dtype == pl.Categorical else qids.str
+    names = _names(frame["qid"])
     docids = frame["docid"].str
     # A string has no more characters than bytes, and its byte length is stored beside
     # it: counting characters (which reads every byte) is needed only for long ids.
     if max(_top(names.len_bytes()), _top(docids.len_bytes())) <= MAX_ID_CHARS:
         return True
     return max(_top(names.len_chars()), _top(docids.len_chars())) <= MAX_ID_CHARS
+
+
+def _names(ids: pl.Series) -> Any:
+    """The string methods of an id column, categorical or String."""
+    return ids.cat if ids.dtype == pl.Categorical else ids.str
 
 
 def _top(lengths: pl.Series) -> int:
@@ -195,13 +200,19 @@ def read_run(path: str | Path) -> pl.DataFrame:
 
 def read_run_block(source: Path | bytes) -> pl.DataFrame | None:
     """What :func:`read_run` reads quickly: a canonical run file or block of one, as its
-    frame; None for anything the exact reader has to see (it also names bad lines)."""
+    frame; None for anything the exact reader has to see (it also names bad lines).
+
+    A block's ``qid`` is a String column, a whole file's a categorical one.
+    """
     # Columns that are only checked for presence parse to cheap types (strings: a batch
     # of them is dropped at once, while a categorical hashes every value into the
     # process-wide table). A rank that is not an integer sends the file to the exact
-    # reader, which ignores ranks.
+    # reader, which ignores ranks. A block is grouped by query (or refused as not
+    # grouped), so its rows are looked up one run of equal ids at a time and need no
+    # categorical codes: hashing every row's id into the shared table was a twentieth
+    # of a large evaluation.
     schema: dict[str, pl.DataType] = {
-        "qid": pl.Categorical(),
+        "qid": pl.String() if isinstance(source, bytes) else pl.Categorical(),
         "q0": pl.String(),
         "docid": pl.String(),
         "rank": pl.Int64(),
@@ -212,7 +223,7 @@ def read_run_block(source: Path | bytes) -> pl.DataFrame | None:
     # polars reads much faster without looking for comments; a file that has them
     # (a row whose qid starts with "#", or a short row) is read again with them.
     frame = _fast_frame(source, schema, keep, comments=False)
-    if frame is None or bool(frame["qid"].cat.starts_with("#").any()):
+    if frame is None or bool(_names(frame["qid"]).starts_with("#").any()):
         frame = _fast_frame(source, schema, keep)
     if (
         frame is not None
