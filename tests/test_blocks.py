@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from raglabel.cli import eval_inputs
 from raglabel.errors import InputError
 from raglabel.formats import align, blocks, trec
 from raglabel.formats.align import NOT_GROUPED, Alignment, NotInBlocks
@@ -168,12 +169,16 @@ def test_eval_reads_a_large_run_in_blocks_with_the_same_report(
     qrels = qrels_file(tmp_path, 30)
     args = ["eval", "--qrels", qrels, "--run", run, "--reader", "polars", "--format", "json"]
     args += ["--per-query"]
+    shared: list[bool] = []
+    monkeypatch.setattr(eval_inputs, "share_malloc_arenas", lambda: shared.append(True))
     code, whole, _ = cli(*args)
     assert code == 0
+    assert shared == []  # a small run leaves malloc alone
     # Blocks of 2 KB: the 30-query run (about 24 KB) is now "large".
     monkeypatch.setattr(blocks, "BLOCK_BYTES", 2048)
     code, streamed, err = cli(*args)
     assert code == 0
+    assert shared == [True]
     whole_doc, streamed_doc = json.loads(whole), json.loads(streamed)
     if grouped:
         assert streamed_doc == whole_doc

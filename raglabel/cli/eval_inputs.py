@@ -16,6 +16,7 @@ from raglabel.cli.options import (
     named_file,
 )
 from raglabel.errors import UsageError
+from raglabel.formats.blocks import in_blocks, share_malloc_arenas
 from raglabel.metrics.names import MAX_CUTOFF, MetricNameError, parse_metric_list
 
 _MAX_SEED = 2**63 - 2
@@ -113,4 +114,7 @@ def eval_request(args: argparse.Namespace) -> EvalRequest:
 
 
 def load_inputs(args: argparse.Namespace) -> Loaded:
-    return load(eval_request(args))
+    request = eval_request(args)
+    if any(in_blocks(path) for _, path in request.runs):
+        share_malloc_arenas()
+    return load(request)
