@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from raglabel.cli import eval_inputs
+from raglabel.cli.main import build_parser, parse_args
 from raglabel.errors import InputError
 from raglabel.formats import align, blocks, trec
 from raglabel.formats.align import NOT_GROUPED, Alignment, NotInBlocks
@@ -178,6 +179,12 @@ def test_eval_reads_a_large_run_in_blocks_with_the_same_report(
     monkeypatch.setattr(blocks, "BLOCK_BYTES", 2048)
     code, streamed, err = cli(*args)
     assert code == 0
+    # Called in a process of others' (the Python API's way), malloc is left alone too;
+    # only the eval command as its own process caps the arenas.
+    assert shared == []
+    parsed = parse_args(build_parser("eval"), [str(a) for a in args])
+    parsed.own_process = True
+    eval_inputs.load_inputs(parsed)
     assert shared == [True]
     whole_doc, streamed_doc = json.loads(whole), json.loads(streamed)
     if grouped:
@@ -290,3 +297,16 @@ def test_plain_blocks_are_six_nonempty_fields_a_line_in_every_window(
         frame = read_run_block(data)
         assert frame is not None
         assert frame["docid"].to_list() == [line.split()[2] for line in lines]
+
+
+def test_sharing_malloc_arenas_is_harmless_anywhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    blocks.share_malloc_arenas()  # glibc here: the real call
+    import ctypes
+
+    def no_c_library(name: object) -> object:
+        raise TypeError("argument of type 'NoneType' is not iterable")  # as on Windows
+
+    monkeypatch.setattr(ctypes, "CDLL", no_c_library)
+    blocks.share_malloc_arenas()
+    monkeypatch.setattr(blocks.sys, "platform", "win32")
+    blocks.share_malloc_arenas()

@@ -285,3 +285,27 @@ def test_quick_readers_split_ids_where_the_exact_reader_does(tmp_path: Path, odd
     with pytest.raises(InputError) as quick_error:
         read_qrels(qrels_path)
     assert str(quick_error.value) == str(exact_error.value)
+
+
+def test_a_byte_order_mark_stays_part_of_the_first_id_as_the_exact_reader_keeps_it(
+    tmp_path: Path,
+) -> None:
+    from raglabel.formats.maps import GradeMap
+    from raglabel.formats.rows import read_qrels_exactly, read_run_exactly
+    from raglabel.formats.trec import read_qrels, read_run, read_run_block
+
+    bom = "\ufeff"
+    run = bom + "".join(f"q{q} Q0 d{i} {i} {10 - i}.5 t\n" for q in range(3) for i in range(5))
+    run_path = tmp_path / "run"
+    run_path.write_text(run, encoding="utf-8")
+    exact = read_run_exactly(run_path)
+    assert exact.qids[0] == bom + "q0"
+    assert read_run(run_path)["qid"].cast(pl.String).to_list() == exact.qids
+    block = read_run_block(run.encode("utf-8"))
+    assert block is None or block["qid"].cast(pl.String).to_list() == exact.qids
+
+    qrels = bom + "".join(f"q{q} 0 d{i} {i % 3}\n" for q in range(3) for i in range(5))
+    qrels_path = tmp_path / "qrels"
+    qrels_path.write_text(qrels, encoding="utf-8")
+    exact_qrels = read_qrels_exactly(qrels_path, GradeMap())
+    assert read_qrels(qrels_path)["qid"].cast(pl.String).to_list() == exact_qrels.qids

@@ -115,6 +115,8 @@ def eval_request(args: argparse.Namespace) -> EvalRequest:
 
 def load_inputs(args: argparse.Namespace) -> Loaded:
     request = eval_request(args)
-    if any(in_blocks(path) for _, path in request.runs):
+    # Only when eval has the process to itself (``main`` says so): the Python API shares
+    # its process with whatever else a notebook runs.
+    if getattr(args, "own_process", False) and any(in_blocks(path) for _, path in request.runs):
         share_malloc_arenas()
     return load(request)

@@ -74,6 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # lines), and what an evaluation makes (arrays, frames, its report) holds no
         # cycles that would outgrow it: the process ends as soon as it is written.
         gc.disable()
+    args.own_process = argv is None  # process-wide settings are the command's to make
     try:
         result: int = args.handler(args)
     except UsageError as exc:

@@ -8,6 +8,7 @@ is the caller's to check (a query met in two blocks); this module only cuts.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,12 +38,16 @@ def share_malloc_arenas() -> None:
     390 MB with them and near 270 MB with two, at the same CPU time. glibc settles how
     many arenas it may make when a second thread first allocates, so this must come
     before any thread starts. Elsewhere (another C library: no mallopt) nothing changes.
+    Only for the eval command in a process of its own: the cap holds for the rest of
+    the process, and a notebook's other work has threads of its own.
     """
+    if not sys.platform.startswith("linux"):
+        return  # (on Windows, CDLL(None) is no C library at all: it raises TypeError)
     import ctypes
 
     try:
         mallopt = ctypes.CDLL(None).mallopt
-    except (AttributeError, OSError):
+    except (AttributeError, OSError, TypeError):
         return
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt(_M_ARENA_MAX, _ARENAS)

@@ -19,6 +19,10 @@ from raglabel.errors import InputError
 # Each is a single byte so that the scan is a memchr; empty fields (double or leading
 # spaces) show up later as nulls instead. 0x1c-0x1f are white space to str.split(),
 # which the exact reader uses: polars would keep them inside an id.
+# polars drops a byte order mark at the start of a file; the exact reader (like
+# trec_eval) keeps it as part of the first id, so such a file is the exact reader's.
+# (A block that starts with one goes there too: it may be the file's first.)
+_BOM = b"\xef\xbb\xbf"
 _IRREGULAR = (b"\t", b"\r", b"\x0b", b"\x0c", b"\x00", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
 # The white space outside ASCII that str.split() splits on, as UTF-8: NEL, no-break
 # space, ogham space, U+2000-U+200A, the line and paragraph separators, the narrow
@@ -47,14 +51,16 @@ def is_canonical(source: Path | bytes) -> bool:
     """True when the file (or a block of it) has none of the bytes that need the exact
     reader."""
     if isinstance(source, bytes):
-        return all(source.find(byte) < 0 for byte in _IRREGULAR) and (
-            source.isascii() or _UNICODE_SPACE.search(source) is None
+        return (
+            not source.startswith(_BOM)
+            and all(source.find(byte) < 0 for byte in _IRREGULAR)
+            and (source.isascii() or _UNICODE_SPACE.search(source) is None)
         )
     with source.open("rb") as handle:
         if source.stat().st_size == 0:
             return True
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            if any(data.find(byte) >= 0 for byte in _IRREGULAR):
+            if data[: len(_BOM)] == _BOM or any(data.find(byte) >= 0 for byte in _IRREGULAR):
                 return False
             # Slices of a megabyte: isascii is the quick test, the search is for the rest.
             ascii_only = all(
