@@ -40,24 +40,48 @@ def _random_run(seed: int) -> list[tuple[str, str, float]]:
     for query in queries:
         count = rng.randrange(0, 40)
         scores = [float(rng.randrange(6)) / rng.choice([1, 2, 4]) for _ in range(count)]
-        if rng.random() < 0.5:
+        if rng.random() < 0.9:  # most run files: falling scores
             scores.sort(reverse=True)
         for score in scores:
             rows.append((query, f"d{rng.randrange(25)}{rng.choice(['', 'x', 'ü'])}", score))
-    if rng.random() < 0.3:
+    if rng.random() < 0.15:
         rng.shuffle(rows)
-    if rng.random() < 0.2 and rows:
+    elif rng.random() < 0.15 and len(rows) > 2:  # a query's block split in two
+        rows.append(rows.pop(0))
+    if rng.random() < 0.05 and rows:
         rows.append((rows[0][0], "d-zero", -0.0))
         rows.append((rows[0][0], "d-zero2", 0.0))
     return rows
 
 
-@pytest.mark.parametrize("seed", range(200))
-def test_the_order_is_the_plain_sorts(seed: int) -> None:
-    frame = _frame(_random_run(seed))
-    expected = _plain(frame)
-    got = runs._first_of_each_pair(runs.trec_order(frame))
-    assert got.to_dicts() == expected.to_dicts()
+def test_the_order_is_the_plain_sorts() -> None:
+    paths = {True: 0, False: 0}
+    for seed in range(120):
+        frame = _frame(_random_run(seed))
+        expected = _plain(frame)
+        got = runs._first_of_each_pair(runs.trec_order(frame))
+        assert got.to_dicts() == expected.to_dicts(), f"seed {seed}"
+        scores = frame["score"].to_numpy()
+        if frame.height and not (np.signbit(scores) & (scores == 0)).any():
+            paths[runs._score_order(runs._query_keys(frame["qid"]), scores)[1]] += 1
+    assert min(paths.values()) >= 20, paths  # both the block moves and the sorts
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        # A query's lines in two places, scores falling in each: no block move.
+        [("q1", "a", 9.0), ("q1", "b", 8.0), ("q2", "c", 9.0), ("q1", "d", 7.0)],
+        # Grouped, but a score rises inside a block.
+        [("q2", "a", 1.0), ("q2", "b", 3.0), ("q1", "c", 2.0), ("q1", "d", 2.0)],
+        # Mostly tied and in no order: the plain sort.
+        [("q1", f"d{i}", float(i % 2)) for i in (5, 2, 7, 1, 4, 3, 6, 0)]
+        + [("q0", f"e{i}", 1.0) for i in (3, 1, 2)],
+    ],
+)
+def test_runs_that_are_not_grouped_and_falling(rows: list[tuple[str, str, float]]) -> None:
+    frame = _frame(rows)
+    assert runs.trec_order(frame).to_dicts() == _plain(frame).to_dicts()
 
 
 def test_a_grouped_run_with_falling_scores_and_ties(tmp_path: Path) -> None:
