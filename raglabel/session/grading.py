@@ -169,6 +169,11 @@ class GradingSession:
     _counting: bool = False  # candidates and grades still to come (read before the runs)
     _counts: Future[_Counted] | None = None
     _generation: int = 0  # grades read again (reload) since the thread started
+    # Before the counts are in: the queries whose pool and grades were read on their own
+    # (into the interim book), and every change written meanwhile as (query, pid, grade
+    # in view, own grade), put again on the book the thread read once it lands.
+    _early: set[int] = field(default_factory=set)
+    _meanwhile: list[tuple[int, int, int | None, int | None]] = field(default_factory=list)
     # Per query, passages outside its pool the annotator opened from a search.
     _extra: dict[int, list[int]] = field(default_factory=dict)
     _pending: Future[_LoadedRuns] | None = None
@@ -268,8 +273,17 @@ class GradingSession:
             # The thread's book counted the graded candidates among its pairs only.
             for q, pids in grown.items():
                 self._candidates_grew(q, pids)
+            # The thread's snapshot may predate writes of this session: each is put
+            # again, in order (one the snapshot holds already changes nothing).
+            for q, pid, shown, own in self._meanwhile:
+                self.book.set(q, pid, shown)
+                if not self.blind:
+                    self._set_own(q, pid, own)
+            self._rescore()
         else:  # grades were reloaded meanwhile (another annotator): read them again
             self.reload()
+        self._early.clear()
+        self._meanwhile.clear()
 
     def _candidates_grew(self, q: int, pids: list[int]) -> None:
         """Count the graded ones among candidates another process made after the counts
@@ -336,6 +350,8 @@ class GradingSession:
         self.board.book = self.book
         self._generation += 1
         self._own: dict[tuple[int, int], int] = {}
+        self._early.clear()  # read into the book just replaced
+        self._meanwhile.clear()  # the grades read now (or once the counts land) hold them
         if self._counting:  # the thread reading the runs reads the grades first
             self._rescore()
             return
@@ -422,7 +438,9 @@ class GradingSession:
         ra: tuple[float, ...] | None = (
             tuple(float(v) for v in self._ra[:, q]) if self._ra.size else None
         )
-        if self._waiting and self.counted and q in self.catalog.opened:
+        # Opened before the counts are in, its own pool and grades were read (never
+        # here: the Queries table asks for every row it paints).
+        if self._waiting and (self.counted or q in self._early) and q in self.catalog.opened:
             # Opened before the runs are in: its own rankings give its figures.
             holes = len(self.board.holes(q, self.k))
             values = self.panel(q).values
@@ -436,13 +454,14 @@ class GradingSession:
             holes=holes or 0,
             ra_nwg=ra if ra is not None else (math.nan,) * len(self.catalog.run_names),
             scored=holes is not None,
-            counted=not self._counting,
+            counted=self.counted or q in self._early,
         )
 
     def passages(self, q: int) -> list[PassageRow]:
         """The query's candidates in pool order, then any hole outside the pool. Before
-        the runs are in, read from the query's own rankings: nothing waits for them."""
-        self.ensure_counts()
+        the runs are in, read from the query's own rankings, and before the counts are,
+        from its own pool and grades: nothing waits for them."""
+        self._read_query(q)
         cat = self.catalog
         pool = list(cat.candidates[q])
         listed = set(pool)
@@ -522,7 +541,7 @@ class GradingSession:
         return definitions(keys, self.options.config)
 
     def panel(self, q: int) -> QueryPanel:
-        self.ensure_counts()  # the runs are not needed: the query's own are read
+        self._read_query(q)  # neither the runs nor the counts are needed: its own are read
         found = self._panels.get(q)
         if found is None:
             found = self._panels[q] = self.board.panel(q, self.k)
@@ -530,8 +549,8 @@ class GradingSession:
 
     def hole_here(self, q: int) -> Hole | None:
         """Query ``q``'s most-retrieved ungraded passage: the queue's next pair while it
-        has one. Waits for the counts only, never for the whole runs."""
-        self.ensure_counts()
+        has one. Waits for nothing: the query's own pool, grades and rankings say."""
+        self._read_query(q)
         here = self.board.holes(q, self.k)
         return here[0] if here else None
 
@@ -676,18 +695,21 @@ class GradingSession:
     def _apply(self, done: Recorded, kind: str) -> Change:
         # The grades in view, not the runs: the book grades the runs' entries of the
         # queries it changes meanwhile once they are in.
-        self.ensure_counts()
         q = self.catalog.query_by_ext(done.query)
         pid = self.catalog.pid(done.passage)
         assert q is not None
+        if kind == "grade" and pid not in self.catalog.candidates[q]:
+            # A new candidate joins the pairs the counts are read with: they must be in
+            # first, else the snapshot and this session could both hold it.
+            self.ensure_counts()
+        self._read_query(q)  # read after the write: the book holds it already
         if self.blind:
             shown = done.grade
         else:
-            if done.grade is None:
-                self._own.pop((q, pid), None)
-            else:
-                self._own[(q, pid)] = done.grade
+            self._set_own(q, pid, done.grade)
             shown = self._resolved(q, pid)
+        if self._counting:
+            self._meanwhile.append((q, pid, shown, done.grade))
         if kind == "grade" and pid not in self.catalog.candidates[q]:
             # The log made the pair a candidate (a passage found by search); before the
             # book hears of the grade, which counts graded candidates.
@@ -699,6 +721,45 @@ class GradingSession:
             self._answers.passages_changed()
         self._refresh_query(q)
         return Change(q, pid, shown, done.event_id, kind)
+
+    def _set_own(self, q: int, pid: int, grade: int | None) -> None:
+        if grade is None:
+            self._own.pop((q, pid), None)
+        else:
+            self._own[(q, pid)] = grade
+
+    def _read_query(self, q: int) -> None:
+        """Before the counts are in, query ``q``'s pool and grades read on their own into
+        the interim book (what the Grade screen shows and scores needs nothing else);
+        the counts instead once they are read."""
+        if not self._counting or q in self._early:
+            return
+        if self.counts_ready:
+            self.ensure_counts()
+            return
+        conn, cat, book = self.project.conn, self.catalog, self.book
+        row = cat.queries[q].row_id
+        moved = cat.passage_ext.moved_in()
+        read = (
+            own_grade_rows(conn, self.annotator, query_row=row)
+            if self.blind
+            else resolved_grade_rows(conn, query_row=row)
+        )
+        grades = {moved.get(pid, pid): grade for _, pid, grade in read.tolist()}
+        if not self.blind:
+            for _, pid, grade in own_grade_rows(conn, self.annotator, query_row=row).tolist():
+                self._own[(q, moved.get(pid, pid))] = grade
+        held = book.grades[q]
+        held.clear()
+        held.update(grades)
+        counts = np.bincount(np.array(list(grades.values()), np.int64), minlength=6)
+        book.counts[q] = counts[:6]
+        book.counts[q, 0] = 0
+        pool = cat.candidates[q]
+        cat.candidates.sizes[q] = len(pool)
+        book.graded_candidates[q] = sum(pid in grades for pid in pool)
+        self._panels.pop(q, None)
+        self._early.add(q)
 
     def _resolved(self, q: int, pid: int) -> int | None:
         rows = resolved_grades(

@@ -118,15 +118,26 @@ def own_grades(conn: sqlite3.Connection, annotator: str) -> list[tuple[int, str,
     ).fetchall()
 
 
-def own_grade_rows(conn: sqlite3.Connection, annotator: str) -> NDArray[np.int64]:
+def own_grade_rows(
+    conn: sqlite3.Connection, annotator: str, *, query_row: int | None = None
+) -> NDArray[np.int64]:
     """``(query row, passage row, grade)`` rows of one annotator's current grades:
-    integers only, as a big project's millions of grades are read at start."""
+    integers only, as a big project's millions of grades are read at start; only query
+    ``query_row``'s when given (a query opened before they are all read)."""
+    where, args = (
+        ("", (annotator,))
+        if query_row is None
+        else (
+            " AND c.query_id = ?",
+            (annotator, query_row),
+        )
+    )
     # Both lists of a group see its rows in the same order, so they stay paired.
     rows = conn.execute(
         "SELECT c.query_id, count(*), group_concat(c.passage_id), group_concat(c.grade)"
         " FROM current_grade c JOIN annotator a ON a.id = c.annotator_id WHERE a.name = ?"
-        " GROUP BY c.query_id",
-        (annotator,),
+        f"{where} GROUP BY c.query_id",
+        args,
     ).fetchall()
     queries, sizes = (np.array([row[i] for row in rows], dtype=np.int64) for i in (0, 1))
     passages = joined_ints([row[2] for row in rows])
@@ -135,12 +146,23 @@ def own_grade_rows(conn: sqlite3.Connection, annotator: str) -> NDArray[np.int64
     return np.stack([in_chunks(queries, sizes), passages, grades], axis=1).reshape(-1, 3)
 
 
-def resolved_grade_rows(conn: sqlite3.Connection) -> NDArray[np.int64]:
-    """``(query row, passage row, grade)``: :func:`resolved_grades` by passage row."""
+def resolved_grade_rows(
+    conn: sqlite3.Connection, *, query_row: int | None = None
+) -> NDArray[np.int64]:
+    """``(query row, passage row, grade)``: :func:`resolved_grades` by passage row; only
+    query ``query_row``'s pairs when given."""
+    where, args = (
+        ("", (ADJUDICATION,))
+        if query_row is None
+        else (
+            " WHERE c.query_id = ?",
+            (ADJUDICATION, query_row),
+        )
+    )
     rows = conn.execute(
         "SELECT c.query_id, c.passage_id, c.grade, c.event_id, e.origin IS ?"
-        " FROM current_grade c JOIN event e ON e.id = c.event_id",
-        (ADJUDICATION,),
+        " FROM current_grade c JOIN event e ON e.id = c.event_id" + where,
+        args,
     )
     settled = settle(((q, p), grade, event, bool(adj)) for q, p, grade, event, adj in rows)
     found = [(q, p, grade) for (q, p), grade in settled.items()]

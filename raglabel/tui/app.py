@@ -98,7 +98,9 @@ class GradingApp(App[int]):
             self.session.ensure_counts()
             self._hint_if_empty()
             self.all_dirty = True
-            if isinstance(self.screen, QueriesScreen):
+            # A Grade screen opened meanwhile showed its query's own read: the same
+            # figures, now from the whole counts.
+            if isinstance(self.screen, QueriesScreen | GradeScreen):
                 self.screen.refresh_for_k()
         if not self.session.runs_ready:
             return

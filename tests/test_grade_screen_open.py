@@ -1,0 +1,126 @@
+"""Opening a query before the background read of candidates and grades is in: the
+Grade screen reads that query's own pool and grades, shows what it shows once they are
+in, and grades written meanwhile survive the counts landing."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from raglabel.session import grading
+from raglabel.session.grading import GradingSession
+from raglabel.session.options import AppOptions
+from raglabel.storage.grades import GradeEvent, record
+from raglabel.storage.project import Project
+
+ME = "ann"
+OTHER = "bob"
+
+
+def _session(db: Path, *, blind: bool = True, background: bool = True) -> GradingSession:
+    options = AppOptions(project=db, annotator=ME, blind=blind)
+    return GradingSession.open(options, background=background)
+
+
+def _shown(session: GradingSession, q: int) -> str:
+    """What the Grade screen shows of query ``q``: its rows, panel, head and queue."""
+    shown = (session.passages(q), session.panel(q), session.query_row(q), session.hole_here(q))
+    return repr(shown)
+
+
+def _other_grades(db: Path, q: int) -> None:
+    """Another annotator's grades on query ``q``, some against the demo's own."""
+    with Project.open(db) as project:
+        qid = project.conn.execute("SELECT ext_id FROM query ORDER BY id").fetchall()[q][0]
+        pids = project.conn.execute(
+            "SELECT p.ext_id FROM candidate c JOIN passage p ON p.id = c.passage_id"
+            " JOIN query q ON q.id = c.query_id WHERE q.ext_id = ? ORDER BY p.ext_id",
+            (qid,),
+        ).fetchall()
+        for i, (pid,) in enumerate(pids[:6]):
+            event = GradeEvent(
+                query=qid, passage=pid, annotator=OTHER, kind="grade", grade=1 + i % 5
+            )
+            record(project, event)
+
+
+@pytest.mark.parametrize("blind", [True, False])
+def test_a_query_opened_before_the_counts_shows_what_it_shows_after(
+    demo_db: Path, blind: bool
+) -> None:
+    queries = (0, 3, 19, 25)  # graded by the demo's annotator, and not
+    for q in queries:
+        _other_grades(demo_db, q)
+    session = _session(demo_db, blind=blind)
+    reference = _session(demo_db, blind=blind, background=False)
+    try:
+        before = {q: _shown(session, q) for q in queries}
+        # Nothing waited for the counts: the thread was not even started.
+        assert not session.counted and session._counts is None
+        assert before == {q: _shown(reference, q) for q in queries}
+        session.ensure_runs()
+        assert {q: _shown(session, q) for q in queries} == before
+    finally:
+        session.close()
+        reference.close()
+
+
+@pytest.fixture
+def held(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """The background read holds its counts (read in its snapshot) until set: writes
+    made meanwhile are not in them."""
+    release = threading.Event()
+    original = grading._read_counts
+
+    def read_counts(*args: Any, **kwargs: Any) -> grading._Counted:
+        found = original(*args, **kwargs)
+        release.wait(30)
+        return found
+
+    monkeypatch.setattr(grading, "_read_counts", read_counts)
+    return release
+
+
+@pytest.mark.parametrize("blind", [True, False])
+def test_writes_before_the_counts_land_are_kept_when_they_do(
+    demo_db: Path, held: threading.Event, blind: bool
+) -> None:
+    _other_grades(demo_db, 2)
+    session = _session(demo_db, blind=blind)
+    try:
+        session.start_runs()
+        q = 2
+        rows = session.passages(q)
+        a, b, c = (row.pid for row in rows[:3])
+        session.grade(q, a, 5)
+        session.grade(q, b, 1)
+        session.grade(q, b, 2)
+        session.clear(q, c)  # a grade of the demo's annotator goes
+        session.grade(25, session.passages(25)[0].pid, 4)
+        session.flag(q, a, "check")
+        session.undo()  # the flag
+        session.undo()  # the grade on query 25
+        assert not session.counts_ready
+        before = {p: _shown(session, p) for p in (q, 25)}
+        held.set()
+        session.ensure_runs()
+        after = {p: _shown(session, p) for p in (q, 25)}
+        reference = _session(demo_db, blind=blind, background=False)
+        try:
+            assert after == before == {p: _shown(reference, p) for p in (q, 25)}
+            assert repr(session.query_columns()) == repr(reference.query_columns())
+            assert session.book.counts.tolist() == reference.book.counts.tolist()
+            for mine, theirs in zip(
+                session.book.run_grades, reference.book.run_grades, strict=True
+            ):
+                assert mine.tolist() == theirs.tolist()
+            if not blind:
+                assert session._own == reference._own
+        finally:
+            reference.close()
+    finally:
+        held.set()
+        session.close()
