@@ -114,7 +114,7 @@ async def test_grade_key_saves_then_advances_to_next_ungraded(db: Path) -> None:
         seen["moved_to"] = screen.current
         seen["grade_of_next"] = screen.rows[screen.current].grade if screen.current else None
         seen["status"] = status_text(screen)
-        seen["table"] = str(screen.query_one(PassageList).get_row(str(first))[0])
+        seen["table"] = str(screen.query_one(PassageList).cells(first)[0])
 
     app = await drive(db, scenario)
     (row,) = seen["rows"]

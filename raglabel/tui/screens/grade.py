@@ -252,7 +252,7 @@ class GradeScreen(Screen[None]):
     def _advance(self) -> None:
         """To the next passage of this query not yet graded, else simply the next one."""
         table = self.query_one(PassageList)
-        order = [int(str(key.value)) for key in table.rows]
+        order = table.order
         if self.current not in order:
             return
         start = order.index(self.current)

@@ -1,11 +1,27 @@
-"""The candidate passages of one query: grade, suggestion, each run's rank, id."""
+"""The candidate passages of one query: grade, suggestion, each run's rank, id.
+
+Drawn line by line (Textual's Line API), as the Queries table is: a DataTable measured
+and drew every cell of every row through a console each time a query was opened, a
+tenth of a second and more of every open. This one lays out the rows on screen as it
+draws them and keeps their lines until a row changes.
+"""
 
 from __future__ import annotations
 
+import io
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.console import Console
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
-from textual.events import Resize
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Region, Size, Spacing
 from textual.message import Message
-from textual.widgets import DataTable
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from raglabel.session.grading import PassageRow
 from raglabel.tui.widgets.columns import PAD, fit_columns
@@ -16,6 +32,19 @@ RANK_WIDTH = 4
 #: The passage column keeps this much (id and the start of the title) before run
 #: names are shortened.
 PASSAGE_WANTED = 44
+#: The grade and judge columns' width.
+MARK_WIDTH = 5
+#: What lays a cell's text out in segments (styles by name): the list's own, as a
+#: widget is handed its data and never reaches for the app.
+_CELLS = Console(
+    file=io.StringIO(),
+    force_terminal=True,
+    color_system="truecolor",
+    legacy_windows=False,
+    markup=False,
+    emoji=False,
+    highlight=False,
+)
 
 
 def _grade_cell(row: PassageRow) -> Text:
@@ -50,8 +79,86 @@ def _passage_cell(row: PassageRow) -> Text:
     return text
 
 
-class PassageList(DataTable[Text]):
-    """Rows keyed by passage row id; the highlighted row is the passage being graded."""
+@dataclass(frozen=True)
+class _Layout:
+    judge: bool  # a judge column (only for a query the judge has seen)
+    runs: tuple[int, ...]  # each run's width
+    passage: int  # the passage column's width
+
+    def widths(self) -> list[int]:
+        return [MARK_WIDTH, *([MARK_WIDTH] if self.judge else []), *self.runs, self.passage]
+
+
+class PassageList(ScrollView, can_focus=True):
+    """The rows of one query's passages by pid; the row under the cursor is the passage
+    being graded."""
+
+    # DataTable's look, so the screen reads as it did: header, zebra stripes, cursor.
+    DEFAULT_CSS = """
+    PassageList {
+        background: $surface;
+        color: $foreground;
+        height: auto;
+        max-height: 100%;
+
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .datatable--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+            & > .datatable--header {
+                background-tint: $foreground 5%;
+            }
+        }
+        &:dark {
+            & > .datatable--even-row {
+                background: $surface-darken-1 40%;
+            }
+        }
+        & > .datatable--header {
+            text-style: bold;
+            background: $panel;
+            color: $foreground;
+        }
+        &:ansi > .datatable--header {
+            background: ansi_bright_blue;
+            color: ansi_default;
+        }
+        & > .datatable--odd-row {
+        }
+        & > .datatable--even-row {
+            background: $surface-lighten-1 50%;
+        }
+        & > .datatable--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+    }
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "datatable--cursor",
+        "datatable--header",
+        "datatable--odd-row",
+        "datatable--even-row",
+    }
+
+    # A DataTable's moving keys (the Grade screen's own, remappable, come after them).
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor_up", "cursor up", show=False),
+        Binding("down", "cursor_down", "cursor down", show=False),
+        Binding("left", "scroll_left", "scroll left", show=False),
+        Binding("right", "scroll_right", "scroll right", show=False),
+        Binding("pageup", "page_up", "page up", show=False),
+        Binding("pagedown", "page_down", "page down", show=False),
+        Binding("ctrl+home", "first", "first passage", show=False),
+        Binding("ctrl+end", "last", "last passage", show=False),
+        Binding("home", "scroll_home", "left edge", show=False),
+        Binding("end", "scroll_end", "right edge", show=False),
+    ]
 
     class Focused(Message):
         def __init__(self, pid: int) -> None:
@@ -59,15 +166,23 @@ class PassageList(DataTable[Text]):
             super().__init__()
 
     def __init__(self, run_names: list[str], *, id: str | None = None) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, id=id)
+        super().__init__(id=id)
         self.run_names = run_names
         self._rows: dict[int, PassageRow] = {}
-        self._layout: tuple[bool, tuple[int, ...], int] | None = None
+        self._order: list[int] = []  # pids, as listed
+        self._position: dict[int, int] = {}  # pid -> its place in ``_order``
+        self._cursor = 0
+        self._layout: _Layout | None = None
+        self._labels: list[str] = []
+        # Drawn lines by (pid, odd row, under the cursor, focused): dropped whenever
+        # what they show may have changed.
+        self._lines: dict[tuple[int, bool, bool, bool], Strip] = {}
 
-    def _columns_for(self, width: int) -> tuple[bool, tuple[int, ...], int]:
-        """(judge column or not, each run's width, the passage column's width)."""
+    # -- columns -------------------------------------------------------------------------
+
+    def _layout_for(self, width: int) -> _Layout:
         judge = any(row.suggestion is not None for row in self._rows.values())
-        fixed = (5 + PAD) + ((5 + PAD) if judge else 0)
+        fixed = (MARK_WIDTH + PAD) + ((MARK_WIDTH + PAD) if judge else 0)
         longest = max((len(_passage_cell(row)) for row in self._rows.values()), default=20)
         runs, passage = fit_columns(
             width,
@@ -76,69 +191,238 @@ class PassageList(DataTable[Text]):
             floor=RANK_WIDTH,
             want_text=min(longest, PASSAGE_WANTED),
         )
-        return judge, tuple(runs), max(passage, 20)
+        return _Layout(judge, tuple(runs), max(passage, 20))
 
-    def _build_columns(self, layout: tuple[bool, tuple[int, ...], int]) -> None:
-        judge, runs, passage = layout
-        self.clear(columns=True)
-        self.add_column("grade", key="grade", width=5)
-        if judge:  # only for a query the judge has seen: the column is empty otherwise
-            self.add_column("judge", key="judge", width=5)
-        for i, (name, width) in enumerate(zip(self.run_names, runs, strict=True)):
-            self.add_column(short_run(name, width), key=f"run{i}", width=width)
-        self.add_column("passage", key="passage", width=passage)
+    def _use(self, layout: _Layout) -> None:
         self._layout = layout
+        self._labels = [
+            "grade",
+            *(["judge"] if layout.judge else []),
+            *(short_run(name, w) for name, w in zip(self.run_names, layout.runs, strict=True)),
+            "passage",
+        ]
+        self._lines.clear()
+        self._size_list()
 
-    def on_resize(self, event: Resize) -> None:
-        layout = self._columns_for(event.size.width)
-        if layout != self._layout and self._rows:
-            self.show(list(self._rows.values()), self.current)
+    def _size_list(self) -> None:
+        width = sum(w + PAD for w in self._layout.widths()) if self._layout else 0
+        self.virtual_size = Size(width, len(self._order) + 1)
+
+    def on_resize(self, event: events.Resize) -> None:
+        layout = self._layout_for(event.size.width)
+        if layout != self._layout:
+            self._use(layout)
+        self._lines.clear()  # the fill to the edge follows the width
+        self.refresh()
+
+    # -- what it shows -------------------------------------------------------------------
 
     def show(self, rows: list[PassageRow], current: int | None = None) -> None:
+        """These rows, the cursor on ``current`` (else on the first), from the top."""
         self._rows = {row.pid: row for row in rows}
-        layout = self._columns_for(self.size.width or 80)
+        self._order = [row.pid for row in rows]
+        self._position = {pid: i for i, pid in enumerate(self._order)}
+        layout = self._layout_for(self.size.width or 80)
         if layout != self._layout:
-            self._build_columns(layout)
-        else:
-            self.clear()
-        judge = layout[0]
-        for row in rows:
-            ranks = [Text(str(r) if r is not None else "", justify="right") for r in row.ranks]
-            self.add_row(
-                _grade_cell(row),
-                *([_suggestion_cell(row)] if judge else []),
-                *ranks,
-                _passage_cell(row),
-                key=str(row.pid),
-            )
+            self._use(layout)
+        self._lines.clear()
+        self._size_list()
+        self._cursor = 0
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
         if current is not None:
             self.select(current)
+        elif self._order:
+            self.post_message(self.Focused(self._order[0]))
 
     def update(self, row: PassageRow) -> None:
-        key = str(row.pid)
+        """Show ``row`` anew (its grade or marks changed)."""
         self._rows[row.pid] = row
-        if row.suggestion is not None and not (self._layout and self._layout[0]):
-            self.show(list(self._rows.values()), self.current)
+        if row.pid not in self._position:
             return
-        self.update_cell(key, "grade", _grade_cell(row))
-        if self._layout and self._layout[0]:
-            self.update_cell(key, "judge", _suggestion_cell(row))
-        self.update_cell(key, "passage", _passage_cell(row))
+        if row.suggestion is not None and not (self._layout and self._layout.judge):
+            self.show([self._rows[pid] for pid in self._order], self.current)
+            return
+        self._forget(row.pid)
+        self._refresh_position(self._position[row.pid])
 
     def select(self, pid: int) -> None:
-        try:
-            self.move_cursor(row=self.get_row_index(str(pid)))
-        except Exception:
-            return
+        """The cursor on passage ``pid`` (nothing happens if it is not listed)."""
+        position = self._position.get(pid)
+        if position is not None:
+            self.move_cursor(row=position)
+
+    @property
+    def order(self) -> list[int]:
+        """The listed pids, top to bottom."""
+        return list(self._order)
+
+    @property
+    def row_count(self) -> int:
+        return len(self._order)
+
+    @property
+    def cursor_row(self) -> int:
+        return self._cursor
 
     @property
     def current(self) -> int | None:
-        if not self.row_count:
-            return None
-        key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
-        return None if key is None else int(key)
+        """The passage under the cursor."""
+        return self._order[self._cursor] if self._order else None
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        event.stop()
-        if event.row_key.value is not None:
-            self.post_message(self.Focused(int(event.row_key.value)))
+    def cells(self, pid: int) -> list[Text]:
+        """Passage ``pid``'s cells as shown: grade, judge (when shown), ranks, passage."""
+        row = self._rows[pid]
+        ranks = [Text(str(r) if r is not None else "", justify="right") for r in row.ranks]
+        judge = [_suggestion_cell(row)] if self._layout and self._layout.judge else []
+        return [_grade_cell(row), *judge, *ranks, _passage_cell(row)]
+
+    # -- the cursor ----------------------------------------------------------------------
+
+    def move_cursor(self, *, row: int) -> None:
+        """The cursor on the row at position ``row`` (clamped), in view; the screen hears
+        which passage it is on."""
+        if not self._order:
+            return
+        target = min(max(row, 0), len(self._order) - 1)
+        if target != self._cursor:
+            old, self._cursor = self._cursor, target
+            self._refresh_position(old)
+            self._refresh_position(target)
+        self._scroll_cursor_into_view()
+        self.post_message(self.Focused(self._order[target]))
+
+    def _scroll_cursor_into_view(self) -> None:
+        if not self.size.height:
+            # Not laid out yet (a screen filled as it mounts): in view once it is.
+            self.call_after_refresh(self._scroll_cursor_into_view)
+            return
+        region = Region(round(self.scroll_x), self._cursor + 1, 1, 1)
+        # The header line is fixed above the rows: a row under it is out of view.
+        self.scroll_to_region(region, animate=False, spacing=Spacing(top=1), force=True)
+
+    def _page(self) -> int:
+        return max(self.scrollable_content_region.height - 1, 1)
+
+    def action_cursor_up(self) -> None:
+        self.move_cursor(row=self._cursor - 1)
+
+    def action_cursor_down(self) -> None:
+        self.move_cursor(row=self._cursor + 1)
+
+    def action_page_down(self) -> None:
+        self.scroll_relative(y=self._page(), animate=False, force=True, immediate=True)
+        self.move_cursor(row=self._cursor + self._page())
+
+    def action_page_up(self) -> None:
+        self.scroll_relative(y=-self._page(), animate=False, force=True, immediate=True)
+        self.move_cursor(row=self._cursor - self._page())
+
+    def action_first(self) -> None:
+        self.move_cursor(row=0)
+
+    def action_last(self) -> None:
+        self.move_cursor(row=len(self._order) - 1)
+
+    def action_scroll_home(self) -> None:
+        self.scroll_to(x=0, animate=False)
+
+    def action_scroll_end(self) -> None:
+        self.scroll_to(x=self.max_scroll_x, animate=False)
+
+    async def _on_click(self, event: events.Click) -> None:
+        # As a DataTable: a click on a row puts the cursor there.
+        offset = event.get_content_offset(self)
+        if offset is None or offset.y < 1:
+            return
+        position = offset.y - 1 + round(self.scroll_y)
+        if position < len(self._order):
+            event.stop()
+            self.move_cursor(row=position)
+
+    # -- drawing -------------------------------------------------------------------------
+
+    def notify_style_update(self) -> None:
+        # Focus, theme and dark mode change the component styles the lines were drawn in.
+        super().notify_style_update()
+        self._lines.clear()
+
+    def _forget(self, pid: int) -> None:
+        for key in [key for key in self._lines if key[0] == pid]:
+            del self._lines[key]
+
+    def _refresh_position(self, position: int) -> None:
+        y = position + 1 - round(self.scroll_y)
+        if 1 <= y < self.size.height:
+            self.refresh(Region(0, y, self.size.width, 1))
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        scroll_x = round(self.scroll_x)
+        if self._layout is None:
+            return Strip.blank(width, self.rich_style)
+        if y == 0:
+            line = self._header()
+        else:
+            position = y - 1 + round(self.scroll_y)
+            if position >= len(self._order):
+                return Strip.blank(width, self.rich_style)
+            line = self._row_line(position)
+        return line.crop_extend(scroll_x, scroll_x + width, self.rich_style)
+
+    def _header(self) -> Strip:
+        style = self.get_component_styles("datatable--header").rich_style
+        return self._draw([Text(label) for label in self._labels], style, Style())
+
+    def _row_line(self, position: int) -> Strip:
+        pid = self._order[position]
+        cursor = position == self._cursor
+        key = (pid, bool(position % 2), cursor, self.has_focus)
+        line = self._lines.get(key)
+        if line is None:
+            stripe = "datatable--odd-row" if position % 2 else "datatable--even-row"
+            style = self.get_component_styles(stripe).rich_style
+            post = Style()
+            if cursor:
+                # The cursor's colours win over a cell's own (a grade's colour, say).
+                cursor_style = self.get_component_rich_style("datatable--cursor")
+                style += cursor_style
+                post = Style.from_color(cursor_style.color, cursor_style.bgcolor)
+            line = self._lines[key] = self._draw(self.cells(pid), style, post)
+        return line
+
+    def _draw(self, cells: list[Text], style: Style, post: Style) -> Strip:
+        """One line of cells, each padded to its column, then ``style`` to the edge."""
+        assert self._layout is not None
+        widths = self._layout.widths()
+        segments: list[Segment] = []
+        for cell, width in zip(cells, widths, strict=True):
+            segments += _cell(cell, width, style, post)
+        table_width = sum(w + PAD for w in widths)
+        edge = max(self.size.width, table_width) - table_width
+        segments.append(Segment(" " * edge, style))
+        return Strip(segments).simplify()
+
+
+def _cell(cell: Text, width: int, style: Style, post: Style) -> list[Segment]:
+    """A cell's segments: its text cropped or filled to ``width`` (as it is justified),
+    a space either side, in ``style`` under the text's own styles and ``post`` over
+    them, as a DataTable pads and styles a cell."""
+    text = cell
+    if cell.cell_len > width:
+        text = cell.copy()
+        text.truncate(width, overflow="crop")
+    base = style + _CELLS.get_style(cell.style) if cell.style else style
+    body = [
+        Segment(piece.text, (base + piece.style if piece.style else base) + post)
+        for piece in text.render(_CELLS)
+        if piece.text
+    ]
+    pad = Segment(" " * (PAD // 2), style + post)
+    room = width - text.cell_len
+    if room <= 0:
+        return [pad, *body, pad]
+    fill = Segment(" " * room, style + post)
+    if cell.justify == "right":
+        return [pad, fill, *body, pad]
+    return [pad, *body, fill, pad]
