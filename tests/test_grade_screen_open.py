@@ -9,12 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_app import UNGRADED, screen_text
+from textual.pilot import Pilot
 
 from raglabel.session import grading
 from raglabel.session.grading import GradingSession
 from raglabel.session.options import AppOptions
 from raglabel.storage.grades import GradeEvent, record
 from raglabel.storage.project import Project
+from raglabel.tui.app import GradingApp, create_app
+from raglabel.tui.screens.grade import GradeScreen
 
 ME = "ann"
 OTHER = "bob"
@@ -124,3 +128,52 @@ def test_writes_before_the_counts_land_are_kept_when_they_do(
     finally:
         held.set()
         session.close()
+
+
+# -- the Grade screen kept across opens ---------------------------------------------------
+
+
+async def _settled(app: GradingApp, pilot: Pilot[Any]) -> None:
+    while not app.session.runs_scored:
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
+async def _shown_after(db: Path, steps: list[str | int]) -> tuple[str, list[GradeScreen]]:
+    """The screen's text after ``steps`` (a query index opens it, a string is keys),
+    and every Grade screen that was on top meanwhile."""
+    seen: list[GradeScreen] = []
+    app = create_app(AppOptions(project=db, annotator=ME))
+    async with app.run_test(size=(120, 32)) as pilot:
+        await _settled(app, pilot)
+        for step in steps:
+            if isinstance(step, int):
+                app.open_query(step)
+                await pilot.pause()
+            else:
+                await pilot.press(*step.split())
+            if isinstance(app.screen, GradeScreen):
+                seen.append(app.screen)
+        await pilot.pause()
+        return screen_text(app), seen
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        [0, "4 j 2 q"],  # graded, left with q
+        [5, "3 q"],  # the same query: its save line goes as a new screen's would
+        [UNGRADED, "s", "dup enter", "escape"],  # a skip's reason, left with Escape
+        [3, "f", "enter", "j q"],  # a flag
+    ],
+)
+async def test_a_reopened_grade_screen_shows_what_a_new_one_shows(
+    demo_db: Path, before: list[str | int]
+) -> None:
+    q = 5
+    fresh, _ = await _shown_after(demo_db, [*before, q])
+    # The same file, opened anew: what a Grade screen built for q shows.
+    again, _ = await _shown_after(demo_db, [q])
+    assert fresh == again
+    _, seen = await _shown_after(demo_db, [*before, q, "q", 7, "escape", q])
+    assert len({id(screen) for screen in seen}) == 1  # one screen, filled anew each time

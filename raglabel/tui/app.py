@@ -62,6 +62,7 @@ class GradingApp(App[int]):
         # The Runs screen's choice: answer criteria (True) or retrieval metrics.
         self.runs_answers = False
         self._warned_marks = False
+        self._kept_grade: GradeScreen | None = None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # The Help screen reads like a page over the app: no key shown there (and none
@@ -142,7 +143,22 @@ class GradingApp(App[int]):
         if isinstance(self.screen, GradeScreen):
             self.screen.load(query, pid)
         else:
-            self.push_screen(GradeScreen(query, pid))
+            self.push_screen(self._grade_screen(query, pid))
+
+    def _grade_screen(self, query: int, pid: int | None) -> GradeScreen:
+        """A Grade screen showing ``query``: one kept for the app's life (installed, so a
+        pop does not take it apart) and filled anew on each open, since building and
+        laying out a new one was most of an open's time; a new one only while the kept
+        one is on the stack already (under the Runs screen, say)."""
+        kept = self._kept_grade
+        if kept is None:
+            kept = self._kept_grade = GradeScreen(query, pid)
+            self.install_screen(kept, name="grade")
+        elif kept in self.screen_stack:
+            return GradeScreen(query, pid)
+        else:
+            kept.reopen(query, pid)
+        return kept
 
     def set_k(self, k: int) -> None:
         if k != self.session.k:
@@ -179,7 +195,7 @@ class GradingApp(App[int]):
             self.screen.undone(f"{undone} · event {change.event_id}")
             return
         else:
-            self.push_screen(GradeScreen(change.query, change.pid))
+            self.push_screen(self._grade_screen(change.query, change.pid))
         self.notify(f"Undone: {undone}", timeout=2)
 
     def _answer_undone(self, change: AnswerChange) -> None:

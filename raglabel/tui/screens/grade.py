@@ -13,13 +13,14 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.events import Resize
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from raglabel.session.grading import Change, PassageRow, Timing
 from raglabel.tui.keys import bind, first_key
 from raglabel.tui.screens.confirm import ConfirmScreen
 from raglabel.tui.screens.prompt import PromptScreen
 from raglabel.tui.widgets.format import GRADE_NAMES
+from raglabel.tui.widgets.key_footer import KeyFooter
 from raglabel.tui.widgets.metrics_panel import MetricsPanel, full_height
 from raglabel.tui.widgets.passage_list import PassageList
 from raglabel.tui.widgets.passage_view import PassageView
@@ -77,6 +78,7 @@ class GradeScreen(Screen[None]):
         self._shown_at: str | None = None
         self._active_ms = 0
         self._last = time.monotonic()
+        self._refilled = False  # filled for a new open while off the stack (``reopen``)
 
     @property
     def glapp(self) -> GradingApp:
@@ -91,7 +93,7 @@ class GradeScreen(Screen[None]):
                 yield MetricsPanel(id="metrics")
         yield SaveMark(id="status")
         yield Static(id="judge-progress")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         panel = self.query_one(MetricsPanel)
@@ -122,7 +124,21 @@ class GradeScreen(Screen[None]):
         self.glapp.metrics_open = self.query_one(MetricsPanel).compact
         self._fit_metrics(self.app.size.width, self.app.size.height)
 
+    def reopen(self, query: int, focus: int | None = None) -> None:
+        """Fill this screen, kept off the stack since it was last shown, for a new open,
+        as a new screen would show it: building and laying out a new one each time was
+        most of an open's time."""
+        self.query_one(SaveMark).note("")
+        self.show_judge("")
+        self.load(query, focus)
+        self.query_one(PassageList).focus()
+        self._refilled = True
+
     def on_screen_resume(self) -> None:
+        self._fit_metrics(self.app.size.width, self.app.size.height)  # resized meanwhile?
+        if self._refilled:
+            self._refilled = False
+            return
         # Grades, K or the annotator may have changed on a screen above this one.
         if self.rows:
             self.load(self.qi, self.current)
