@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.events import Resize
+from textual.events import Resize, ScreenResume
 from textual.screen import Screen
 from textual.widgets import Static
 
@@ -79,6 +79,7 @@ class GradeScreen(Screen[None]):
         self._active_ms = 0
         self._last = time.monotonic()
         self._refilled = False  # filled for a new open while off the stack (``reopen``)
+        self._styled_at: int | None = None  # the app's CSS count when last styled whole
 
     @property
     def glapp(self) -> GradingApp:
@@ -134,7 +135,15 @@ class GradeScreen(Screen[None]):
         self.query_one(PassageList).focus()
         self._refilled = True
 
-    def on_screen_resume(self) -> None:
+    def on_screen_resume(self, event: ScreenResume) -> None:
+        # Textual styles every widget of a screen pushed again, in case the CSS changed
+        # while it was away (a theme); a fifth of an open. Unchanged since this screen
+        # was last styled whole (the app counts each change), it is skipped. This
+        # handler runs before Textual's own (a subclass's first).
+        count = self.app._css_update_count
+        if self._refilled and count == self._styled_at:
+            event.refresh_styles = False
+        self._styled_at = count
         self._fit_metrics(self.app.size.width, self.app.size.height)  # resized meanwhile?
         if self._refilled:
             self._refilled = False

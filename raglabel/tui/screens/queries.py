@@ -12,11 +12,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from raglabel.session.grading import QueryRow
 from raglabel.tui.keys import bind
 from raglabel.tui.query_filter import QueryFilter
+from raglabel.tui.widgets.key_footer import KeyFooter
 from raglabel.tui.widgets.query_table import QueryTable
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ class QueriesScreen(Screen[None]):
             self.glapp.session.query_row,
             id="queries",
         )
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False

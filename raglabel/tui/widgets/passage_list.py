@@ -413,11 +413,14 @@ def _cell(cell: Text, width: int, style: Style, post: Style) -> list[Segment]:
         text = cell.copy()
         text.truncate(width, overflow="crop")
     base = style + _CELLS.get_style(cell.style) if cell.style else style
-    body = [
-        Segment(piece.text, (base + piece.style if piece.style else base) + post)
-        for piece in text.render(_CELLS)
-        if piece.text
-    ]
+    if not text.spans:  # a rank, a grade: one piece, without laying out any spans
+        body = [Segment(text.plain, base + post)] if text.plain else []
+    else:
+        body = [
+            Segment(piece.text, (base + piece.style if piece.style else base) + post)
+            for piece in text.render(_CELLS)
+            if piece.text
+        ]
     pad = Segment(" " * (PAD // 2), style + post)
     room = width - text.cell_len
     if room <= 0:
