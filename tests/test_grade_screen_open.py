@@ -19,6 +19,8 @@ from raglabel.storage.grades import GradeEvent, record
 from raglabel.storage.project import Project
 from raglabel.tui.app import GradingApp, create_app
 from raglabel.tui.screens.grade import GradeScreen
+from raglabel.tui.widgets.passage_list import PassageList
+from raglabel.tui.widgets.query_table import QueryTable
 
 ME = "ann"
 OTHER = "bob"
@@ -177,3 +179,28 @@ async def test_a_reopened_grade_screen_shows_what_a_new_one_shows(
     assert fresh == again
     _, seen = await _shown_after(demo_db, [*before, q, "q", 7, "escape", q])
     assert len({id(screen) for screen in seen}) == 1  # one screen, filled anew each time
+
+
+async def test_a_theme_chosen_while_the_grade_screen_was_away_reaches_it(demo_db: Path) -> None:
+    app = create_app(AppOptions(project=demo_db, annotator=ME))
+    async with app.run_test(size=(120, 32)) as pilot:
+        await _settled(app, pilot)
+        app.open_query(0)
+        await pilot.pause()
+        screen = app.screen
+        dark = screen.query_one(PassageList).rich_style
+        await pilot.press("q")
+        app.open_query(1)  # pushed again, CSS unchanged: not restyled, the same look
+        await pilot.pause()
+        assert app.screen is screen and screen.query_one(PassageList).rich_style == dark
+        await pilot.press("q")
+        app.theme = "textual-light"
+        await pilot.pause()
+        app.open_query(2)
+        await pilot.pause()
+        assert app.screen is screen
+        assert screen.query_one(PassageList).rich_style != dark
+        assert (
+            screen.query_one(PassageList).rich_style
+            == app.screen_stack[-2].query_one(QueryTable).rich_style
+        )  # both tables share DataTable's look, in the new theme
