@@ -177,6 +177,9 @@ class PassageList(ScrollView, can_focus=True):
         # Drawn lines by (pid, odd row, under the cursor, focused): dropped whenever
         # what they show may have changed.
         self._lines: dict[tuple[int, bool, bool, bool], Strip] = {}
+        # A row's styles (under its cells, over them) by (odd row, under the cursor,
+        # focused): looked up once, not for every row drawn.
+        self._styles: dict[tuple[bool, bool, bool], tuple[Style, Style]] = {}
 
     # -- columns -------------------------------------------------------------------------
 
@@ -346,6 +349,7 @@ class PassageList(ScrollView, can_focus=True):
         # Focus, theme and dark mode change the component styles the lines were drawn in.
         super().notify_style_update()
         self._lines.clear()
+        self._styles.clear()
 
     def _forget(self, pid: int) -> None:
         for key in [key for key in self._lines if key[0] == pid]:
@@ -380,7 +384,14 @@ class PassageList(ScrollView, can_focus=True):
         key = (pid, bool(position % 2), cursor, self.has_focus)
         line = self._lines.get(key)
         if line is None:
-            stripe = "datatable--odd-row" if position % 2 else "datatable--even-row"
+            style, post = self._row_styles(key[1], cursor, key[3])
+            line = self._lines[key] = self._draw(self.cells(pid), style, post)
+        return line
+
+    def _row_styles(self, odd: bool, cursor: bool, focused: bool) -> tuple[Style, Style]:
+        found = self._styles.get((odd, cursor, focused))
+        if found is None:
+            stripe = "datatable--odd-row" if odd else "datatable--even-row"
             style = self.get_component_styles(stripe).rich_style
             post = Style()
             if cursor:
@@ -388,8 +399,8 @@ class PassageList(ScrollView, can_focus=True):
                 cursor_style = self.get_component_rich_style("datatable--cursor")
                 style += cursor_style
                 post = Style.from_color(cursor_style.color, cursor_style.bgcolor)
-            line = self._lines[key] = self._draw(self.cells(pid), style, post)
-        return line
+            found = self._styles[(odd, cursor, focused)] = (style, post)
+        return found
 
     def _draw(self, cells: list[Text], style: Style, post: Style) -> Strip:
         """One line of cells, each padded to its column, then ``style`` to the edge."""
