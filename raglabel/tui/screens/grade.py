@@ -140,8 +140,9 @@ class GradeScreen(Screen[None]):
         # while it was away (a theme); a fifth of an open. Unchanged since this screen
         # was last styled whole (the app counts each change), it is skipped. This
         # handler runs before Textual's own (a subclass's first).
-        count = self.app._css_update_count
-        if self._refilled and count == self._styled_at:
+        # A Textual without that private count (it is not API) restyles every time.
+        count = getattr(self.app, "_css_update_count", None)
+        if self._refilled and count is not None and count == self._styled_at:
             event.refresh_styles = False
         self._styled_at = count
         self._fit_metrics(self.app.size.width, self.app.size.height)  # resized meanwhile?
