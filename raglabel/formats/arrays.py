@@ -19,6 +19,7 @@ from raglabel.formats.columns import split_fields
 from raglabel.formats.lines import check_readable
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import keep_first, unknown_queries
+from raglabel.formats.score_order import trec_scores
 from raglabel.metrics.labels import LabelSet, counts_from_grades
 from raglabel.metrics.run import RankedRun
 
@@ -287,9 +288,11 @@ class ArrayAlignment:
 
 
 def _ranking_order(
-    qidx: NDArray[np.int64], scores: NDArray[np.float64], docids: Text
+    qidx: NDArray[np.int64], run_scores: NDArray[np.float64], docids: Text
 ) -> NDArray[np.int64]:
-    """Label order of queries; within one, score descending, ties by docid descending."""
+    """Label order of queries; within one, score descending (compared as trec_eval keeps
+    scores, :func:`trec_scores`), ties by docid descending."""
+    scores = trec_scores(run_scores)
     order = _presorted_order(qidx, scores)
     if order is None:
         order = np.lexsort((-scores, qidx)).astype(np.int64)
@@ -308,7 +311,7 @@ def _ranking_order(
 
 
 def _presorted_order(
-    qidx: NDArray[np.int64], scores: NDArray[np.float64]
+    qidx: NDArray[np.int64], scores: NDArray[np.float32]
 ) -> NDArray[np.int64] | None:
     """The stable sort by (query, score descending) without sorting, when each query is
     one block already sorted by score (as run files are written); else None."""

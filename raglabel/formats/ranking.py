@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from raglabel.formats.score_order import trec_scores
 from raglabel.metrics.run import RankedRun
 
 
@@ -67,16 +68,18 @@ class Reorder:
 def ranking_order(
     qidx: NDArray[np.int32],
     starts: NDArray[np.int64],
-    score: NDArray[np.float64],
+    scores: NDArray[np.float64],
     docid: pl.Series,
 ) -> Reorder | None:
     """Row order grouping queries, best first, ties by passage id descending (as bytes).
 
     None when the rows are in that order already; when they are grouped and sorted
-    by score, only groups of tied scores are re-ordered.
+    by score, only groups of tied scores are re-ordered. Scores are compared as
+    trec_eval keeps them (:func:`trec_scores`).
     """
     if qidx.size < 2:
         return None
+    score = trec_scores(scores)
     same_query = np.ones(qidx.size - 1, dtype=np.bool_)
     same_query[starts[1:] - 1] = False
     if not _grouped(qidx, starts) or bool((same_query & (score[1:] > score[:-1])).any()):

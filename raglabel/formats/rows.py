@@ -28,6 +28,7 @@ from raglabel.formats.lines import (
 )
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import repeated_passages, unknown_queries
+from raglabel.formats.score_order import trec_scores
 from raglabel.metrics.labels import LabelSet
 from raglabel.metrics.run import RankedRun
 
@@ -259,7 +260,9 @@ class RowAlignment:
                 unknown.setdefault(qid)
         if unknown:
             self.warnings.append(unknown_queries(name, list(unknown)))
-        scores, docids = rows.scores, rows.docids
+        docids = rows.docids
+        # Rounded once for the whole run: trec_eval ranks by 32-bit float scores.
+        scores = None if rows.scores is None else trec_scores(np.array(rows.scores)).tolist()
         grades: list[int] = []
         contains: list[bool] = []
         lengths: list[int] = []

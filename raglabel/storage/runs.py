@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from raglabel.errors import InputError
+from raglabel.formats.score_order import trec_scores
 from raglabel.storage.items import (
     ensure_passages,
     ensure_queries,
@@ -120,20 +121,24 @@ def trec_order(frame: pl.DataFrame) -> pl.DataFrame:
     not finite, which the reader refuses) takes the plain sort, whose notion of a tie
     the shortcut could not promise to share; so does a run in no order whose scores
     mostly tie, where sorting the ties by passage id is most of the plain sort's work.
+    Scores are compared as trec_eval keeps them (:func:`trec_scores`); the frame keeps
+    its float64 scores.
     """
     import polars as pl
 
     if frame["qid"].dtype != pl.Categorical:  # the keys are the categories' codes
         frame = frame.with_columns(pl.col("qid").cast(pl.Categorical))
     scores = frame["score"].to_numpy()
+    # A tiny score rounds to zero as a 32-bit float: the negative zero is looked for there.
+    ranks = trec_scores(scores)
     if not frame.height or not bool(
-        np.isfinite(scores).all() and not (np.signbit(scores) & (scores == 0)).any()
+        np.isfinite(scores).all() and not (np.signbit(ranks) & (ranks == 0)).any()
     ):
         return _plain_order(frame)
     keys = _query_keys(frame["qid"])
-    order, grouped = _score_order(keys, scores)
-    keys, scores = keys[order], scores[order]
-    tied = (keys[1:] == keys[:-1]) & (scores[1:] == scores[:-1])
+    order, grouped = _score_order(keys, ranks)
+    keys, ranks = keys[order], ranks[order]
+    tied = (keys[1:] == keys[:-1]) & (ranks[1:] == ranks[:-1])
     if tied.any():
         # Rows in a run of equal (query, score): each run's rows go in passage id order.
         member = np.zeros(len(order), dtype=np.bool_)
@@ -143,19 +148,28 @@ def trec_order(frame: pl.DataFrame) -> pl.DataFrame:
         if not grouped and 2 * places.size > len(order):
             return _plain_order(frame)
         group = np.cumsum(np.concatenate(([True], ~tied)))
+        # A passage repeated with scores that tie only as 32-bit floats: the higher
+        # float64 score first, the one kept and stored (equal rows are alike).
         tie = pl.DataFrame(
             {
                 "group": group[places],
                 "row": order[places],
                 "docid": frame["docid"].gather(order[places]),
+                "score": frame["score"].gather(order[places]),
             }
-        ).sort(["group", "docid"], descending=[False, True])  # (equal rows are alike)
+        ).sort(["group", "docid", "score"], descending=[False, True, True])
         order[places] = tie["row"].to_numpy()
     return frame[order]
 
 
 def _plain_order(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame.sort(["qid", "score", "docid"], descending=[False, True, True])
+    import polars as pl
+
+    # The score as trec_eval compares it (a 32-bit float, as trec_scores rounds it); the
+    # float64 score last, for the repeat of a passage kept, as in trec_order.
+    rank = pl.col("score").cast(pl.Float32)
+    keys = [pl.col("qid"), rank, pl.col("docid"), pl.col("score")]
+    return frame.sort(keys, descending=[False, True, True, True])
 
 
 def _query_keys(qids: pl.Series) -> NDArray[np.int64]:
@@ -172,7 +186,7 @@ def _query_keys(qids: pl.Series) -> NDArray[np.int64]:
 
 
 def _score_order(
-    keys: NDArray[np.int64], scores: NDArray[np.float64]
+    keys: NDArray[np.int64], scores: NDArray[np.float32]
 ) -> tuple[NDArray[np.int64], bool]:
     """The row order by query key, then score descending (stable), and whether the run
     was grouped by query with scores falling (its blocks only moved)."""
