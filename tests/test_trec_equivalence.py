@@ -16,16 +16,26 @@ import json
 import math
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+import polars as pl
 import pytest
 import pytrec_eval
 
+import raglabel
+from raglabel.formats import blocks
 from raglabel.formats.align import Alignment
 from raglabel.formats.maps import GradeMap
+from raglabel.formats.rows import RowAlignment, read_qrels_rows, read_run_rows
 from raglabel.formats.trec import read_qrels, read_run
 from raglabel.metrics import MetricConfig, evaluate_runs, parse_metric_list
+from raglabel.metrics.run import RankedRun
+
+if TYPE_CHECKING:
+    from cli_helpers import Cli
 
 CUTOFFS = (1, 3, 5, 10, 20)
 SEED = 20261122
@@ -525,3 +535,182 @@ def test_ap_rprec_bpref_per_query(tmp_path: Path, seed: int, judged_only: bool) 
             assert ours == pytest.approx(theirs[qid][measure], abs=1e-12), (qid, key.name)
             compared += 1
     assert compared > 40 * len(keys)
+
+
+# --- scores alike beyond 32-bit precision: trec_eval ranks by a C float ---
+
+# trec_eval reads a run line's score into a C ``float`` and ranks by it, so in each
+# query below the first two passages tie there (and go by passage id descending), while
+# as float64 scores the other one of them comes first; the relevant passage (label 3) is
+# the one trec_eval ranks first. 1e39 and 1e40 (and their negatives) both overflow to
+# infinity. The last query's scores differ as 32-bit floats too: no tie there.
+FLOAT32_RUN: dict[str, list[tuple[str, str, int]]] = {  # (passage, score text, label)
+    "f1": [("a", "1.00000001", 0), ("b", "1.0", 3), ("c", "0.5", 1)],
+    "f2": [("y", "0.12345679", 0), ("z", "0.123456789", 3), ("w", "0.1234567", 2)],
+    "f3": [("m", "123456790.0", 1), ("n", "123456789.0", 3), ("o", "123456700.0", 0)],
+    "f4": [
+        *[("o", "1e40", 0), ("p", "1E39", 3), ("c", "5.0", 0)],
+        *[("e", "-1e39", 2), ("f", "-1e40", 0), ("g", "-7.5", 0)],
+    ],
+    "f5": [("a", "0.3000001", 3), ("b", "0.3", 0), ("c", "0.29999999", 1), ("d", "0.3", 2)],
+}
+FLOAT32_COPIES = 4  # each query four times (ids f1-0 ... f5-3): blocks of several queries
+
+
+def float32_collection() -> tuple[Qrels, Run, dict[str, list[tuple[str, str]]]]:
+    """qrels and run for pytrec_eval, and each query's (passage, score text) lines."""
+    qrels: Qrels = {}
+    run: Run = {}
+    lines: dict[str, list[tuple[str, str]]] = {}
+    for copy in range(FLOAT32_COPIES):
+        for query, entries in FLOAT32_RUN.items():
+            qid = f"{query}-{copy}"
+            qrels[qid] = {d: label for d, _, label in entries}
+            run[qid] = {d: float(text) for d, text, _ in entries}
+            lines[qid] = [(d, text) for d, text, _ in entries]
+    return qrels, run, lines
+
+
+def write_float32_run(path: Path, lines: dict[str, list[tuple[str, str]]], layout: str) -> None:
+    """``float64``: grouped, each query by float64 score descending (as a writer that
+    sorts doubles writes it); ``trec``: grouped, in trec_eval's own order; ``shuffled``:
+    lines in random order."""
+    rows = []
+    for qid, entries in lines.items():
+        ordered = entries
+        if layout == "float64":
+            ordered = sorted(entries, key=lambda e: -float(e[1]))
+        elif layout == "trec":
+            with np.errstate(over="ignore"):  # 1e39 is infinite as a C float
+                rank = np.array([float(t) for _, t in entries]).astype(np.float32).tolist()
+            order = sorted(range(len(entries)), key=lambda i: (rank[i], entries[i][0].encode()))
+            ordered = [entries[i] for i in reversed(order)]
+        rows += [(qid, d, text) for d, text in ordered]
+    if layout == "shuffled":
+        np.random.default_rng(SEED).shuffle(rows)
+    text = "".join(f"{q} Q0 {d} {n + 1} {s} t\n" for n, (q, d, s) in enumerate(rows))
+    path.write_text(text, encoding="utf-8")
+
+
+FLOAT32_METRICS = ",".join(
+    [f"{m}@{k}" for m in ("ndcg", "recall", "precision", "hit") for k in CUTOFFS] + ["mrr"]
+)
+
+
+def per_query_values(per_query: dict[str, dict[str, float | None]]) -> dict[str, dict[str, float]]:
+    """A report's per-query values with NA as NaN, as :func:`compare` takes them."""
+    return {
+        q: {m: math.nan if v is None else float(v) for m, v in values.items()}
+        for q, values in per_query.items()
+    }
+
+
+@pytest.fixture(scope="module")
+def float32_reference() -> dict[str, dict[str, float]]:
+    qrels, run, _ = float32_collection()
+    reference = trec_eval(qrels, run)
+    # The collection does what it is for: trec_eval ranks the relevant tied passage first.
+    assert {q: v["recip_rank"] for q, v in reference.items()} == dict.fromkeys(qrels, 1.0)
+    return reference
+
+
+def float32_files(tmp_path: Path, layout: str) -> tuple[Path, Path]:
+    qrels, _, lines = float32_collection()
+    q, r = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    write_qrels(q, qrels)
+    write_float32_run(r, lines, layout)
+    return q, r
+
+
+LAYOUTS = ["float64", "trec", "shuffled"]
+
+
+@pytest.mark.parametrize("reader", ["python", "polars"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_scores_tied_as_32_bit_floats_through_each_reader(
+    cli: Cli,
+    tmp_path: Path,
+    float32_reference: dict[str, dict[str, float]],
+    reader: str,
+    layout: str,
+) -> None:
+    q, r = float32_files(tmp_path, layout)
+    args = ["eval", "--qrels", q, "--run", f"x={r}", "--reader", reader]
+    code, out, err = cli(*args, "--metrics", FLOAT32_METRICS, "--format", "json", "--per-query")
+    assert code == 0, err
+    per_query = json.loads(out)["runs"]["x"]["per_query"]
+    qrels, _, _ = float32_collection()
+    compare(per_query_values(per_query), float32_reference, qrels)
+
+
+@pytest.mark.parametrize("layout", ["float64", "trec"])
+def test_scores_tied_as_32_bit_floats_in_blocks(
+    cli: Cli,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    float32_reference: dict[str, dict[str, float]],
+    layout: str,
+) -> None:
+    q, r = float32_files(tmp_path, layout)
+    # Blocks of a few queries (as tests/test_blocks.py forces them): the run is "large".
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 256)
+    assert r.stat().st_size > 2 * blocks.BLOCK_BYTES
+    streamed: list[str] = []
+    in_blocks = Alignment.run_in_blocks
+
+    def spy(self: Alignment, name: str, frames: Iterator[pl.DataFrame | None]) -> RankedRun:
+        ranked = in_blocks(self, name, frames)
+        streamed.append(name)  # only once the blocks were all taken
+        return ranked
+
+    monkeypatch.setattr(Alignment, "run_in_blocks", spy)
+    args = ["eval", "--qrels", q, "--run", f"x={r}", "--reader", "polars"]
+    code, out, err = cli(*args, "--metrics", FLOAT32_METRICS, "--format", "json", "--per-query")
+    assert code == 0, err
+    assert streamed == ["x"]
+    per_query = json.loads(out)["runs"]["x"]["per_query"]
+    qrels, _, _ = float32_collection()
+    compare(per_query_values(per_query), float32_reference, qrels)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_scores_tied_as_32_bit_floats_through_the_exact_reader(
+    tmp_path: Path, float32_reference: dict[str, dict[str, float]], layout: str
+) -> None:
+    q, r = float32_files(tmp_path, layout)
+    align = RowAlignment.from_qrels(read_qrels_rows(q))
+    run = align.run("x", read_run_rows(r))
+    keys = parse_metric_list(FLOAT32_METRICS, ks=list(CUTOFFS))
+    values = evaluate_runs(align.labels, [run], keys, config=MetricConfig())["x"]
+    ours = {
+        qid: {key.name: float(values[key][i]) for key in keys}
+        for i, qid in enumerate(align.labels.query_ids)
+    }
+    qrels, _, _ = float32_collection()
+    compare(ours, float32_reference, qrels)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_scores_tied_as_32_bit_floats_in_a_project(
+    cli: Cli, tmp_path: Path, float32_reference: dict[str, dict[str, float]], layout: str
+) -> None:
+    q, r = float32_files(tmp_path, layout)
+    db = tmp_path / "p.db"
+    assert cli("init", db)[0] == 0
+    code, _, err = cli("import", db, "--qrels", q, "--run", f"x={r}")
+    assert code == 0, err
+    code, out, err = cli(
+        "eval", db, "--metrics", FLOAT32_METRICS, "--format", "json", "--per-query"
+    )
+    assert code == 0, err
+    per_query = json.loads(out)["runs"]["x"]["per_query"]
+    qrels, _, _ = float32_collection()
+    compare(per_query_values(per_query), float32_reference, qrels)
+
+
+def test_scores_tied_as_32_bit_floats_through_the_python_api(
+    float32_reference: dict[str, dict[str, float]],
+) -> None:
+    qrels, run, _ = float32_collection()
+    report = raglabel.evaluate(qrels, {"x": run}, metrics=FLOAT32_METRICS)
+    compare(per_query_values(report.per_query["x"]), float32_reference, qrels)
