@@ -1,5 +1,6 @@
 """A run is put in trec_eval order by numbers where it can: the rows must come out
-exactly as polars' plain three-key sort and unique put them."""
+exactly as polars' plain sort and unique put them. trec_eval compares scores as 32-bit
+floats; a passage repeated with scores tied only that way keeps its higher float64 one."""
 
 from __future__ import annotations
 
@@ -10,13 +11,19 @@ import numpy as np
 import polars as pl
 import pytest
 
+from raglabel.formats.score_order import trec_scores
 from raglabel.formats.trec import read_run
 from raglabel.storage import runs
 
 
 def _plain(frame: pl.DataFrame) -> pl.DataFrame:
-    """The order as rank_trec_file gave it before: sort on all three keys, then unique."""
-    ranked = frame.sort(["qid", "score", "docid"], descending=[False, True, True])
+    """The order as a plain sort gives it: query, the score as a 32-bit float (as
+    trec_eval keeps it), passage id, then the float64 score; then unique."""
+    ranked = (
+        frame.with_columns(_rank=pl.col("score").cast(pl.Float32))
+        .sort(["qid", "_rank", "docid", "score"], descending=[False, True, True, True])
+        .drop("_rank")
+    )
     return ranked.unique(subset=["qid", "docid"], keep="first", maintain_order=True)
 
 
@@ -33,13 +40,17 @@ def _frame(rows: list[tuple[str, str, float]]) -> pl.DataFrame:
 
 def _random_run(seed: int) -> list[tuple[str, str, float]]:
     """Query ids whose string order is not their first-mention order, scores that tie,
-    passages repeated in a query, blocks split or kept whole, scores falling or not."""
+    passages repeated in a query, blocks split or kept whole, scores falling or not;
+    some scores nudged beyond 32-bit precision, so that they tie only as trec_eval
+    compares them (another generator: the runs are otherwise as before)."""
     rng = random.Random(seed)
+    nudge = random.Random(-seed - 1)
     queries = [f"{rng.choice(['q', 'Q', 'é', ''])}{rng.randrange(30)}" for _ in range(8)]
     rows: list[tuple[str, str, float]] = []
     for query in queries:
         count = rng.randrange(0, 40)
         scores = [float(rng.randrange(6)) / rng.choice([1, 2, 4]) for _ in range(count)]
+        scores = [s * nudge.choice([1.0, 1.0, 1 + 2**-30, 1 - 2**-30]) for s in scores]
         if rng.random() < 0.9:  # most run files: falling scores
             scores.sort(reverse=True)
         for score in scores:
@@ -63,7 +74,8 @@ def test_the_order_is_the_plain_sorts() -> None:
         assert got.to_dicts() == expected.to_dicts(), f"seed {seed}"
         scores = frame["score"].to_numpy()
         if frame.height and not (np.signbit(scores) & (scores == 0)).any():
-            paths[runs._score_order(runs._query_keys(frame["qid"]), scores)[1]] += 1
+            ranks = trec_scores(scores)
+            paths[runs._score_order(runs._query_keys(frame["qid"]), ranks)[1]] += 1
     assert min(paths.values()) >= 20, paths  # both the block moves and the sorts
 
 
@@ -162,3 +174,41 @@ def test_a_run_stores_the_same_rows_from_a_list_or_a_column(
     rows = [np.frombuffer(blob, "<i4") for _, _, blob in contents[0]["ranking_rows"]]
     assert all((r[:7] > 0).all() for r in rows)  # the pool
     assert any((r[7:] > 0).any() for r in rows) and any((r[7:] == 0).any() for r in rows)
+
+
+@pytest.mark.parametrize("layout", ["falling", "split", "mostly tied, no order"])
+def test_scores_tied_as_32_bit_floats_go_by_passage_id(
+    layout: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1.00000001 and 1.0 (and 1e39 and 1e40, both infinite) tie as trec_eval keeps
+    scores: passage id descending decides; a repeated passage keeps its higher float64
+    score, and the stored scores are the float64 ones."""
+    rows = [
+        ("q1", "a", 1e40),
+        ("q1", "b", 1e39),
+        ("q1", "a", 1.00000001),
+        ("q1", "c", 1.00000001),
+        ("q1", "c", 1.0),
+        ("q1", "d", 1.0),
+        ("q1", "e", 0.5),
+    ]
+    expected = [("b", 1e39), ("a", 1e40), ("d", 1.0), ("c", 1.00000001), ("e", 0.5)]
+    if layout == "split":  # the numbers' sort: few ties, a query in two places
+        q0 = [("q0", f"x{i}", float(i)) for i in range(5)]
+        # c's lower float64 score first: the tie, not the file, keeps the higher one
+        rows = [*q0[:3], *rows[:3], *q0[3:], rows[4], rows[3], *rows[5:]]
+    elif layout == "mostly tied, no order":  # the plain sort
+        rows = rows[::-1] + [("q1", f"t{i}", 0.25) for i in range(8)]
+        expected += [(f"t{i}", 0.25) for i in reversed(range(8))]
+    frame = _frame(rows)
+    plain: list[bool] = []
+    plain_order = runs._plain_order
+
+    def spy(frame: pl.DataFrame) -> pl.DataFrame:
+        plain.append(True)
+        return plain_order(frame)
+
+    monkeypatch.setattr(runs, "_plain_order", spy)
+    ranked = runs._first_of_each_pair(runs.trec_order(frame)).filter(pl.col("qid") == "q1")
+    assert plain == ([True] if layout == "mostly tied, no order" else [])
+    assert list(zip(ranked["docid"], ranked["score"], strict=True)) == expected
