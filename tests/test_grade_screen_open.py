@@ -4,6 +4,7 @@ in, and grades written meanwhile survive the counts landing."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from raglabel.storage.project import Project
 from raglabel.tui.app import GradingApp, create_app
 from raglabel.tui.screens.grade import GradeScreen
 from raglabel.tui.widgets.passage_list import PassageList
+from raglabel.tui.widgets.passage_view import PassageView
 from raglabel.tui.widgets.query_table import QueryTable
 
 ME = "ann"
@@ -132,6 +134,45 @@ def test_writes_before_the_counts_land_are_kept_when_they_do(
         session.close()
 
 
+def test_a_write_the_background_reads_saw_is_not_put_again_over_newer_ones(
+    demo_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """This session grades a pair, another annotator grades it after, and only then do
+    the background reads begin: they hold both, and what they resolve is what shows."""
+    begin = threading.Event()
+    original = grading._read_counts
+
+    def read_counts(*args: Any, **kwargs: Any) -> grading._Counted:
+        begin.wait(30)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(grading, "_read_counts", read_counts)
+    session = _session(demo_db, blind=False)
+    try:
+        session.start_runs()
+        q = 2
+        pid = session.passages(q)[0].pid
+        session.grade(q, pid, 5)
+        with Project.open(demo_db) as project:
+            qid = session.catalog.queries[q].ext_id
+            ext = session.catalog.passage_ext[pid]
+            record(
+                project, GradeEvent(query=qid, passage=ext, annotator=OTHER, kind="grade", grade=1)
+            )
+        begin.set()
+        session.ensure_runs()
+        reference = _session(demo_db, blind=False, background=False)
+        try:
+            assert _shown(session, q) == _shown(reference, q)
+            assert session.book.grade_of(q, pid) == reference.book.grade_of(q, pid)
+            assert session._own == reference._own
+        finally:
+            reference.close()
+    finally:
+        begin.set()
+        session.close()
+
+
 # -- the Grade screen kept across opens ---------------------------------------------------
 
 
@@ -204,3 +245,47 @@ async def test_a_theme_chosen_while_the_grade_screen_was_away_reaches_it(demo_db
             screen.query_one(PassageList).rich_style
             == app.screen_stack[-2].query_one(QueryTable).rich_style
         )  # both tables share DataTable's look, in the new theme
+
+
+async def test_a_grade_screen_reopened_after_a_resize_shows_its_cursor(demo_db: Path) -> None:
+    app = create_app(AppOptions(project=demo_db, annotator=ME))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await _settled(app, pilot)
+        q = 25
+        app.open_query(q)
+        await pilot.pause()
+        last = app.screen.query_one(PassageList).order[-1]
+        await pilot.press("q")
+        # Smaller while the kept screen is off the stack: it is filled at its old size.
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        app.open_query(q, last)
+        await pilot.pause()
+        await pilot.pause()
+        listing = app.screen.query_one(PassageList)
+        assert listing.current == last
+        row = listing.cursor_row + 1  # under the header line
+        top = round(listing.scroll_y)
+        assert top + 1 <= row < top + listing.scrollable_content_region.height
+
+
+async def test_control_characters_in_ids_and_titles_reach_no_terminal(demo_db: Path) -> None:
+    odd = "first line\nSECOND\tTAB \x1b[31mRED\r end"
+    connection = sqlite3.connect(demo_db)
+    with connection:
+        connection.execute("UPDATE passage SET title = ?", (odd,))
+    connection.close()
+    app = create_app(AppOptions(project=demo_db, annotator=ME))
+    async with app.run_test(size=(120, 32)) as pilot:
+        await _settled(app, pilot)
+        app.open_query(0)
+        await pilot.pause()
+        listing = app.screen.query_one(PassageList)
+        drawn = [listing.render_line(y).text for y in range(listing.size.height)]
+        assert any("first line SECOND TAB  [31mRED  end" in line for line in drawn)
+        for line in drawn:
+            assert not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in line), repr(line)
+        view = app.screen.query_one(PassageView)
+        title = str(view.border_title)  # (kept as markup)
+        assert "first line SECOND" in title
+        assert not any(ord(c) < 0x20 for c in title)

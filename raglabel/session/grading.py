@@ -33,6 +33,7 @@ from raglabel.session.suggestions import Suggestion, query_suggestions
 from raglabel.storage import adjudication
 from raglabel.storage.labels import (
     graders,
+    last_event_id,
     own_grade_rows,
     resolved_grade_rows,
     resolved_grades,
@@ -170,10 +171,10 @@ class GradingSession:
     _counts: Future[_Counted] | None = None
     _generation: int = 0  # grades read again (reload) since the thread started
     # Before the counts are in: the queries whose pool and grades were read on their own
-    # (into the interim book), and every change written meanwhile as (query, pid, grade
-    # in view, own grade), put again on the book the thread read once it lands.
+    # (into the interim book), and every change written meanwhile as (event id, query,
+    # pid, own grade), put again on the book the thread read once it lands.
     _early: set[int] = field(default_factory=set)
-    _meanwhile: list[tuple[int, int, int | None, int | None]] = field(default_factory=list)
+    _meanwhile: list[tuple[int, int, int, int | None]] = field(default_factory=list)
     # Per query, passages outside its pool the annotator opened from a search.
     _extra: dict[int, list[int]] = field(default_factory=dict)
     _pending: Future[_LoadedRuns] | None = None
@@ -269,16 +270,23 @@ class GradingSession:
         self._counting = False
         grown = self.catalog.take_counts(counted.pairs, counted.sizes)
         if counted.generation == self._generation:
+            # The early reads' own grades give way to the thread's (another window of
+            # this annotator may have changed one since); writes below come back.
+            for key in [key for key in self._own if key[0] in self._early]:
+                del self._own[key]
             self._load_grades(counted.grades, counted.own, counted.book)
             # The thread's book counted the graded candidates among its pairs only.
             for q, pids in grown.items():
                 self._candidates_grew(q, pids)
-            # The thread's snapshot may predate writes of this session: each is put
-            # again, in order (one the snapshot holds already changes nothing).
-            for q, pid, shown, own in self._meanwhile:
-                self.book.set(q, pid, shown)
+            # The thread's reads may predate writes of this session: those written after
+            # they began are put again, in order, with the grade in view as it is now
+            # (another annotator may have graded the pair since, and the reads seen it).
+            for event, q, pid, own in self._meanwhile:
+                if event <= counted.before:
+                    continue  # in the reads already
                 if not self.blind:
                     self._set_own(q, pid, own)
+                self.book.set(q, pid, own if self.blind else self._resolved(q, pid))
             self._rescore()
         else:  # grades were reloaded meanwhile (another annotator): read them again
             self.reload()
@@ -709,7 +717,7 @@ class GradingSession:
             self._set_own(q, pid, done.grade)
             shown = self._resolved(q, pid)
         if self._counting:
-            self._meanwhile.append((q, pid, shown, done.grade))
+            self._meanwhile.append((done.event_id, q, pid, done.grade))
         if kind == "grade" and pid not in self.catalog.candidates[q]:
             # The log made the pair a candidate (a passage found by search); before the
             # book hears of the grade, which counts graded candidates.
@@ -850,6 +858,9 @@ class _Counted:
     own: NDArray[np.int64] | None
     book: GradeBook  # filled from ``grades`` here: seconds of numpy off the app's thread
     generation: int  # the session's reload count when the thread started
+    # The newest event when the reads began: every event up to it is in them; a later
+    # one (this session's own, written meanwhile) may be or not.
+    before: int
 
 
 @dataclass(frozen=True)
@@ -902,6 +913,7 @@ def _read_counts(
     gc.disable()
     try:
         conn = reader.conn
+        before = last_event_id(conn)
         pairs = pool_pairs(catalog, reader)
         grades = own_grade_rows(conn, annotator) if blind else resolved_grade_rows(conn)
         own = None if blind else own_grade_rows(conn, annotator)
@@ -910,7 +922,7 @@ def _read_counts(
         # No pid was handed out yet (nothing named moved in), and the catalog's pairs are
         # the app thread's to set: both are given.
         book.load(grades, score=False, moved={}, pairs=pairs)
-        return _Counted(pairs, sizes, grades, own, book, generation)
+        return _Counted(pairs, sizes, grades, own, book, generation, before)
     finally:
         if collecting:
             gc.enable()

@@ -254,3 +254,9 @@ def judge_consensus(
         for pair, grade in grades.items():
             per_pair[pair][model] = grade
     return {pair: (resolve(list(m.values())), set(m)) for pair, m in per_pair.items()}
+
+
+def last_event_id(conn: sqlite3.Connection) -> int:
+    """The newest event's id (0 for none): every event up to it is in what a read that
+    starts afterwards sees."""
+    return int(conn.execute("SELECT coalesce(max(id), 0) FROM event").fetchone()[0])

@@ -18,3 +18,14 @@ def number(value: float | None, digits: int = 3) -> str:
 
 def short_run(name: str, width: int = 6) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
+
+
+# Control characters (a newline or a tab in a title, an escape) would reach the terminal
+# as they are from a widget that draws its own lines, since those skip Rich's line
+# splitting: each shows as a space.
+_CONTROLS = {code: " " for code in [*range(0x20), *range(0x7F, 0xA0)]}
+
+
+def one_line(value: str) -> str:
+    """``value`` with every control character shown as a space."""
+    return value.translate(_CONTROLS)

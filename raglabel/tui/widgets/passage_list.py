@@ -25,7 +25,7 @@ from textual.strip import Strip
 
 from raglabel.session.grading import PassageRow
 from raglabel.tui.widgets.columns import PAD, fit_columns
-from raglabel.tui.widgets.format import GRADE_STYLES, short_run
+from raglabel.tui.widgets.format import GRADE_STYLES, one_line, short_run
 
 #: A rank column is never narrower than this ("rank" of three digits and a margin).
 RANK_WIDTH = 4
@@ -69,13 +69,14 @@ def _suggestion_cell(row: PassageRow) -> Text:
 
 
 def _passage_cell(row: PassageRow) -> Text:
-    text = Text(row.ext_id, style="bold")
+    # Ids and titles are data: a newline or a tab in one must not reach the terminal.
+    text = Text(one_line(row.ext_id), style="bold")
     if row.flagged:
         text.append(" ⚑", style="red")
     if row.skipped and row.grade is not None:
         text.append(" skipped", style="dim italic")
     if row.title:
-        text.append(f"  {row.title}", style="dim")
+        text.append(f"  {one_line(row.title)}", style="dim")
     return text
 
 
@@ -180,6 +181,7 @@ class PassageList(ScrollView, can_focus=True):
         # A row's styles (under its cells, over them) by (odd row, under the cursor,
         # focused): looked up once, not for every row drawn.
         self._styles: dict[tuple[bool, bool, bool], tuple[Style, Style]] = {}
+        self._scroll_waits = False  # a scroll to the cursor waits for a height
 
     # -- columns -------------------------------------------------------------------------
 
@@ -217,6 +219,10 @@ class PassageList(ScrollView, can_focus=True):
             self._use(layout)
         self._lines.clear()  # the fill to the edge follows the width
         self.refresh()
+        if self._order:
+            # A kept Grade screen is filled while off the stack, at the size it had then;
+            # resized meanwhile (or now), the cursor must still be in view.
+            self._scroll_cursor_into_view()
 
     # -- what it shows -------------------------------------------------------------------
 
@@ -297,12 +303,20 @@ class PassageList(ScrollView, can_focus=True):
 
     def _scroll_cursor_into_view(self) -> None:
         if not self.size.height:
-            # Not laid out yet (a screen filled as it mounts): in view once it is.
-            self.call_after_refresh(self._scroll_cursor_into_view)
+            # Not laid out yet (a screen filled as it mounts), or squeezed to nothing: in
+            # view once it has a height (``on_resize``), one wait however many keys came.
+            if not self._scroll_waits:
+                self._scroll_waits = True
+                self.call_after_refresh(self._scroll_when_laid_out)
             return
         region = Region(round(self.scroll_x), self._cursor + 1, 1, 1)
         # The header line is fixed above the rows: a row under it is out of view.
         self.scroll_to_region(region, animate=False, spacing=Spacing(top=1), force=True)
+
+    def _scroll_when_laid_out(self) -> None:
+        self._scroll_waits = False
+        if self.size.height and self._order:
+            self._scroll_cursor_into_view()
 
     def _page(self) -> int:
         return max(self.scrollable_content_region.height - 1, 1)

@@ -11,6 +11,7 @@ from textual.widgets import Static
 from raglabel.session.catalog import Passage
 from raglabel.session.grading import PassageRow
 from raglabel.session.suggestions import Suggestion
+from raglabel.tui.widgets.format import one_line
 
 # Words too common to be worth highlighting in a passage.
 _STOP = frozenset(
@@ -140,9 +141,10 @@ class PassageView(VerticalScroll):
             self.border_title = None
             body.update(Text("No candidate passages for this query.", style="dim"))
             return
-        head = Text(passage.ext_id, style="bold")
+        # On the border, a line of its own: a newline or an escape in the data is a space.
+        head = Text(one_line(passage.ext_id), style="bold")
         if passage.title:
-            head.append(f" · {passage.title}")
+            head.append(f" · {one_line(passage.title)}")
         self.border_title = head
         body.update(highlighted(passage.text or "(no text stored)", query_terms(query)))
         self.scroll_home(animate=False)

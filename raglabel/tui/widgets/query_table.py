@@ -29,7 +29,7 @@ from textual.strip import Strip
 
 from raglabel.session.grading import QueryRow
 from raglabel.tui.widgets.columns import PAD, fit_columns
-from raglabel.tui.widgets.format import number, short_run
+from raglabel.tui.widgets.format import number, one_line, short_run
 
 #: A score column is never narrower than its number ("0.359").
 SCORE_WIDTH = 5
@@ -68,15 +68,9 @@ def _score(row: QueryRow, value: float) -> Text:
     return Text(number(value) if row.scored else "…", justify="right")
 
 
-# Control characters (a newline or a tab in a query's text, an escape) would reach the
-# terminal as they are, since cells are laid out without Rich's line splitting: each
-# shows as a space.
-_CONTROLS = {code: " " for code in [*range(0x20), *range(0x7F, 0xA0)]}
-
-
 def _plain(value: str) -> Text:
     # Plain, not markup: a query's text is data ("[b]" in it is shown, not obeyed).
-    return Text(value.translate(_CONTROLS), no_wrap=True, end="")
+    return Text(one_line(value), no_wrap=True, end="")
 
 
 @dataclass
