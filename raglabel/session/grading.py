@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TypeAlias
 import numpy as np
 from numpy.typing import NDArray
 
+from raglabel.metrics.config import MetricConfig
 from raglabel.session.catalog import (
     Catalog,
     Passage,
@@ -27,7 +28,15 @@ from raglabel.session.catalog import (
     pool_pairs,
 )
 from raglabel.session.gradebook import GradeBook, entry_grades, late_for
-from raglabel.session.live_metrics import PANEL_METRICS, Hole, LiveMetrics, QueryPanel
+from raglabel.session.live_metrics import (
+    PANEL_METRICS,
+    Hole,
+    LiveMetrics,
+    QueryPanel,
+    hole_counts_of,
+    ra_nwg_of,
+    score_in_chunks,
+)
 from raglabel.session.options import AppOptions
 from raglabel.session.suggestions import Suggestion, query_suggestions
 from raglabel.storage import adjudication
@@ -246,6 +255,8 @@ class GradingSession:
             annotator=self.annotator,
             blind=self.blind,
             generation=self._generation,
+            k=self.k,  # set_k waits for the runs: K stays until they land
+            config=self.options.config,
         )
         pool.shutdown(wait=False)
 
@@ -321,17 +332,55 @@ class GradingSession:
         self._waiting = False
         book = self.book
         changed = self.catalog.install(loaded.runs)
+        regraded: list[int] | None = None
         if loaded.generation == self._generation and changed is not None:
             book.run_grades = loaded.run_grades
             # Queries opened or graded meanwhile: their entries as shown, graded as now.
-            for q in sorted(changed | book.touched):
+            regraded = sorted(changed | book.touched)
+            for q in regraded:
                 self.catalog.resolve(q)  # a passage graded meanwhile may be unnamed there
                 book.regrade(q)
         else:  # grades were reloaded meanwhile (another annotator): score them again
             book.score_runs()
         book.touched.clear()
-        self._rescore()
+        if regraded is not None and loaded.k == self.k:
+            self._land_scores(loaded, regraded)
+        else:
+            self._rescore()
         _settle_collector()
+
+    def _land_scores(self, loaded: _LoadedRuns, regraded: list[int]) -> None:
+        """Take the figures the runs' thread computed on its snapshot, and compute again
+        on this thread only the queries that differ from it now: those whose entries were
+        graded again (opened, graded or replayed meanwhile) and those whose grade counts
+        differ from the snapshot's. What is shown is what ``_rescore`` would give; the
+        whole-array work over every query (seconds on a big project, every key waiting
+        for it) stays in the thread."""
+        self._panels.clear()  # as _rescore: the panels come from the figures now
+        cat, book = self.catalog, self.book
+        stale = np.flatnonzero((loaded.counts != book.counts).any(axis=1))
+        redo = np.union1d(np.array(regraded, dtype=np.int64), stale).astype(np.int64)
+        ra = loaded.ra
+        if redo.size:
+            ra[:, redo] = ra_nwg_of(
+                cat.queries,
+                book.counts,
+                cat.runs,
+                book.run_grades,
+                k=self.k,
+                config=self.options.config,
+                which=redo,
+            )
+        holes = loaded.holes
+        if holes is not None and redo.size:
+            found = hole_counts_of(cat.runs, book.run_grades, self.k, redo)
+            if found is None:
+                holes = None
+            else:
+                holes[redo] = found
+        self._ra = ra
+        # A top K with unnamed entries is named first, which only this thread can do.
+        self._holes = self.board.hole_counts(self.k) if holes is None else holes
 
     def checkpoint(self) -> None:
         """Copy committed pages from the WAL into the database file, on a connection of
@@ -868,6 +917,12 @@ class _LoadedRuns:
     runs: list[RunLists]
     run_grades: list[NDArray[np.int8]]
     generation: int
+    # The figures ``_rescore`` gives on the snapshot: at cutoff ``k``, from the grade
+    # counts ``counts`` and ``run_grades``; holes None when a top K needs naming.
+    k: int
+    counts: NDArray[np.int64]
+    ra: NDArray[np.float64]
+    holes: NDArray[np.int64] | None
 
 
 # Each reader has its own connection: the app's connection belongs to the app's thread.
@@ -884,6 +939,8 @@ def _read_pools_and_runs(
     annotator: str,
     blind: bool,
     generation: int,
+    k: int,
+    config: MetricConfig,
 ) -> _LoadedRuns:
     """Candidates and grades (into ``counts``, as soon as they are read: the progress
     column waits for them), then the runs. One snapshot for both: the run entries' grades
@@ -896,6 +953,7 @@ def _read_pools_and_runs(
             try:
                 counted = _read_counts(reader, catalog, annotator, blind, generation)
                 table = counted.book.grades.table()
+                grade_counts = counted.book.counts.copy()
                 counts.set_result(counted)
             except BaseException as exc:
                 counts.set_exception(exc)
@@ -903,7 +961,10 @@ def _read_pools_and_runs(
         if counted is None:
             counted = _read_counts(reader, catalog, annotator, blind, generation)
             table = counted.book.grades.table()
-        return _read_runs(reader, catalog, table, generation)
+            grade_counts = counted.book.counts
+        return _read_runs(
+            reader, catalog, table, grade_counts, generation=generation, k=k, config=config
+        )
 
 
 def _read_counts(
@@ -932,7 +993,11 @@ def _read_runs(
     reader: Project,
     catalog: Catalog,
     table: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]],
+    counts: NDArray[np.int64],
+    *,
     generation: int,
+    k: int,
+    config: MetricConfig,
 ) -> _LoadedRuns:
     """The runs as pids, with their entries' grades from ``table`` (the book's grades as
     (query, pid, grade) arrays, read in the same snapshot). Their pids are the rows the
@@ -945,7 +1010,10 @@ def _read_runs(
         # A graded passage that got its row after a run was stored (found by search,
         # named by a later label file) may be an entry stored as 0: found by its id.
         name_late_entries(reader, catalog, runs, q[late], pids[late])
-    loaded = _LoadedRuns(runs, entry_grades(runs, q, pids, grades), generation)
+    run_grades = entry_grades(runs, q, pids, grades)
+    # Scored here, on the snapshot's grades, not on the app's thread when they land.
+    ra, holes = score_in_chunks(catalog.queries, counts, runs, run_grades, k=k, config=config)
+    loaded = _LoadedRuns(runs, run_grades, generation, k, counts, ra, holes)
     # Warm the import the first grade needs, here rather than on the annotator's key.
     import raglabel.storage.grades  # noqa: F401
 

@@ -8,6 +8,7 @@ entry grades. Holes and the labeling queue look only at runs' top-K entries.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,8 +19,13 @@ from raglabel.metrics.evaluate import QueryStats, evaluate_run
 from raglabel.metrics.labels import LabelSet
 from raglabel.metrics.names import MetricKey
 from raglabel.metrics.run import RankedRun
-from raglabel.session.catalog import Catalog
+from raglabel.session.catalog import Catalog, Query, RunLists
 from raglabel.session.gradebook import SPAN, GradeBook
+
+#: Queries scored at a time in the background: numpy holds the interpreter's lock through
+#: some whole-array steps (a unique, a repeat), and over 100,000 queries x 100 entries
+#: such a step kept the app's thread (its keys) waiting for tens of milliseconds.
+QUERIES_A_CHUNK = 5_000
 
 #: The panel's metrics, in the order it shows them.
 PANEL_METRICS = ("ra_nwg", "proc", "pct_proc", "n_recall_4plus", "n_recall_5", "harm", "judged")
@@ -143,6 +149,100 @@ class LiveMetrics:
             keys.append(at_query[hole] * SPAN + run.pids[at[hole]].astype(np.int64) + SPAN // 2)
         distinct = np.unique(np.concatenate(keys))
         return np.bincount(distinct // SPAN, minlength=n).astype(np.int64)
+
+
+def ra_nwg_of(
+    queries: Sequence[Query],
+    counts: NDArray[np.int64],
+    runs: Sequence[RunLists],
+    run_grades: Sequence[NDArray[np.int8]],
+    *,
+    k: int,
+    config: MetricConfig,
+    which: NDArray[np.int64],
+) -> NDArray[np.float64]:
+    """RA-nWG@k of every run (rows) for the queries ``which`` (columns, in that order),
+    from grade counts and entry grades given: what :meth:`LiveMetrics.ra_nwg_all` gives
+    for them, each query's figure being its own. Only reads its arguments, so the thread
+    that reads the runs can score them on its own snapshot."""
+    out = np.full((len(runs), which.size), np.nan)
+    if not runs or not which.size:
+        return out
+    labels = LabelSet(tuple(queries[q].ext_id for q in which.tolist()), counts[which])
+    stats = QueryStats.build(labels, config)
+    key = MetricKey("ra_nwg", k)
+    for i, (run, grades) in enumerate(zip(runs, run_grades, strict=True)):
+        at, lengths = _spans(run.offsets, which, None)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        ranked = RankedRun(name=run.name, offsets=offsets, grades=grades[at])
+        out[i] = evaluate_run(stats, ranked, [key])[key]
+    return out
+
+
+def hole_counts_of(
+    runs: Sequence[RunLists],
+    run_grades: Sequence[NDArray[np.int8]],
+    k: int,
+    which: NDArray[np.int64],
+) -> NDArray[np.int64] | None:
+    """Per query of ``which`` (in that order), the number of distinct ungraded passages
+    in any run's top K, as :meth:`LiveMetrics.hole_counts` counts them; None when some
+    top K holds an unnamed entry (only the catalog can name it, on the app's thread)."""
+    if not runs:
+        return np.zeros(which.size, dtype=np.int64)
+    keys = []
+    for run, grades in zip(runs, run_grades, strict=True):
+        at, lengths = _spans(run.offsets, which, k)
+        if not run.pids[at].all():
+            return None
+        at_query = np.repeat(np.arange(which.size, dtype=np.int64), lengths)
+        hole = grades[at] == 0
+        keys.append(at_query[hole] * SPAN + run.pids[at[hole]].astype(np.int64) + SPAN // 2)
+    distinct = np.unique(np.concatenate(keys))
+    return np.bincount(distinct // SPAN, minlength=which.size).astype(np.int64)
+
+
+def score_in_chunks(
+    queries: Sequence[Query],
+    counts: NDArray[np.int64],
+    runs: Sequence[RunLists],
+    run_grades: Sequence[NDArray[np.int8]],
+    *,
+    k: int,
+    config: MetricConfig,
+) -> tuple[NDArray[np.float64], NDArray[np.int64] | None]:
+    """RA-nWG@k and hole counts of every query (holes None as in :func:`hole_counts_of`),
+    a chunk of queries at a time: for the thread reading the runs, which must let the
+    app's thread in between."""
+    n = len(queries)
+    ra = np.full((len(runs), n), np.nan)
+    holes: NDArray[np.int64] | None = np.zeros(n, dtype=np.int64)
+    for start in range(0, n, QUERIES_A_CHUNK):
+        which = np.arange(start, min(start + QUERIES_A_CHUNK, n), dtype=np.int64)
+        ra[:, start : start + which.size] = ra_nwg_of(
+            queries, counts, runs, run_grades, k=k, config=config, which=which
+        )
+        if holes is not None:
+            found = hole_counts_of(runs, run_grades, k, which)
+            if found is None:
+                holes = None
+            else:
+                holes[start : start + which.size] = found
+    return ra, holes
+
+
+def _spans(
+    offsets: NDArray[np.int64], which: NDArray[np.int64], k: int | None
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The positions of the entries of queries ``which`` (their first ``k`` only, unless
+    None), query after query, and how many each has."""
+    starts = offsets[which]
+    lengths = offsets[which + 1] - starts
+    if k is not None:
+        lengths = np.minimum(lengths, k)
+    first = np.cumsum(lengths) - lengths
+    at = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(starts - first, lengths)
+    return at, lengths
 
 
 def _top_k(offsets: NDArray[np.int64], k: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
