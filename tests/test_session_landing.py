@@ -260,3 +260,96 @@ def test_a_reload_while_the_runs_load_scores_every_query_again(
     finally:
         gate.open.set()
         session.close()
+
+
+def test_a_grade_moved_within_a_query_is_scored_though_its_counts_stay(
+    demo_db: Path, gate: Gate, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A grade cleared on a passage in the top K and the same grade given to one outside
+    it: the query's grade counts are the snapshot's, its run grades are not."""
+    session = _session(demo_db, blind=True, background=True)
+    try:
+        session.start_runs()
+        assert gate.reading.wait(30)
+        session.ensure_counts()
+        q = next(
+            q
+            for q in range(len(session.catalog.queries))
+            if any(
+                r.grade is not None and min(filter(None, r.ranks), default=99) <= 5
+                for r in session.passages(q)
+            )
+            and any(r.grade is None for r in session.passages(q))
+        )
+        rows = session.passages(q)
+        top = next(
+            r for r in rows if r.grade is not None and min(filter(None, r.ranks), default=99) <= 5
+        )
+        other = next(r for r in rows if r.grade is None)
+        counts = session.book.counts[q].copy()
+        session.clear(q, top.pid)
+        assert top.grade is not None
+        session.grade(q, other.pid, top.grade)
+        assert session.book.counts[q].tolist() == counts.tolist()
+        gate.open.set()
+        _no_whole_rescore(monkeypatch)
+        session.ensure_runs()
+        landed = _columns(session)
+        monkeypatch.undo()
+        _same(landed, _full_recompute(session))
+        reference = _session(demo_db, blind=True, background=False)
+        try:
+            _same(landed, _columns(reference))
+        finally:
+            reference.close()
+    finally:
+        gate.open.set()
+        session.close()
+
+
+def test_a_session_closed_while_the_runs_load_stops_scoring(
+    demo_db: Path, gate: Gate, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from raglabel.session import live_metrics
+
+    scored: list[int] = []
+    score = live_metrics.ra_nwg_of
+
+    def counted(*args: object, **kwargs: object) -> object:
+        scored.append(1)
+        return score(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(live_metrics, "ra_nwg_of", counted)
+    session = _session(demo_db, blind=False, background=True)
+    session.start_runs()
+    assert gate.reading.wait(30)
+    pending = session._pending
+    assert pending is not None
+    session.close()  # the thread is reading: it cannot be cancelled
+    gate.open.set()
+    loaded = pending.result(timeout=30)
+    assert loaded.ra is None and scored == []
+
+
+@pytest.mark.parametrize("blind", [True, False])
+def test_scoring_that_fails_in_the_thread_is_done_on_landing(
+    demo_db: Path, blind: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from raglabel.session import live_metrics
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise MemoryError("no room to score here")
+
+    monkeypatch.setattr(live_metrics, "score_in_chunks", broken)
+    monkeypatch.setattr(grading, "score_in_chunks", broken)
+    session = _session(demo_db, blind=blind, background=True)
+    try:
+        session.ensure_runs()
+        assert session.runs_scored
+        reference = _session(demo_db, blind=blind, background=False)
+        try:
+            _same(_columns(session), _columns(reference))
+        finally:
+            reference.close()
+    finally:
+        session.close()

@@ -11,6 +11,7 @@ import math
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from threading import Event
 from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
@@ -187,6 +188,7 @@ class GradingSession:
     # Per query, passages outside its pool the annotator opened from a search.
     _extra: dict[int, list[int]] = field(default_factory=dict)
     _pending: Future[_LoadedRuns] | None = None
+    _closing: Event = field(default_factory=Event)  # set by close: the thread stops scoring
     # The kind ("passage" or "answer") of each action this session wrote and has not
     # undone, oldest first: undo takes them back in the order they were made.
     _actions: list[str] = field(default_factory=list)
@@ -257,6 +259,7 @@ class GradingSession:
             generation=self._generation,
             k=self.k,  # set_k waits for the runs: K stays until they land
             config=self.options.config,
+            stop=self._closing,
         )
         pool.shutdown(wait=False)
 
@@ -343,7 +346,7 @@ class GradingSession:
         else:  # grades were reloaded meanwhile (another annotator): score them again
             book.score_runs()
         book.touched.clear()
-        if regraded is not None and loaded.k == self.k:
+        if regraded is not None and loaded.k == self.k and loaded.ra is not None:
             self._land_scores(loaded, regraded)
         else:
             self._rescore()
@@ -361,6 +364,7 @@ class GradingSession:
         stale = np.flatnonzero((loaded.counts != book.counts).any(axis=1))
         redo = np.union1d(np.array(regraded, dtype=np.int64), stale).astype(np.int64)
         ra = loaded.ra
+        assert ra is not None  # (ensure_runs scores them all here otherwise)
         if redo.size:
             ra[:, redo] = ra_nwg_of(
                 cat.queries,
@@ -388,6 +392,9 @@ class GradingSession:
         self.project.checkpoint(aside=True)
 
     def close(self) -> None:
+        # A thread already reading cannot be cancelled, and the interpreter waits for it
+        # at exit: it stops at its next chunk of scoring instead.
+        self._closing.set()
         for pending in (self._counts, self._pending):
             if pending is not None:
                 pending.cancel()
@@ -912,7 +919,7 @@ class _Counted:
     before: int
 
 
-@dataclass(frozen=True)
+@dataclass  # the thread fills in its scores after reading
 class _LoadedRuns:
     runs: list[RunLists]
     run_grades: list[NDArray[np.int8]]
@@ -921,7 +928,8 @@ class _LoadedRuns:
     # counts ``counts`` and ``run_grades``; holes None when a top K needs naming.
     k: int
     counts: NDArray[np.int64]
-    ra: NDArray[np.float64]
+    # Both None until the thread scored them (and if it could not: closing, an error).
+    ra: NDArray[np.float64] | None
     holes: NDArray[np.int64] | None
 
 
@@ -941,6 +949,7 @@ def _read_pools_and_runs(
     generation: int,
     k: int,
     config: MetricConfig,
+    stop: Event,
 ) -> _LoadedRuns:
     """Candidates and grades (into ``counts``, as soon as they are read: the progress
     column waits for them), then the runs. One snapshot for both: the run entries' grades
@@ -948,23 +957,41 @@ def _read_pools_and_runs(
     are taken as arrays before the book is handed over: the app's thread changes the book
     from then on, and the grades it makes meanwhile reach the runs through ``_apply``."""
     with Project.reader(path) as reader, reader.snapshot():
-        counted = None
-        if counts is not None and counts.set_running_or_notify_cancel():
-            try:
-                counted = _read_counts(reader, catalog, annotator, blind, generation)
-                table = counted.book.grades.table()
-                grade_counts = counted.book.counts.copy()
-                counts.set_result(counted)
-            except BaseException as exc:
-                counts.set_exception(exc)
-                raise
-        if counted is None:
+        loaded = _read_in_snapshot(
+            reader, counts, catalog, annotator=annotator, blind=blind, generation=generation, k=k
+        )
+    # Out of the snapshot (it holds back the app's checkpoints) for the numpy that follows.
+    _score(loaded, catalog, config, stop)
+    return loaded
+
+
+def _read_in_snapshot(
+    reader: Project,
+    counts: Future[_Counted] | None,
+    catalog: Catalog,
+    *,
+    annotator: str,
+    blind: bool,
+    generation: int,
+    k: int,
+) -> _LoadedRuns:
+    """The counts (handed to ``counts`` as soon as they are read) and the runs, in the
+    reader's snapshot."""
+    counted = None
+    if counts is not None and counts.set_running_or_notify_cancel():
+        try:
             counted = _read_counts(reader, catalog, annotator, blind, generation)
             table = counted.book.grades.table()
-            grade_counts = counted.book.counts
-        return _read_runs(
-            reader, catalog, table, grade_counts, generation=generation, k=k, config=config
-        )
+            grade_counts = counted.book.counts.copy()
+            counts.set_result(counted)
+        except BaseException as exc:
+            counts.set_exception(exc)
+            raise
+    if counted is None:
+        counted = _read_counts(reader, catalog, annotator, blind, generation)
+        table = counted.book.grades.table()
+        grade_counts = counted.book.counts
+    return _read_runs(reader, catalog, table, grade_counts, generation=generation, k=k)
 
 
 def _read_counts(
@@ -997,7 +1024,6 @@ def _read_runs(
     *,
     generation: int,
     k: int,
-    config: MetricConfig,
 ) -> _LoadedRuns:
     """The runs as pids, with their entries' grades from ``table`` (the book's grades as
     (query, pid, grade) arrays, read in the same snapshot). Their pids are the rows the
@@ -1011,10 +1037,27 @@ def _read_runs(
         # named by a later label file) may be an entry stored as 0: found by its id.
         name_late_entries(reader, catalog, runs, q[late], pids[late])
     run_grades = entry_grades(runs, q, pids, grades)
-    # Scored here, on the snapshot's grades, not on the app's thread when they land.
-    ra, holes = score_in_chunks(catalog.queries, counts, runs, run_grades, k=k, config=config)
-    loaded = _LoadedRuns(runs, run_grades, generation, k, counts, ra, holes)
     # Warm the import the first grade needs, here rather than on the annotator's key.
     import raglabel.storage.grades  # noqa: F401
 
-    return loaded
+    return _LoadedRuns(runs, run_grades, generation, k, counts, None, None)
+
+
+def _score(loaded: _LoadedRuns, catalog: Catalog, config: MetricConfig, stop: Event) -> None:
+    """Score the runs on the thread's snapshot (``loaded.ra``, ``loaded.holes``), not on
+    the app's thread when they land. Nothing if the session closes meanwhile; nothing
+    either if scoring fails here: the app's thread then scores them all, as it did."""
+    try:
+        found = score_in_chunks(
+            catalog.queries,
+            loaded.counts,
+            loaded.runs,
+            loaded.run_grades,
+            k=loaded.k,
+            config=config,
+            stop=stop,
+        )
+    except Exception:  # scored again on the app's thread, where an error is seen
+        return
+    if found is not None:
+        loaded.ra, loaded.holes = found

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from threading import Event
 
 import numpy as np
 from numpy.typing import NDArray
@@ -210,14 +211,17 @@ def score_in_chunks(
     *,
     k: int,
     config: MetricConfig,
-) -> tuple[NDArray[np.float64], NDArray[np.int64] | None]:
+    stop: Event | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.int64] | None] | None:
     """RA-nWG@k and hole counts of every query (holes None as in :func:`hole_counts_of`),
     a chunk of queries at a time: for the thread reading the runs, which must let the
-    app's thread in between."""
+    app's thread in between. None if ``stop`` is set before the last chunk."""
     n = len(queries)
     ra = np.full((len(runs), n), np.nan)
     holes: NDArray[np.int64] | None = np.zeros(n, dtype=np.int64)
     for start in range(0, n, QUERIES_A_CHUNK):
+        if stop is not None and stop.is_set():
+            return None
         which = np.arange(start, min(start + QUERIES_A_CHUNK, n), dtype=np.int64)
         ra[:, start : start + which.size] = ra_nwg_of(
             queries, counts, runs, run_grades, k=k, config=config, which=which
