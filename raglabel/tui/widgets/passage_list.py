@@ -8,24 +8,21 @@ draws them and keeps their lines until a row changes.
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rich.console import Console
-from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size, Spacing
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from raglabel.session.grading import PassageRow
 from raglabel.tui.widgets.columns import PAD, fit_columns
 from raglabel.tui.widgets.format import GRADE_STYLES, one_line, short_run
+from raglabel.tui.widgets.line_table import LineTable
 
 #: A rank column is never narrower than this ("rank" of three digits and a margin).
 RANK_WIDTH = 4
@@ -34,17 +31,6 @@ RANK_WIDTH = 4
 PASSAGE_WANTED = 44
 #: The grade and judge columns' width.
 MARK_WIDTH = 5
-#: What lays a cell's text out in segments (styles by name): the list's own, as a
-#: widget is handed its data and never reaches for the app.
-_CELLS = Console(
-    file=io.StringIO(),
-    force_terminal=True,
-    color_system="truecolor",
-    legacy_windows=False,
-    markup=False,
-    emoji=False,
-    highlight=False,
-)
 
 
 def _grade_cell(row: PassageRow) -> Text:
@@ -90,62 +76,9 @@ class _Layout:
         return [MARK_WIDTH, *([MARK_WIDTH] if self.judge else []), *self.runs, self.passage]
 
 
-class PassageList(ScrollView, can_focus=True):
+class PassageList(LineTable):
     """The rows of one query's passages by pid; the row under the cursor is the passage
     being graded."""
-
-    # DataTable's look, so the screen reads as it did: header, zebra stripes, cursor.
-    DEFAULT_CSS = """
-    PassageList {
-        background: $surface;
-        color: $foreground;
-        height: auto;
-        max-height: 100%;
-
-        &:focus {
-            background-tint: $foreground 5%;
-            & > .datatable--cursor {
-                background: $block-cursor-background;
-                color: $block-cursor-foreground;
-                text-style: $block-cursor-text-style;
-            }
-            & > .datatable--header {
-                background-tint: $foreground 5%;
-            }
-        }
-        &:dark {
-            & > .datatable--even-row {
-                background: $surface-darken-1 40%;
-            }
-        }
-        & > .datatable--header {
-            text-style: bold;
-            background: $panel;
-            color: $foreground;
-        }
-        &:ansi > .datatable--header {
-            background: ansi_bright_blue;
-            color: ansi_default;
-        }
-        & > .datatable--odd-row {
-        }
-        & > .datatable--even-row {
-            background: $surface-lighten-1 50%;
-        }
-        & > .datatable--cursor {
-            background: $block-cursor-blurred-background;
-            color: $block-cursor-blurred-foreground;
-            text-style: $block-cursor-blurred-text-style;
-        }
-    }
-    """
-
-    COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "datatable--cursor",
-        "datatable--header",
-        "datatable--odd-row",
-        "datatable--even-row",
-    }
 
     # A DataTable's moving keys (the Grade screen's own, remappable, come after them).
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -417,40 +350,5 @@ class PassageList(ScrollView, can_focus=True):
         return found
 
     def _draw(self, cells: list[Text], style: Style, post: Style) -> Strip:
-        """One line of cells, each padded to its column, then ``style`` to the edge."""
         assert self._layout is not None
-        widths = self._layout.widths()
-        segments: list[Segment] = []
-        for cell, width in zip(cells, widths, strict=True):
-            segments += _cell(cell, width, style, post)
-        table_width = sum(w + PAD for w in widths)
-        edge = max(self.size.width, table_width) - table_width
-        segments.append(Segment(" " * edge, style))
-        return Strip(segments).simplify()
-
-
-def _cell(cell: Text, width: int, style: Style, post: Style) -> list[Segment]:
-    """A cell's segments: its text cropped or filled to ``width`` (as it is justified),
-    a space either side, in ``style`` under the text's own styles and ``post`` over
-    them, as a DataTable pads and styles a cell."""
-    text = cell
-    if cell.cell_len > width:
-        text = cell.copy()
-        text.truncate(width, overflow="crop")
-    base = style + _CELLS.get_style(cell.style) if cell.style else style
-    if not text.spans:  # a rank, a grade: one piece, without laying out any spans
-        body = [Segment(text.plain, base + post)] if text.plain else []
-    else:
-        body = [
-            Segment(piece.text, (base + piece.style if piece.style else base) + post)
-            for piece in text.render(_CELLS)
-            if piece.text
-        ]
-    pad = Segment(" " * (PAD // 2), style + post)
-    room = width - text.cell_len
-    if room <= 0:
-        return [pad, *body, pad]
-    fill = Segment(" " * room, style + post)
-    if cell.justify == "right":
-        return [pad, fill, *body, pad]
-    return [pad, *body, fill, pad]
+        return self.draw_cells(cells, self._layout.widths(), style, post)

@@ -9,27 +9,24 @@ sort or a filter costs the order and one screenful.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
-from rich.console import Console
-from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size, Spacing
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from raglabel.session.grading import QueryRow
 from raglabel.tui.widgets.columns import PAD, fit_columns
 from raglabel.tui.widgets.format import number, one_line, short_run
+from raglabel.tui.widgets.line_table import LineTable
 
 #: A score column is never narrower than its number ("0.359").
 SCORE_WIDTH = 5
@@ -37,17 +34,6 @@ SCORE_WIDTH = 5
 TEXT_WANTED = 48
 #: Built rows kept for redrawing; a screenful is a few dozen.
 KEPT_ROWS = 512
-#: What lays a cell's text out in segments (styles by name, padding, justification):
-#: the table's own, as a widget is handed its data and never reaches for the app.
-_CELLS = Console(
-    file=io.StringIO(),
-    force_terminal=True,
-    color_system="truecolor",
-    legacy_windows=False,
-    markup=False,
-    emoji=False,
-    highlight=False,
-)
 
 
 def _progress(row: QueryRow) -> Text:
@@ -79,62 +65,9 @@ class _Column:
     width: int  # without the padding
 
 
-class QueryTable(ScrollView, can_focus=True):
+class QueryTable(LineTable):
     """The queries in a given order (indexes into the session's catalog), a row cursor
     over them, and a header line that stays put while the rows scroll under it."""
-
-    # DataTable's look, so the screen reads as it did: header, zebra stripes, cursor.
-    DEFAULT_CSS = """
-    QueryTable {
-        background: $surface;
-        color: $foreground;
-        height: auto;
-        max-height: 100%;
-
-        &:focus {
-            background-tint: $foreground 5%;
-            & > .datatable--cursor {
-                background: $block-cursor-background;
-                color: $block-cursor-foreground;
-                text-style: $block-cursor-text-style;
-            }
-            & > .datatable--header {
-                background-tint: $foreground 5%;
-            }
-        }
-        &:dark {
-            & > .datatable--even-row {
-                background: $surface-darken-1 40%;
-            }
-        }
-        & > .datatable--header {
-            text-style: bold;
-            background: $panel;
-            color: $foreground;
-        }
-        &:ansi > .datatable--header {
-            background: ansi_bright_blue;
-            color: ansi_default;
-        }
-        & > .datatable--odd-row {
-        }
-        & > .datatable--even-row {
-            background: $surface-lighten-1 50%;
-        }
-        & > .datatable--cursor {
-            background: $block-cursor-blurred-background;
-            color: $block-cursor-blurred-foreground;
-            text-style: $block-cursor-blurred-text-style;
-        }
-    }
-    """
-
-    COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "datatable--cursor",
-        "datatable--header",
-        "datatable--odd-row",
-        "datatable--even-row",
-    }
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "select_cursor", "open", show=False),
@@ -393,40 +326,4 @@ class QueryTable(ScrollView, can_focus=True):
         return line
 
     def _draw(self, cells: list[Text], style: Style, post: Style) -> Strip:
-        """One line of cells, each padded to its column, then ``style`` to the edge."""
-        segments: list[Segment] = []
-        for cell, column in zip(cells, self._columns, strict=True):
-            segments += _cell(cell, column.width, style, post)
-        table_width = sum(column.width + PAD for column in self._columns)
-        edge = max(self.size.width, table_width) - table_width
-        segments.append(Segment(" " * edge, style))
-        return Strip(segments).simplify()
-
-
-def _cell(cell: Text, width: int, style: Style, post: Style) -> list[Segment]:
-    """A cell's segments: its text cropped or filled to ``width`` (as it is justified),
-    a space either side, in ``style`` under the text's own styles and ``post`` over
-    them.
-
-    What a DataTable draws through a console for each cell (padding, cropping and
-    styling renderables), a few times faster: a screenful after each sort was a
-    quarter of a second of a big project's keys.
-    """
-    text = cell
-    if cell.cell_len > width:
-        text = cell.copy()
-        text.truncate(width, overflow="crop")
-    base = style + _CELLS.get_style(cell.style) if cell.style else style
-    body = [
-        Segment(piece.text, (base + piece.style if piece.style else base) + post)
-        for piece in text.render(_CELLS)
-        if piece.text
-    ]
-    pad = Segment(" " * (PAD // 2), style + post)
-    room = width - text.cell_len
-    if room <= 0:
-        return [pad, *body, pad]
-    fill = Segment(" " * room, style + post)
-    if cell.justify == "right":
-        return [pad, fill, *body, pad]
-    return [pad, *body, fill, pad]
+        return self.draw_cells(cells, [column.width for column in self._columns], style, post)

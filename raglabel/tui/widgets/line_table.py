@@ -1,0 +1,131 @@
+"""What the Queries table and the passage list share: a ScrollView that draws its own
+lines (only the rows on screen, each a Strip), with a DataTable's look and a DataTable's
+way of padding, cropping and styling a cell, without its console pass per cell."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rich.console import Console
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from raglabel.tui.widgets.columns import PAD
+
+#: What lays a cell's text out in segments (styles by name): the table's own, as a
+#: widget is handed its data and never reaches for the app.
+_CELLS = Console(
+    file=io.StringIO(),
+    force_terminal=True,
+    color_system="truecolor",
+    legacy_windows=False,
+    markup=False,
+    emoji=False,
+    highlight=False,
+)
+
+
+class LineTable(ScrollView, can_focus=True):
+    """A table drawn line by line; subclasses say what the rows and columns are."""
+
+    # DataTable's look, so the screens read as they did: header, zebra stripes, cursor.
+    DEFAULT_CSS = """
+    LineTable {
+        background: $surface;
+        color: $foreground;
+        height: auto;
+        max-height: 100%;
+
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .datatable--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+            & > .datatable--header {
+                background-tint: $foreground 5%;
+            }
+        }
+        &:dark {
+            & > .datatable--even-row {
+                background: $surface-darken-1 40%;
+            }
+        }
+        & > .datatable--header {
+            text-style: bold;
+            background: $panel;
+            color: $foreground;
+        }
+        &:ansi > .datatable--header {
+            background: ansi_bright_blue;
+            color: ansi_default;
+        }
+        & > .datatable--odd-row {
+        }
+        & > .datatable--even-row {
+            background: $surface-lighten-1 50%;
+        }
+        & > .datatable--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+    }
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "datatable--cursor",
+        "datatable--header",
+        "datatable--odd-row",
+        "datatable--even-row",
+    }
+
+    def draw_cells(
+        self, cells: Sequence[Text], widths: Sequence[int], style: Style, post: Style
+    ) -> Strip:
+        """One line of cells, each padded to its column, then ``style`` to the edge."""
+        segments: list[Segment] = []
+        for cell, width in zip(cells, widths, strict=True):
+            segments += cell_segments(cell, width, style, post)
+        table_width = sum(w + PAD for w in widths)
+        edge = max(self.size.width, table_width) - table_width
+        segments.append(Segment(" " * edge, style))
+        return Strip(segments).simplify()
+
+
+def cell_segments(cell: Text, width: int, style: Style, post: Style) -> list[Segment]:
+    """A cell's segments: its text cropped or filled to ``width`` (as it is justified),
+    a space either side, in ``style`` under the text's own styles and ``post`` over
+    them.
+
+    What a DataTable draws through a console for each cell (padding, cropping and
+    styling renderables), a few times faster: a screenful after each sort was a
+    quarter of a second of a big project's keys.
+    """
+    text = cell
+    if cell.cell_len > width:
+        text = cell.copy()
+        text.truncate(width, overflow="crop")
+    base = style + _CELLS.get_style(cell.style) if cell.style else style
+    if not text.spans:  # a rank, a grade: one piece, without laying out any spans
+        body = [Segment(text.plain, base + post)] if text.plain else []
+    else:
+        body = [
+            Segment(piece.text, (base + piece.style if piece.style else base) + post)
+            for piece in text.render(_CELLS)
+            if piece.text
+        ]
+    pad = Segment(" " * (PAD // 2), style + post)
+    room = width - text.cell_len
+    if room <= 0:
+        return [pad, *body, pad]
+    fill = Segment(" " * room, style + post)
+    if cell.justify == "right":
+        return [pad, fill, *body, pad]
+    return [pad, *body, fill, pad]
