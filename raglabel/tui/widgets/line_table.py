@@ -86,6 +86,46 @@ class LineTable(ScrollView, can_focus=True):
         "datatable--even-row",
     }
 
+    # What a subclass keeps: the cursor's row, how many rows there are, and how the
+    # cursor moves (in view, telling the screen what it is on).
+    _cursor: int
+
+    @property
+    def row_count(self) -> int:
+        raise NotImplementedError
+
+    def move_cursor(self, *, row: int) -> None:
+        raise NotImplementedError
+
+    def _page(self) -> int:
+        return max(self.scrollable_content_region.height - 1, 1)
+
+    def action_cursor_up(self) -> None:
+        self.move_cursor(row=self._cursor - 1)
+
+    def action_cursor_down(self) -> None:
+        self.move_cursor(row=self._cursor + 1)
+
+    def action_page_down(self) -> None:
+        self.scroll_relative(y=self._page(), animate=False, force=True, immediate=True)
+        self.move_cursor(row=self._cursor + self._page())
+
+    def action_page_up(self) -> None:
+        self.scroll_relative(y=-self._page(), animate=False, force=True, immediate=True)
+        self.move_cursor(row=self._cursor - self._page())
+
+    def action_first(self) -> None:
+        self.move_cursor(row=0)
+
+    def action_last(self) -> None:
+        self.move_cursor(row=self.row_count - 1)
+
+    def action_scroll_home(self) -> None:
+        self.scroll_to(x=0, animate=False)
+
+    def action_scroll_end(self) -> None:
+        self.scroll_to(x=self.max_scroll_x, animate=False)
+
     def draw_cells(
         self, cells: Sequence[Text], widths: Sequence[int], style: Style, post: Style
     ) -> Strip:

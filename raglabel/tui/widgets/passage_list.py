@@ -251,35 +251,6 @@ class PassageList(LineTable):
         if self.size.height and self._order:
             self._scroll_cursor_into_view()
 
-    def _page(self) -> int:
-        return max(self.scrollable_content_region.height - 1, 1)
-
-    def action_cursor_up(self) -> None:
-        self.move_cursor(row=self._cursor - 1)
-
-    def action_cursor_down(self) -> None:
-        self.move_cursor(row=self._cursor + 1)
-
-    def action_page_down(self) -> None:
-        self.scroll_relative(y=self._page(), animate=False, force=True, immediate=True)
-        self.move_cursor(row=self._cursor + self._page())
-
-    def action_page_up(self) -> None:
-        self.scroll_relative(y=-self._page(), animate=False, force=True, immediate=True)
-        self.move_cursor(row=self._cursor - self._page())
-
-    def action_first(self) -> None:
-        self.move_cursor(row=0)
-
-    def action_last(self) -> None:
-        self.move_cursor(row=len(self._order) - 1)
-
-    def action_scroll_home(self) -> None:
-        self.scroll_to(x=0, animate=False)
-
-    def action_scroll_end(self) -> None:
-        self.scroll_to(x=self.max_scroll_x, animate=False)
-
     async def _on_click(self, event: events.Click) -> None:
         # As a DataTable: a click on a row puts the cursor there.
         offset = event.get_content_offset(self)

@@ -203,35 +203,6 @@ class QueryTable(LineTable):
         # The header line is fixed above the rows: a row under it is out of view.
         self.scroll_to_region(region, animate=False, spacing=Spacing(top=1), force=True)
 
-    def _page(self) -> int:
-        return max(self.scrollable_content_region.height - 1, 1)
-
-    def action_cursor_up(self) -> None:
-        self.move_cursor(row=self._cursor - 1)
-
-    def action_cursor_down(self) -> None:
-        self.move_cursor(row=self._cursor + 1)
-
-    def action_page_down(self) -> None:
-        self.scroll_relative(y=self._page(), animate=False, force=True, immediate=True)
-        self.move_cursor(row=self._cursor + self._page())
-
-    def action_page_up(self) -> None:
-        self.scroll_relative(y=-self._page(), animate=False, force=True, immediate=True)
-        self.move_cursor(row=self._cursor - self._page())
-
-    def action_first(self) -> None:
-        self.move_cursor(row=0)
-
-    def action_last(self) -> None:
-        self.move_cursor(row=self.row_count - 1)
-
-    def action_scroll_home(self) -> None:
-        self.scroll_to(x=0, animate=False)
-
-    def action_scroll_end(self) -> None:
-        self.scroll_to(x=self.max_scroll_x, animate=False)
-
     def action_select_cursor(self) -> None:
         query = self.current
         if query is not None:
