@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from raglabel.formats.arrays import align_qrels, read_run_arrays
+from raglabel.formats.blocks import in_blocks
 from raglabel.formats.maps import GradeMap
 from raglabel.metrics.labels import LabelSet
 from raglabel.metrics.run import RankedRun
@@ -130,7 +131,7 @@ class PolarsFiles:
         # The first run is parsed while the labels are fingerprinted: polars' parse
         # leaves part of the second core idle. Its errors come out when it is asked for.
         self._ahead: dict[Path, Future[pl.DataFrame]] = {}
-        if first_run is not None and not _in_blocks(first_run):
+        if first_run is not None and not in_blocks(first_run):
             pool = ThreadPoolExecutor(max_workers=1)
             self._ahead[first_run] = pool.submit(read_run, first_run)
             pool.shutdown(wait=False)
@@ -152,7 +153,7 @@ class PolarsFiles:
         from raglabel.formats.trec import read_run
 
         ahead = self._ahead.pop(path, None)
-        if ahead is None and _in_blocks(path):
+        if ahead is None and in_blocks(path):
             ranked = self._run_in_blocks(name, path)
             if ranked is not None:
                 return ranked
@@ -275,13 +276,6 @@ class ProjectSource:
             answer = answers.get(qid, "")
             flags.append(bool(answer) and answer in normalize(texts.get(pid, "")))
         return flags
-
-
-def _in_blocks(path: Path) -> bool:
-    """Whether a run file is large enough to be read in blocks of queries."""
-    from raglabel.formats.blocks import BLOCK_BYTES
-
-    return path.is_file() and path.stat().st_size > 2 * BLOCK_BYTES
 
 
 def _rows_run(align: RowAlignment, name: str, path: Path) -> RankedRun:
