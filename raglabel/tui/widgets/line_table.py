@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.geometry import Region
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -87,8 +88,10 @@ class LineTable(ScrollView, can_focus=True):
     }
 
     # What a subclass keeps: the cursor's row, how many rows there are, and how the
-    # cursor moves (in view, telling the screen what it is on).
+    # cursor moves (in view, telling the screen what it is on); and its drawn lines,
+    # keyed by what they show, the row's own id first.
     _cursor: int
+    _lines: dict[tuple[int, ...], Strip]
 
     @property
     def row_count(self) -> int:
@@ -125,6 +128,22 @@ class LineTable(ScrollView, can_focus=True):
 
     def action_scroll_end(self) -> None:
         self.scroll_to(x=self.max_scroll_x, animate=False)
+
+    def notify_style_update(self) -> None:
+        # Focus, theme and dark mode change the component styles the lines were drawn in.
+        super().notify_style_update()
+        self._lines.clear()
+
+    def forget_lines(self, row: int) -> None:
+        """Drop the drawn lines of the row whose id is ``row``."""
+        for key in [key for key in self._lines if key[0] == row]:
+            del self._lines[key]
+
+    def refresh_position(self, position: int) -> None:
+        """Draw again the line of the row at ``position``, if it is on screen."""
+        y = position + 1 - round(self.scroll_y)
+        if 1 <= y < self.size.height:
+            self.refresh(Region(0, y, self.size.width, 1))
 
     def draw_cells(
         self, cells: Sequence[Text], widths: Sequence[int], style: Style, post: Style

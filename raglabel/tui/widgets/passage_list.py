@@ -110,7 +110,7 @@ class PassageList(LineTable):
         self._labels: list[str] = []
         # Drawn lines by (pid, odd row, under the cursor, focused): dropped whenever
         # what they show may have changed.
-        self._lines: dict[tuple[int, bool, bool, bool], Strip] = {}
+        self._lines = {}
         # A row's styles (under its cells, over them) by (odd row, under the cursor,
         # focused): looked up once, not for every row drawn.
         self._styles: dict[tuple[bool, bool, bool], tuple[Style, Style]] = {}
@@ -185,8 +185,8 @@ class PassageList(LineTable):
         if row.suggestion is not None and not (self._layout and self._layout.judge):
             self.show([self._rows[pid] for pid in self._order], self.current)
             return
-        self._forget(row.pid)
-        self._refresh_position(self._position[row.pid])
+        self.forget_lines(row.pid)
+        self.refresh_position(self._position[row.pid])
 
     def select(self, pid: int) -> None:
         """The cursor on passage ``pid`` (nothing happens if it is not listed)."""
@@ -229,8 +229,8 @@ class PassageList(LineTable):
         target = min(max(row, 0), len(self._order) - 1)
         if target != self._cursor:
             old, self._cursor = self._cursor, target
-            self._refresh_position(old)
-            self._refresh_position(target)
+            self.refresh_position(old)
+            self.refresh_position(target)
         self._scroll_cursor_into_view()
         self.post_message(self.Focused(self._order[target]))
 
@@ -264,19 +264,8 @@ class PassageList(LineTable):
     # -- drawing -------------------------------------------------------------------------
 
     def notify_style_update(self) -> None:
-        # Focus, theme and dark mode change the component styles the lines were drawn in.
         super().notify_style_update()
-        self._lines.clear()
         self._styles.clear()
-
-    def _forget(self, pid: int) -> None:
-        for key in [key for key in self._lines if key[0] == pid]:
-            del self._lines[key]
-
-    def _refresh_position(self, position: int) -> None:
-        y = position + 1 - round(self.scroll_y)
-        if 1 <= y < self.size.height:
-            self.refresh(Region(0, y, self.size.width, 1))
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width

@@ -110,7 +110,7 @@ class QueryTable(LineTable):
         # Rows as last asked of the session, and their drawn lines, by query index;
         # dropped whenever what they show may have changed.
         self._rows: dict[int, QueryRow] = {}
-        self._lines: dict[tuple[int, int, bool, bool], Strip] = {}
+        self._lines = {}
         self._size_table()
 
     # -- what it shows -------------------------------------------------------------------
@@ -139,8 +139,8 @@ class QueryTable(LineTable):
         if position is None:
             return
         self._rows[row.index] = row
-        self._forget_lines(row.index)
-        self._refresh_position(position)
+        self.forget_lines(row.index)
+        self.refresh_position(position)
 
     def position(self, query: int) -> int | None:
         """Where query ``query`` stands in the order, if it is there."""
@@ -193,8 +193,8 @@ class QueryTable(LineTable):
         target = min(max(row, 0), self._order.size - 1)
         if target != self._cursor:
             old, self._cursor = self._cursor, target
-            self._refresh_position(old)
-            self._refresh_position(target)
+            self.refresh_position(old)
+            self.refresh_position(target)
         if scroll:
             self._scroll_cursor_into_view()
 
@@ -246,20 +246,6 @@ class QueryTable(LineTable):
         self.virtual_size = Size(width, self.row_count + 1)
 
     # -- drawing ---------------------------------------------------------------------------
-
-    def notify_style_update(self) -> None:
-        # Focus, theme and dark mode change the component styles the lines were drawn in.
-        super().notify_style_update()
-        self._lines.clear()
-
-    def _forget_lines(self, query: int) -> None:
-        for key in [key for key in self._lines if key[0] == query]:
-            del self._lines[key]
-
-    def _refresh_position(self, position: int) -> None:
-        y = position + 1 - round(self.scroll_y)
-        if 1 <= y < self.size.height:
-            self.refresh(Region(0, y, self.size.width, 1))
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
