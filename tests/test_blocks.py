@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from raglabel.analysis import sources
 from raglabel.cli import eval_inputs
 from raglabel.cli.main import build_parser, parse_args
 from raglabel.errors import InputError
@@ -310,3 +311,58 @@ def test_sharing_malloc_arenas_is_harmless_anywhere(monkeypatch: pytest.MonkeyPa
     blocks.share_malloc_arenas()
     monkeypatch.setattr(blocks.sys, "platform", "win32")
     blocks.share_malloc_arenas()
+
+
+@pytest.mark.parametrize("first", ["fits", "too large", "refused"])
+def test_eval_starts_the_first_block_early_and_reports_as_read_whole(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first: str
+) -> None:
+    # The first block is read and parsed while the labels load; whatever becomes of it
+    # (a query larger than a block, a line the quick reader refuses), the report is the
+    # one the run read whole gives.
+    depth = {"fits": 25, "too large": 200, "refused": 25}[first]
+    lines = [
+        f"q{q} Q0 d{d} {r + 1} {300 - r}.{q % 3} t"
+        for q in range(30)
+        for r, d in enumerate(random.Random(q).sample(range(400), depth if q == 0 else 25))
+    ]
+    if first == "refused":
+        lines[3] = lines[3].replace(" ", "\t", 1)
+    run = tmp_path / "run.txt"
+    run.write_text("\n".join(lines) + "\n")
+    args = ["eval", "--qrels", qrels_file(tmp_path, 30), "--run", run, "--reader", "polars"]
+    args += ["--format", "json", "--per-query"]
+    code, whole, _ = cli(*args)
+    assert code == 0
+    started: list[Path] = []
+    early = sources._EarlyBlocks
+
+    class Watched(early):  # type: ignore[misc, valid-type]
+        def __init__(self, path: Path, *, start: bool = True) -> None:
+            if start:
+                started.append(path)
+            super().__init__(path, start=start)
+
+    monkeypatch.setattr(sources, "_EarlyBlocks", Watched)
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 2048)
+    code, streamed, _ = cli(*args)
+    assert code == 0
+    assert started == [run]
+    assert json.loads(streamed)["runs"] == json.loads(whole)["runs"]
+
+
+def test_early_blocks_are_the_reader_s_blocks(tmp_path: Path) -> None:
+    run = tmp_path / "run.txt"
+    run.write_text("\n".join(run_lines(5, 40, 20)) + "\n")
+    early = sources._EarlyBlocks(run)
+    # The reader's own default block size applies; a file of one block is one frame.
+    frames = list(early)
+    early.close()
+    whole = [frame for frame in read_run_blocks(run) if frame is not None]
+    assert len(frames) == len(whole) == 1
+    assert frames[0] is not None and frames[0].equals(whole[0])
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    nothing = sources._EarlyBlocks(empty)
+    assert list(nothing) == []
+    nothing.close()

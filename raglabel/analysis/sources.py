@@ -24,6 +24,7 @@ from raglabel.metrics.run import RankedRun
 
 if TYPE_CHECKING:
     import sqlite3
+    from collections.abc import Iterator
     from concurrent.futures import Future
 
     import polars as pl
@@ -128,20 +129,28 @@ class PolarsFiles:
         from raglabel.formats.align import Alignment
         from raglabel.formats.trec import read_qrels, read_run
 
-        # The first run is parsed while the labels are fingerprinted: polars' parse
-        # leaves part of the second core idle. Its errors come out when it is asked for.
+        # The first run is parsed while the labels are read and keyed: those steps leave
+        # much of the second core idle. Its errors come out when it is asked for.
         self._ahead: dict[Path, Future[pl.DataFrame]] = {}
-        if first_run is not None and not in_blocks(first_run):
-            pool = ThreadPoolExecutor(max_workers=1)
-            self._ahead[first_run] = pool.submit(read_run, first_run)
-            pool.shutdown(wait=False)
+        self._early: dict[Path, _EarlyBlocks] = {}
+        if first_run is not None:
+            if in_blocks(first_run):
+                self._early[first_run] = _EarlyBlocks(first_run)
+            else:
+                pool = ThreadPoolExecutor(max_workers=1)
+                self._ahead[first_run] = pool.submit(read_run, first_run)
+                pool.shutdown(wait=False)
         self._polars = Alignment.from_qrels(read_qrels(qrels, grade_map))
         self.labels = self._polars.labels
         self.warnings = self._polars.warnings
-        self._fingerprint = self._polars.fingerprint()
+        # The fingerprint is wanted only for the report, after the runs: it is taken
+        # beside their blocks (the labels' frame is read only, by both).
+        pool = ThreadPoolExecutor(max_workers=1)
+        self._fingerprint = pool.submit(self._polars.fingerprint)
+        pool.shutdown(wait=False)
 
     def fingerprint(self) -> str:
-        return self._fingerprint
+        return self._fingerprint.result()
 
     def own_runs(self) -> list[RankedRun]:
         return []
@@ -153,23 +162,27 @@ class PolarsFiles:
         from raglabel.formats.trec import read_run
 
         ahead = self._ahead.pop(path, None)
-        if ahead is None and in_blocks(path):
-            ranked = self._run_in_blocks(name, path)
+        early = self._early.pop(path, None)
+        if early is not None or (ahead is None and in_blocks(path)):
+            ranked = self._run_in_blocks(name, path, early)
             if ranked is not None:
                 return ranked
         frame = read_run(path) if ahead is None else ahead.result()
         return self._polars.run(name, frame)
 
-    def _run_in_blocks(self, name: str, path: Path) -> RankedRun | None:
+    def _run_in_blocks(
+        self, name: str, path: Path, early: _EarlyBlocks | None = None
+    ) -> RankedRun | None:
         """A large run read in blocks of whole queries, so that memory stays flat; None
         when it has to be read whole (saying so when the file is not grouped)."""
         from raglabel.formats.align import NOT_GROUPED, NotInBlocks
         from raglabel.formats.blocks import QueryTooLargeError
-        from raglabel.formats.trec import read_run_blocks
 
-        with closing(read_run_blocks(path)) as frames:
+        if early is None:
+            early = _EarlyBlocks(path, start=False)
+        with closing(early) as frames:
             try:
-                return self._polars.run_in_blocks(name, frames)
+                return self._polars.run_in_blocks(name, iter(frames))
             except NotInBlocks as refusal:
                 if str(refusal) == NOT_GROUPED:
                     self.warnings.append(
@@ -180,6 +193,58 @@ class PolarsFiles:
             except QueryTooLargeError:
                 pass
         return None
+
+
+class _EarlyBlocks:
+    """A run's blocks (:func:`~raglabel.formats.trec.read_run_blocks`), the first one
+    read and parsed on a thread of its own from the start (``start``), so that it is
+    ready when the labels are.
+
+    The thread only takes the first block; the caller's thread takes the rest once it
+    has that one, so the reader is never resumed by two threads at a time. An error of
+    the first block (a missing file, a query too large) comes out of iterating, as it
+    would from the reader itself.
+    """
+
+    def __init__(self, path: Path, *, start: bool = True) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from raglabel.formats.trec import read_run_blocks
+
+        self._frames = read_run_blocks(path)
+        self._first: Future[tuple[bool, pl.DataFrame | None]] | None = None
+        if start:
+            pool = ThreadPoolExecutor(max_workers=1)
+            self._first = pool.submit(_first_block, self._frames)
+            pool.shutdown(wait=False)
+
+    def __iter__(self) -> Iterator[pl.DataFrame | None]:
+        if self._first is not None:
+            first, self._first = self._first, None
+            got, frame = first.result()
+            if not got:
+                return
+            yield frame
+        yield from self._frames
+
+    def close(self) -> None:
+        from concurrent.futures import wait
+
+        if self._first is not None:
+            # The thread must be done with the reader before it is closed; its error,
+            # if any, was never asked for and has no one to go to.
+            wait([self._first])
+        self._frames.close()
+
+
+def _first_block(
+    frames: Iterator[pl.DataFrame | None],
+) -> tuple[bool, pl.DataFrame | None]:
+    """(True, the first block) or (False, None) when there is none (a block the quick
+    reader refused is None too)."""
+    for frame in frames:
+        return True, frame
+    return False, None
 
 
 class ProjectSource:
