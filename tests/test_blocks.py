@@ -366,3 +366,20 @@ def test_early_blocks_are_the_reader_s_blocks(tmp_path: Path) -> None:
     nothing = sources._EarlyBlocks(empty)
     assert list(nothing) == []
     nothing.close()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 3000), st.integers(0, 3000))
+def test_the_grades_filter_marks_every_label_key_and_reads_bits_as_packed(
+    seed: int, n_labels: int, n_rows: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2**64, n_labels, dtype=np.uint64, endpoint=False)
+    rows = np.concatenate([rng.integers(0, 2**64, n_rows, dtype=np.uint64), labels])
+    marks = align._key_filter(labels)
+    # The reference: the bit at each key's low bits, unpacked one key at a time.
+    bits = np.unpackbits(marks, bitorder="little")
+    expected = [bool(bits[int(key) % bits.size]) for key in rows]
+    found = align._in_filter(marks, rows)
+    assert found.tolist() == expected
+    assert found[n_rows:].all()  # a label's own key always passes

@@ -361,9 +361,16 @@ def _key_filter(keys: NDArray[np.uint64]) -> NDArray[np.uint8]:
 
 def _in_filter(marks: NDArray[np.uint8], keys: NDArray[np.uint64]) -> NDArray[np.bool_]:
     """Whether each key's low bits are marked in ``marks`` (see :func:`_key_filter`)."""
+    # In place wherever it can be, and the bit's place within its byte cut down to a
+    # byte first: every pass over a block's keys is eight bytes a row (half as many
+    # passes as before, and half the time).
     low = keys & np.uint64((marks.size << 3) - 1)
-    byte = marks[low >> np.uint64(3)]
-    byte >>= (low & np.uint64(7)).astype(np.uint8)
+    shift = low.astype(np.uint8)  # the low eight bits, of which the bit's place is three
+    shift &= np.uint8(7)
+    low >>= np.uint64(3)
+    # Below the table's size, the byte positions are the same numbers as signed indexes.
+    byte = np.take(marks, low.view(np.intp))
+    byte >>= shift
     byte &= np.uint8(1)
     marked: NDArray[np.bool_] = byte.view(np.bool_)
     return marked
