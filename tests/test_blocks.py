@@ -383,3 +383,26 @@ def test_the_grades_filter_marks_every_label_key_and_reads_bits_as_packed(
     found = align._in_filter(marks, rows)
     assert found.tolist() == expected
     assert found[n_rows:].all()  # a label's own key always passes
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_labels_whose_keys_collide_are_graded_by_their_passage_ids(
+    tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "run.txt"
+    run.write_text("\n".join(run_lines(seed, 20, 30)) + "\n")
+    qrels = read_qrels(qrels_file(tmp_path, 20))
+    expected = Alignment.from_qrels(qrels).run("r", read_run(run))
+    pair_keys = align._pair_keys
+
+    def colliding(qidx: np.ndarray, docids: pl.Series) -> np.ndarray:
+        # Every label of a query on one of four keys: most searches meet another
+        # label's key first, in whatever order the sort left them.
+        keys: np.ndarray = pair_keys(qidx, docids) & np.uint64(3)
+        return keys
+
+    monkeypatch.setattr(align, "_pair_keys", colliding)
+    collided = Alignment.from_qrels(qrels).run("r", read_run(run))
+    np.testing.assert_array_equal(collided.offsets, expected.offsets)
+    np.testing.assert_array_equal(collided.grades, expected.grades)
+    assert int(np.count_nonzero(expected.grades)) > 0
