@@ -406,3 +406,28 @@ def test_labels_whose_keys_collide_are_graded_by_their_passage_ids(
     np.testing.assert_array_equal(collided.offsets, expected.offsets)
     np.testing.assert_array_equal(collided.grades, expected.grades)
     assert int(np.count_nonzero(expected.grades)) > 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.text(st.characters(exclude_categories=("Cs",)), max_size=4), st.integers(8, 16)
+        ),
+        max_size=40,
+    ),
+    st.booleans(),
+)
+def test_query_ids_index_as_polars_sorts_and_joins_them(
+    runs: list[tuple[str, int]], shuffled: bool
+) -> None:
+    # Runs of equal ids (the grouped labels the quick path is for), or the same rows
+    # shuffled (polars' own path); ids of any characters, ordered as UTF-8 bytes.
+    rows = [qid for qid, length in runs for _ in range(length)]
+    if shuffled:
+        random.Random(len(rows)).shuffle(rows)
+    qids = pl.Series(rows, dtype=pl.String)
+    expected_ids = qids.unique().sort()
+    ordered, qidx = align._query_index(qids)
+    assert ordered == expected_ids.to_list()
+    assert qidx.tolist() == align._index_of(qids, expected_ids).tolist()

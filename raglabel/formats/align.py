@@ -68,10 +68,9 @@ class Alignment:
         # every block's gathers of passage ids and grades run faster on one (the sort
         # by half), and joining them costs a copy of the labels once.
         qrels = qrels.rechunk()
-        query_ids = qrels["qid"].unique().sort()
-        qidx = _index_of(qrels["qid"], query_ids)
+        query_ids, qidx = _query_index(qrels["qid"])
         counts = counts_from_grades(len(query_ids), qidx, qrels["grade"].to_numpy())
-        labels = LabelSet(tuple(query_ids.to_list()), counts)
+        labels = LabelSet(tuple(query_ids), counts)
         keys = _pair_keys(qidx, qrels["docid"])
         # Not a stable sort (half the time): labels whose keys collide are told apart by
         # their passage ids whichever of them a search meets first (see grades_of).
@@ -435,6 +434,27 @@ def as_numpy(series: pl.Series) -> NDArray[Any]:
     if series.n_chunks() == 1 or series.null_count():
         return series.to_numpy()
     return np.concatenate([chunk.to_numpy() for chunk in series.get_chunks()])
+
+
+def _query_index(qids: pl.Series) -> tuple[list[str], NDArray[np.int64]]:
+    """The distinct query ids in order (as bytes), and each row's position among them.
+
+    Labels nearly always come grouped by query: then each run of equal ids is looked up
+    once, which costs a fraction of polars' distinct values, sort and join (40 ms for
+    400k labels, at the start of an evaluation, before its first block is scored).
+    Python orders strings by code point, which is the order of their UTF-8 bytes.
+    """
+    if qids.dtype == pl.String and not qids.null_count():
+        runs = qids.rle()
+        if runs.len() * _ROWS_PER_LOOKUP <= qids.len():
+            heads: list[str] = runs.struct.field("value").to_list()
+            ordered = sorted(set(heads))
+            positions = {qid: i for i, qid in enumerate(ordered)}
+            found = np.array([positions[qid] for qid in heads], dtype=np.int64)
+            qidx: NDArray[np.int64] = np.repeat(found, runs.struct.field("len").to_numpy())
+            return ordered, qidx
+    query_ids = qids.unique().sort()
+    return query_ids.to_list(), _index_of(qids, query_ids)
 
 
 def _index_of(values: pl.Series, sorted_ids: pl.Series) -> NDArray[np.int64]:
