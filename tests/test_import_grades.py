@@ -3,10 +3,14 @@ an annotator's first events directly, later ones by replaying the items they tou
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
+
 from raglabel.storage.grades import GradeEvent, rebuild_current, record
+from raglabel.storage.importer import ImportRequest, run_import
 from raglabel.storage.project import Project
 
 if TYPE_CHECKING:
@@ -59,3 +63,43 @@ def test_first_and_later_imports_and_app_events_agree_with_the_log(
         ("q3", "d1", "ann", 5),
     ]
     assert later == rebuilt(db)
+
+
+def steps_to_import(db: Path, qrels: Path, annotator: str) -> int:
+    """What importing ``qrels`` into ``db`` costs SQLite, counted in its virtual machine's
+    steps (hundreds of them) rather than timed: the count does not depend on the load."""
+    steps = 0
+
+    def count() -> int:
+        nonlocal steps
+        steps += 1
+        return 0  # go on
+
+    with Project.open(db) as project:
+        project.conn.set_progress_handler(count, 100)
+        run_import(project, ImportRequest(qrels=qrels, annotator=annotator))
+    return steps
+
+
+@pytest.mark.parametrize("annotator", ["newcomer", "ann"])
+def test_a_small_import_costs_no_more_beside_a_long_log(tmp_path: Path, annotator: str) -> None:
+    """Ten labels cost the same beside 200 older events or 5,000: the new events are
+    read back by their ids, and the items they touch drive the replay's join. Both
+    paths are covered: a newcomer's first events, and ann's, who has graded before."""
+    few = tmp_path / "few.qrels"
+    few.write_text("".join(f"q{i} 0 d{i} 2\nq{i} 0 new{i} 1\n" for i in range(5)))
+    costs = []
+    for size in (200, 5_000):
+        log = tmp_path / f"log{size}.qrels"
+        log.write_text("".join(f"q{i % 50} 0 d{i} 1\n" for i in range(size)))
+        db = tmp_path / f"p{size}.db"
+        with Project.create(db) as project:
+            run_import(project, ImportRequest(qrels=log, annotator="ann"))
+        costs.append(steps_to_import(db, few, annotator))
+        copy = tmp_path / f"copy{size}.db"
+        shutil.copyfile(db, copy)
+        with Project.open(copy) as project, project.write():
+            rebuild_current(project.conn)
+        assert current(db) == current(copy)  # and the answer is still the log's
+    small, large = costs
+    assert large < 2 * small, costs
