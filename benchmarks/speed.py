@@ -1,6 +1,6 @@
 """Speed at every scale: each goal of the speed issue, measured against a peer in one run.
 
-    python benchmarks/speed.py [--part quick,huge,import] [--repeat N]
+    python benchmarks/speed.py [--part quick,huge,import,project] [--repeat N]
 
 Every figure is a whole child process (common.measure: wall clock around the child,
 peak RSS from os.wait4 on its pid), and every ratio divides two medians of the same
@@ -12,7 +12,8 @@ run, the commands interleaved so that a busy moment of the machine hits both.
   the labels are the same size and only the run grows) against pytrec_eval (10M only)
   and against reading the run file alone with polars (tools/polars_read.py), with
   raglabel's peak memory.
-- import: qrels and runs of the 10M-line dataset into fresh and existing projects.
+- import: qrels and runs of the 10M-line dataset into fresh and existing projects, and
+  a second annotator's qrels for the same pairs beside the first's.
 - project: the grading app on 100,000 queries x 100 candidates x 5 runs
   (big_project.py): start-up, sort, filter, opening a query, and a grade's metrics.
 """
@@ -273,12 +274,17 @@ def imports(repeats: int, env: dict[str, str], record: dict[str, Any], scratch: 
         return copy
 
     qrels = ["--qrels", str(ds.qrels), "--annotator", "bench"]
+    second = ["--qrels", str(ds.qrels), "--annotator", "second"]
     run = ["--run", f"run={ds.runs['run']}"]
     cases = [
         ("labels into a fresh project", empty, qrels, labels, LABELS_PER_S, "labels"),
         ("run into a fresh project", empty, run, lines, RUN_LINES_PER_S, "lines"),
         ("run into a project with the labels", with_labels, run, lines, RUN_LINES_PER_S, "lines"),
         ("labels into a project with the run", with_run, qrels, labels, LABELS_PER_S, "labels"),
+        # A second annotator's labels for the same pairs: every item the import touches
+        # already holds someone's grade, the case where each page of the log's indexes
+        # and of the current grades changes.
+        ("labels by a second annotator", with_labels, second, labels, LABELS_PER_S, "labels"),
     ]
     # The two existing projects, built once by the command under test.
     for built, args in ((with_labels, qrels), (with_run, run)):
