@@ -289,3 +289,58 @@ async def test_control_characters_in_ids_and_titles_reach_no_terminal(demo_db: P
         title = str(view.border_title)  # (kept as markup)
         assert "first line SECOND" in title
         assert not any(ord(c) < 0x20 for c in title)
+
+
+async def test_a_showing_grade_screen_takes_the_rows_the_counts_land_with(
+    demo_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query opened before the counts are in shows its own early read; another window
+    of the same annotator grades a passage of it before the background reads begin.
+    When the counts land, the showing screen's rows are those of the reads, as a screen
+    opened now shows them, not the early read's."""
+    begin = threading.Event()
+    original = grading._read_counts
+
+    def read_counts(*args: Any, **kwargs: Any) -> grading._Counted:
+        begin.wait(30)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(grading, "_read_counts", read_counts)
+    q = UNGRADED
+    app = create_app(AppOptions(project=demo_db, annotator=ME))
+    try:
+        async with app.run_test(size=(120, 32)) as pilot:
+            await pilot.pause()
+            assert not app.session.counts_ready
+            app.open_query(q)
+            await pilot.pause()
+            screen = app.screen
+            assert isinstance(screen, GradeScreen)
+            pid = screen.query_one(PassageList).order[3]
+            assert screen.rows[pid].grade is None
+            with Project.open(demo_db) as project:
+                record(
+                    project,
+                    GradeEvent(
+                        query=app.session.catalog.queries[q].ext_id,
+                        passage=app.session.catalog.passage_ext[pid],
+                        annotator=ME,
+                        kind="grade",
+                        grade=4,
+                    ),
+                )
+            begin.set()
+            while not app.session.counted:
+                await pilot.pause(0.02)
+            await pilot.pause()
+            assert app.screen is screen
+            assert screen.rows[pid].grade == 4
+            assert screen.query_one(PassageList).cells(pid)[0].plain == "4"
+            landed = screen_text(app)
+            await _settled(app, pilot)
+            await pilot.press("q")
+            app.open_query(q, screen.current)
+            await pilot.pause()
+            assert screen_text(app) == landed  # what the screen opened now shows
+    finally:
+        begin.set()

@@ -100,15 +100,19 @@ class GradingApp(App[int]):
             self._hint_if_empty()
             self.all_dirty = True
             # A Grade screen opened meanwhile showed its query's own read: the same
-            # figures, now from the whole counts.
-            if isinstance(self.screen, QueriesScreen | GradeScreen):
+            # figures, now from the whole counts, and its rows as read with them.
+            if isinstance(self.screen, GradeScreen):
+                self.screen.landed()
+            elif isinstance(self.screen, QueriesScreen):
                 self.screen.refresh_for_k()
         if not self.session.runs_ready:
             return
         self._runs_timer.stop()
         self.session.ensure_runs()
         self.all_dirty = True
-        if isinstance(self.screen, QueriesScreen):
+        if isinstance(self.screen, GradeScreen):
+            self.screen.landed()  # the rankings, holes and figures of all the runs
+        elif isinstance(self.screen, QueriesScreen):
             self.screen.refresh_for_k()
         if self.session.options.adjudicate:
             self.action_adjudicate()

@@ -158,10 +158,14 @@ class GradeScreen(Screen[None]):
 
     # -- showing -----------------------------------------------------------------------
 
-    def load(self, query: int, focus: int | None = None) -> None:
+    def load(
+        self, query: int, focus: int | None = None, listed: list[PassageRow] | None = None
+    ) -> None:
+        """Show ``query`` (its rows ``listed`` when the caller has just read them)."""
         session = self.glapp.session
         self.qi = query
-        listed = session.passages(query)
+        if listed is None:
+            listed = session.passages(query)
         self.rows = {row.pid: row for row in listed}
         if focus is None:
             focus = next((r.pid for r in listed if r.grade is None), None)
@@ -446,6 +450,31 @@ class GradeScreen(Screen[None]):
     def refresh_for_k(self) -> None:
         self.query_one(MetricsPanel).show(self.glapp.session.panel(self.qi))
         self._show_head()
+
+    def landed(self) -> None:
+        """The counts or the runs read in the background are in: the head and the panel
+        from them, and the rows too where they differ from the early read this screen
+        shows (another window may have graded this query since that read)."""
+        listed = self.glapp.session.passages(self.qi)
+        if [row.pid for row in listed] != list(self.rows):
+            self.load(self.qi, self.current, listed)  # other candidates: listed anew
+            return
+        table = self.query_one(PassageList)
+        for row in listed:
+            old = self.rows[row.pid]
+            if row == old:
+                continue  # the usual case: redrawing nothing
+            self.rows[row.pid] = row
+            table.update(row)
+            if row.pid == self.current:
+                view = self.query_one(PassageView)
+                if row.suggestion != old.suggestion:
+                    session = self.glapp.session
+                    query = session.catalog.queries[self.qi].text
+                    view.show(session.passage(row.pid), query, row.suggestion, row)
+                else:
+                    view.show_marks(row)
+        self.refresh_for_k()
 
     def action_back(self) -> None:
         self.app.pop_screen()
