@@ -129,6 +129,23 @@ class LineTable(ScrollView, can_focus=True):
     def action_scroll_end(self) -> None:
         self.scroll_to(x=self.max_scroll_x, animate=False)
 
+    #: The widget's own style while its lines are drawn (``render_lines``), else None.
+    _pass_style: Style | None = None
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # ``rich_style`` walks every ancestor and blends their colours: a screenful of
+        # lines asked for it once a line, a fifth of the passage list's first paint.
+        self._pass_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._pass_style = None
+
+    @property
+    def base_style(self) -> Style:
+        """The widget's own style, under every line: the same ``rich_style`` gives."""
+        return self.rich_style if self._pass_style is None else self._pass_style
+
     def notify_style_update(self) -> None:
         # Focus, theme and dark mode change the component styles the lines were drawn in.
         super().notify_style_update()
@@ -158,6 +175,13 @@ class LineTable(ScrollView, can_focus=True):
         return Strip(segments).simplify()
 
 
+#: Drawn cells of one piece (a grade, a rank, a count), by what they are drawn from:
+#: the same few hundred recur on every row and every screenful.
+_PLAIN_CELLS: dict[tuple[object, ...], list[Segment]] = {}
+#: Beyond this many the cache starts again (the Queries table's counts, say, vary more).
+_PLAIN_CELLS_MAX = 4096
+
+
 def cell_segments(cell: Text, width: int, style: Style, post: Style) -> list[Segment]:
     """A cell's segments: its text cropped or filled to ``width`` (as it is justified),
     a space either side, in ``style`` under the text's own styles and ``post`` over
@@ -167,6 +191,19 @@ def cell_segments(cell: Text, width: int, style: Style, post: Style) -> list[Seg
     styling renderables), a few times faster: a screenful after each sort was a
     quarter of a second of a big project's keys.
     """
+    if cell.spans:
+        return _cell_segments(cell, width, style, post)
+    # Segments are immutable, so one list serves every row (callers copy it in).
+    key = (cell.plain, cell.style, cell.justify, width, style, post)
+    found = _PLAIN_CELLS.get(key)
+    if found is None:
+        if len(_PLAIN_CELLS) >= _PLAIN_CELLS_MAX:
+            _PLAIN_CELLS.clear()
+        found = _PLAIN_CELLS[key] = _cell_segments(cell, width, style, post)
+    return found
+
+
+def _cell_segments(cell: Text, width: int, style: Style, post: Style) -> list[Segment]:
     text = cell
     if cell.cell_len > width:
         text = cell.copy()

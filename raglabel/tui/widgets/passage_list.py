@@ -271,15 +271,15 @@ class PassageList(LineTable):
         width = self.size.width
         scroll_x = round(self.scroll_x)
         if self._layout is None:
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self.base_style)
         if y == 0:
             line = self._header()
         else:
             position = y - 1 + round(self.scroll_y)
             if position >= len(self._order):
-                return Strip.blank(width, self.rich_style)
+                return Strip.blank(width, self.base_style)
             line = self._row_line(position)
-        return line.crop_extend(scroll_x, scroll_x + width, self.rich_style)
+        return line.crop_extend(scroll_x, scroll_x + width, self.base_style)
 
     def _header(self) -> Strip:
         style = self.get_component_styles("datatable--header").rich_style

@@ -255,9 +255,9 @@ class QueryTable(LineTable):
         else:
             position = y - 1 + round(self.scroll_y)
             if position >= self.row_count:
-                return Strip.blank(width, self.rich_style)
+                return Strip.blank(width, self.base_style)
             line = self._row_line(position)
-        return line.crop_extend(scroll_x, scroll_x + width, self.rich_style)
+        return line.crop_extend(scroll_x, scroll_x + width, self.base_style)
 
     def _header(self) -> Strip:
         style = self.get_component_styles("datatable--header").rich_style
