@@ -10,13 +10,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.binding import BindingType
 from textual.worker import get_current_worker
 
 from raglabel.session.grading import Change, GradingSession
 from raglabel.session.options import AppOptions
+from raglabel.tui.collector import Collector
 from raglabel.tui.commands import LabelCommands
 from raglabel.tui.keys import bind
 from raglabel.tui.screens.grade import GradeScreen
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 
 #: How often the WAL is folded into the database file, off the keystroke path.
 CHECKPOINT_EVERY_S = 15.0
+#: How often the app looks for a moment at rest to collect garbage in.
+COLLECT_CHECK_S = 1.0
 
 
 class GradingApp(App[int]):
@@ -63,6 +66,7 @@ class GradingApp(App[int]):
         self.runs_answers = False
         self._warned_marks = False
         self._kept_grade: GradeScreen | None = None
+        self.collector = Collector()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # The Help screen reads like a page over the app: no key shown there (and none
@@ -81,6 +85,13 @@ class GradingApp(App[int]):
         if self.session.options.adjudicate:
             self.action_adjudicate()
         self.set_interval(CHECKPOINT_EVERY_S, self._checkpoint)
+        self.collector.hold()
+        self.set_interval(COLLECT_CHECK_S, self.collector.collect_if_due)
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.InputEvent):
+            self.collector.input_seen()
+        await super().on_event(event)
 
     def _checkpoint(self) -> None:
         self.run_worker(
@@ -131,6 +142,7 @@ class GradingApp(App[int]):
                 )
 
     def on_unmount(self) -> None:
+        self.collector.release()
         self.session.close()
 
     # -- what screens call -------------------------------------------------------------
