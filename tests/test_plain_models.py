@@ -136,6 +136,45 @@ def test_config_coerces_and_keeps_the_printed_order() -> None:
         config.alpha = 3.0  # type: ignore[misc]
 
 
+def test_config_behaves_as_the_frozen_dataclass_it_was() -> None:
+    # A hand-written record since eval's start-up stopped compiling a dataclass for it:
+    # the same repr, equality by fields, no hash (its tables are dicts), copied tables.
+    config = MetricConfig()
+    assert repr(config) == (
+        "MetricConfig(alpha=1.0, cap4=1.0, cap3=0.25, base_utilities={5: 1.0, 4: 0.5,"
+        " 3: 0.1, 2: 0.0, 1: 0.0}, fallback_weights={5: 1.0, 4: 1.0, 3: 0.2, 2: 0.0,"
+        " 1: 0.0}, harm_threshold=2, relevance_threshold=4, gain_map={1: 0.0, 2: 0.0,"
+        " 3: 1.0, 4: 2.0, 5: 3.0}, ctx_threshold=80.0, default_k=5)"
+    )
+    assert config == MetricConfig(gain_map={1: 0, 2: 0, 3: 1, 4: 2, 5: 3})
+    assert config != MetricConfig(cap3=0.5)
+    assert config != "MetricConfig()"
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(config)
+    fields = config.as_dict()
+    assert list(fields) == [
+        "alpha",
+        "cap4",
+        "cap3",
+        "base_utilities",
+        "fallback_weights",
+        "harm_threshold",
+        "relevance_threshold",
+        "gain_map",
+        "ctx_threshold",
+        "default_k",
+    ]
+    fields["gain_map"][5] = 9.0
+    assert config.gain_map[5] == 3.0
+    # Each default table is the instance's own: changing one changes no other config.
+    assert config.base_utilities is not MetricConfig().base_utilities
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del config.cap4
+    # None is no table (a default is left out, not given as None).
+    with pytest.raises(ConfigError, match="valid dictionary"):
+        MetricConfig(gain_map=None)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     "fields", [{"mapping": {0: 6}}, {"mapping": {0: 0}}, {"negative": 0}, {"negative": 6}]
 )
