@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from tempfile import TemporaryDirectory
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 from raglabel.formats import arrays
 from raglabel.formats.align import Alignment, _distinct_in_blocks, as_numpy
 from raglabel.formats.ranking import block_starts, ranking_order
+from raglabel.formats.rows import RowAlignment, read_qrels_rows
 from raglabel.formats.trec import read_qrels, read_run
 from raglabel.metrics.labels import counts_from_grades
 from raglabel.metrics.run import RankedRun
@@ -309,3 +311,39 @@ def test_a_byte_order_mark_stays_part_of_the_first_id_as_the_exact_reader_keeps_
     qrels_path.write_text(qrels, encoding="utf-8")
     exact_qrels = read_qrels_exactly(qrels_path, GradeMap())
     assert read_qrels(qrels_path)["qid"].cast(pl.String).to_list() == exact_qrels.qids
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3),
+            st.binary(min_size=1, max_size=20).filter(lambda b: b"\x00" not in b),
+        ),
+        max_size=30,
+    )
+)
+def test_byte_order_words_sort_ids_as_their_bytes(rows: list[tuple[int, bytes]]) -> None:
+    # The fingerprint's order: by query, then by id bytes (unsigned, a prefix first),
+    # ids longer than a word included.
+    qidx = np.array([q for q, _ in rows], dtype=np.int64)
+    ids = np.array([d for _, d in rows], dtype=np.bytes_)
+    order = np.lexsort((*arrays._byte_order_words(ids), qidx))
+    assert [rows[i] for i in order] == sorted(rows)
+
+
+@given(
+    st.dictionaries(
+        st.tuples(st.sampled_from(["q1", "q2", "q10"]), st.text("ab\u00e9\u4e2d", max_size=12)),
+        st.integers(0, 3),
+        min_size=1,
+        max_size=25,
+    )
+)
+def test_long_ids_fingerprint_as_the_line_reader_does(judged: dict[tuple[str, str], int]) -> None:
+    with TemporaryDirectory() as folder:
+        path = Path(folder) / "qrels"
+        path.write_text(
+            "".join(f"{q} 0 d{d} {label}\n" for (q, d), label in judged.items()), encoding="utf-8"
+        )
+        lines = RowAlignment.from_qrels(read_qrels_rows(path))
+        assert arrays.align_qrels(path, None).fingerprint() == lines.fingerprint

@@ -109,6 +109,17 @@ def _pair_keys(qidx: NDArray[np.int64], docids: Text) -> NDArray[np.uint64]:
     return keys ^ (qidx.astype(np.uint64) * _MIX)
 
 
+def _byte_order_words(text: Text) -> list[NDArray[np.uint64]]:
+    """Sort keys of ids, least significant first, that order them as their bytes do:
+    the big-endian 8-byte words of the zero-padded ids (ids hold no NUL byte, so the
+    padding sorts a prefix first, as bytes do). Sorting integers instead of strings
+    takes a third less time."""
+    width = -(-max(text.itemsize, 1) // 8) * 8
+    words = np.ascontiguousarray(text.astype(f"S{width}")).view(">u8")
+    columns = words.reshape(text.size, width // 8)
+    return [columns[:, i] for i in range(width // 8 - 1, -1, -1)]
+
+
 def _distinct(values: NDArray[Any]) -> NDArray[Any]:
     """Sorted distinct values; np.unique without return arrays imports numpy.ma (20 ms)."""
     ordered = np.sort(values)
@@ -173,7 +184,10 @@ class ArrayAlignment:
         counts = counts_from_grades(ids.size, qidx, grades)
         labels = LabelSet(tuple(i.decode("utf-8") for i in ids.tolist()), counts)
         keys = _pair_keys(qidx, docids)
-        order = np.argsort(keys, kind="stable").astype(np.int64)
+        # Any order of equal keys will do: neighbours are compared on the ids (repeated
+        # pairs, collisions), and a lookup tells colliding pairs apart on them too. The
+        # default sort is twice as fast as the stable one.
+        order = np.argsort(keys).astype(np.int64)
         return cls(
             labels=labels,
             qids=qids,
@@ -194,7 +208,7 @@ class ArrayAlignment:
 
     def fingerprint(self) -> str:
         """SHA-256 of the sorted ``qid, docid, grade`` lines, as the row reader computes it."""
-        order = np.lexsort((self.docids, self._qidx))
+        order = np.lexsort((*_byte_order_words(self.docids), self._qidx))
         n = order.size
 
         def cells(text: Text) -> NDArray[np.uint8]:
