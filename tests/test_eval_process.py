@@ -63,3 +63,23 @@ def test_eval_called_from_python_leaves_the_blas_threads(tmp_path: Path) -> None
     # main(argv) shares its process with its caller, whose numpy may want the threads.
     _, setting, _ = _blas_after(_inputs(tmp_path), own=False)
     assert setting == "None"
+
+
+def test_eval_pauses_the_collector_before_building_its_parser(tmp_path: Path) -> None:
+    # Importing eval's module and building its parser ran collections too; from Python
+    # code (main(argv)) the caller's collector is left running throughout.
+    argv = _inputs(tmp_path)
+    code = (
+        "import gc, sys; import raglabel.cli.main as cli\n"
+        "build = cli.build_parser\n"
+        "def spy(command=None):\n"
+        "    print('building', gc.isenabled())\n"
+        "    return build(command)\n"
+        "cli.build_parser = spy\n"
+        "cli._exit_now = lambda code: None\n"
+        f"cli.main({argv!r})\n"
+        f"sys.argv = ['raglabel', *{argv!r}]; cli.main()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    states = [line for line in out.stdout.splitlines() if line.startswith("building")]
+    assert states == ["building True", "building False"]
