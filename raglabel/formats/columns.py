@@ -103,8 +103,9 @@ class Fields:
         so the same floats; None for anything else (a sign, another width), which that
         way reads."""
         starts = self.starts(field)
-        width = int((self.separators[:, field] - starts).max(initial=0))
-        if width == 0 or int((self.separators[:, field] - starts).min()) != width:
+        lengths = self.separators[:, field] - starts
+        width = int(lengths.max(initial=0))
+        if width == 0 or int(lengths.min()) != width:
             return None
         cells = np.lib.stride_tricks.sliding_window_view(self.buffer, width)[starts]
         points = np.flatnonzero(cells[0] == _DOT)
