@@ -345,10 +345,78 @@ def test_eval_starts_the_first_block_early_and_reports_as_read_whole(
 
     monkeypatch.setattr(sources, "_EarlyBlocks", Watched)
     monkeypatch.setattr(blocks, "BLOCK_BYTES", 2048)
+    read_whole: list[Path] = []
+    reader = trec.read_run
+
+    def whole_read(path: Path, *more: object, **options: object) -> pl.DataFrame:
+        read_whole.append(path)
+        return reader(path, *more, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(trec, "read_run", whole_read)
     code, streamed, _ = cli(*args)
     assert code == 0
     assert started == [run]
+    # Scored in blocks when the first one fits, else read whole.
+    assert read_whole == ([] if first == "fits" else [run])
     assert json.loads(streamed)["runs"] == json.loads(whole)["runs"]
+
+
+def test_early_blocks_let_go_of_each_block_once_the_caller_moved_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+    import weakref
+
+    run = tmp_path / "run.txt"
+    run.write_text("\n".join(run_lines(7, 40, 20)) + "\n")
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 4096)
+    early = sources._EarlyBlocks(run)
+    alive: list[weakref.ref[pl.DataFrame]] = []
+    held: list[bool] = []
+    for frame in early:
+        assert frame is not None
+        alive.append(weakref.ref(frame))
+        del frame
+        gc.collect()
+        if len(alive) == 3:
+            # While the third block is read, the first (which the thread took) is gone
+            # like the second.
+            held = [ref() is not None for ref in alive]
+            break
+    early.close()
+    assert held == [False, False, True]
+
+
+def test_closing_after_an_interrupted_wait_lets_the_thread_finish_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    run = tmp_path / "run.txt"
+    run.write_text("\n".join(run_lines(3, 40, 20)) + "\n")
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 4096)
+    going = threading.Event()
+    first_block = sources._first_block
+
+    def slow(frames: object) -> object:
+        going.wait(5)  # held until the interrupt below has happened
+        return first_block(frames)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sources, "_first_block", slow)
+    early = sources._EarlyBlocks(run)
+    assert early._first is not None
+
+    def interrupted(timeout: float | None = None) -> object:
+        threading.Timer(0.2, going.set).start()  # the thread goes on after the interrupt
+        raise KeyboardInterrupt
+
+    early._first.result = interrupted  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        next(iter(early))
+    # The reader is closed once the thread is done with it: closing it under the
+    # thread's feet raised "generator already executing" in place of the interrupt.
+    early.close()
+    assert going.is_set()
 
 
 def test_early_blocks_are_the_reader_s_blocks(tmp_path: Path) -> None:

@@ -140,7 +140,14 @@ class PolarsFiles:
                 pool = ThreadPoolExecutor(max_workers=1)
                 self._ahead[first_run] = pool.submit(read_run, first_run)
                 pool.shutdown(wait=False)
-        self._polars = Alignment.from_qrels(read_qrels(qrels, grade_map))
+        try:
+            self._polars = Alignment.from_qrels(read_qrels(qrels, grade_map))
+        except BaseException:
+            # Bad labels or an interrupt: the first block's reading stops with them
+            # rather than holding its file and buffers for as long as the error lives.
+            for early in self._early.values():
+                early.close()
+            raise
         self.labels = self._polars.labels
         self.warnings = self._polars.warnings
         # The fingerprint is wanted only for the report, after the runs: it is taken
@@ -213,27 +220,36 @@ class _EarlyBlocks:
 
         self._frames = read_run_blocks(path)
         self._first: Future[tuple[bool, pl.DataFrame | None]] | None = None
+        # Kept until close(), whoever took the first block: the thread must be done with
+        # the reader before the reader is closed, even when an interrupt came while the
+        # first block was awaited.
+        self._thread: Future[tuple[bool, pl.DataFrame | None]] | None = None
         if start:
             pool = ThreadPoolExecutor(max_workers=1)
-            self._first = pool.submit(_first_block, self._frames)
+            self._first = self._thread = pool.submit(_first_block, self._frames)
             pool.shutdown(wait=False)
 
     def __iter__(self) -> Iterator[pl.DataFrame | None]:
         if self._first is not None:
-            first, self._first = self._first, None
-            got, frame = first.result()
+            got, frame = self._first.result()
+            self._first = None
             if not got:
                 return
             yield frame
+            # Let go of it as the reader lets go of each block once the caller moved on:
+            # held here, the first block stayed in memory through the whole run.
+            del frame
+            self._thread = None
         yield from self._frames
 
     def close(self) -> None:
         from concurrent.futures import wait
 
-        if self._first is not None:
-            # The thread must be done with the reader before it is closed; its error,
-            # if any, was never asked for and has no one to go to.
-            wait([self._first])
+        self._first = None
+        if self._thread is not None:
+            # Its error, if any, was never asked for and has no one to go to.
+            wait([self._thread])
+            self._thread = None
         self._frames.close()
 
 

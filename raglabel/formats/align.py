@@ -370,7 +370,7 @@ def _in_filter(marks: NDArray[np.uint8], keys: NDArray[np.uint64]) -> NDArray[np
     shift &= np.uint8(7)
     low >>= np.uint64(3)
     # Below the table's size, the byte positions are the same numbers as signed indexes.
-    byte = np.take(marks, low.view(np.intp))
+    byte = np.take(marks, low.astype(np.intp, copy=False))  # no copy where intp is 64 bits
     byte >>= shift
     byte &= np.uint8(1)
     marked: NDArray[np.bool_] = byte.view(np.bool_)
