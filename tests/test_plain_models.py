@@ -3,8 +3,10 @@ against what pydantic reads and writes for them."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +30,8 @@ from raglabel.formats.report import (
     json_float,
 )
 from raglabel.metrics.config import ConfigError, MetricConfig
+from raglabel.metrics.names import MetricKey
+from raglabel.session.options import AppOptions
 
 
 class _Floats(BaseModel):
@@ -173,6 +177,32 @@ def test_config_behaves_as_the_frozen_dataclass_it_was() -> None:
     # None is no table (a default is left out, not given as None).
     with pytest.raises(ConfigError, match="valid dictionary"):
         MetricConfig(gain_map=None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        MetricConfig(cap3=0.5),
+        MetricKey("ndcg", 10),
+        GradeMap({0: 1, 1: 5}, negative=None),
+        AppOptions(project=Path("p.db"), annotator="ann"),  # holds a MetricConfig
+    ],
+    ids=type,
+)
+def test_frozen_records_copy_and_pickle_as_the_dataclasses_did(record: object) -> None:
+    for twin in (
+        copy.copy(record),
+        copy.deepcopy(record),
+        pickle.loads(pickle.dumps(record)),
+    ):
+        assert type(twin) is type(record)
+        if isinstance(record, GradeMap):  # compares and prints by identity, as ever
+            assert (twin.mapping, twin.negative) == (record.mapping, record.negative)
+        else:
+            assert twin == record
+            assert repr(twin) == repr(record)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        copy.deepcopy(record).__setattr__("alpha", 2.0)
 
 
 @pytest.mark.parametrize(

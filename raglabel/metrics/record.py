@@ -25,3 +25,13 @@ class FrozenRecord:
 
     def __delattr__(self, name: str) -> None:
         raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __setstate__(self, state: object) -> None:
+        """Fields restored by ``copy`` and ``pickle`` the way ``__init__`` sets them: both
+        would assign them otherwise, which a frozen record refuses. The state is the
+        fields' dict, or (dict, slots) for a class with slots."""
+        parts = state if isinstance(state, tuple) else (state,)
+        for part in parts:
+            if isinstance(part, dict):
+                for name, value in part.items():
+                    object.__setattr__(self, name, value)
