@@ -416,3 +416,21 @@ def test_a_project_opened_while_the_file_is_out_of_wal_mode_still_opens(tmp_path
                 assert opened.conn.execute("SELECT count(*) FROM query").fetchone() == (0,)
         assert writer.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         assert writer.conn.execute("SELECT ext_id FROM query").fetchall() == [("q1",)]
+
+
+def test_entry_rows_by_hash_equal_those_of_a_join() -> None:
+    """Each entry's row found through the ids' hashes is the one a join on the ids gives:
+    ids known or not, repeated, non-ASCII, of every length."""
+    import polars as pl
+
+    rng = random.Random(7)
+    known = {f"d{i}": i + 1 for i in range(0, 3000, 3)} | {"é": 5000, "d": 5001, "": 5002}
+    ids = [f"d{rng.randrange(4000)}" for _ in range(20_000)] + ["é", "e", "d", "", "dd"]
+    docids = pl.Series("docid", ids, dtype=pl.String)
+    names = pl.Series(list(known), dtype=pl.String)
+    values = np.fromiter(known.values(), np.int32)
+    found = runs._entry_rows(docids, known)
+    assert found.tolist() == [known.get(i, 0) for i in ids]
+    assert found.tolist() == runs._joined_rows(docids, names, values).tolist()
+    assert runs._entry_rows(docids, {}).tolist() == [0] * len(ids)
+    assert runs._entry_rows(docids.clear(), known).tolist() == []
