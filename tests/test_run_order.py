@@ -212,3 +212,90 @@ def test_scores_tied_as_32_bit_floats_go_by_passage_id(
     ranked = runs._first_of_each_pair(runs.trec_order(frame)).filter(pl.col("qid") == "q1")
     assert plain == ([True] if layout == "mostly tied, no order" else [])
     assert list(zip(ranked["docid"], ranked["score"], strict=True)) == expected
+
+
+def _stored(columns: runs.RunColumns, known: list[str]) -> dict[str, list[tuple[object, ...]]]:
+    """What storing ``columns`` writes into a project that holds passages ``known``."""
+    from raglabel.storage.project import Project
+
+    with Project.memory() as project:
+        conn = project.conn
+        with project.write():
+            conn.executemany("INSERT INTO passage (ext_id) VALUES (?)", ((p,) for p in known))
+            runs.store(conn, columns, depth=3)
+        return {
+            table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+            for table in ("query", "passage", "ranking", "ranking_rows", "candidate")
+        }
+
+
+def _one_block_a_query(rows: list[tuple[str, str, float]]) -> list[tuple[str, str, float]]:
+    """``rows`` with each later block of a query renamed as a query of its own."""
+    out: list[tuple[str, str, float]] = []
+    blocks: set[str] = set()
+    name = ""
+    for i, (query, passage, score) in enumerate(rows):
+        if not out or query != rows[i - 1][0]:
+            name = query if query not in blocks else f"{query}~{i}"
+            blocks.add(name)
+        out.append((name, passage, score))
+    return out
+
+
+def test_a_grouped_run_is_stored_as_the_general_path_stores_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs read the grouped way (file order kept, ties rewritten in the joined ids)
+    store the same rows as when put in order row by row; runs it refuses take that way."""
+    grouped = 0
+    for seed in range(60):
+        rows = _random_run(seed)
+        if seed % 4:  # most without a repeated pair nor a query in two blocks
+            first: dict[tuple[str, str], tuple[str, str, float]] = {}
+            for row in rows:
+                first.setdefault(row[:2], row)
+            rows = _one_block_a_query(list(first.values()))
+        if not rows:
+            continue
+        path = tmp_path / f"{seed}.run"
+        path.write_text(
+            "".join(f"{q} Q0 {d} {i + 1} {s!r} x\n" for i, (q, d, s) in enumerate(rows))
+        )
+        fast = runs.rank_trec_file("r", path)
+        with monkeypatch.context() as patch:
+            patch.setattr(runs, "_grouped_columns", lambda *_: None)
+            general = runs.rank_trec_file("r", path)
+        assert general.order is None
+        grouped += fast.order is not None
+        assert fast.queries == general.queries, seed
+        assert fast.id_blobs == general.id_blobs, seed
+        assert fast.scores == general.scores, seed
+        assert fast.lengths.tolist() == general.lengths.tolist(), seed
+        assert fast.repeats == general.repeats, seed
+        known = sorted({d for _, d, _ in rows})[::3]
+        assert _stored(fast, known) == _stored(general, known), seed
+    assert 12 <= grouped <= 50, grouped  # the grouped way taken often, and refused often
+
+
+def test_ties_of_ids_of_different_lengths_are_rewritten_in_place(tmp_path: Path) -> None:
+    """Tied rows whose ids differ in length (and are not ASCII) swap places: the bytes
+    of the joined ids are moved, not the rows' spans."""
+    path = tmp_path / "r.run"
+    path.write_text(
+        "b Q0 x 1 5 t\nb Q0 long-id 2 4 t\nb Q0 zé 3 4 t\nb Q0 m 4 4 t\nb Q0 y 5 1 t\n"
+        "a Q0 ab 1 2 t\na Q0 abc 2 2 t\n"
+    )
+    stored = runs.rank_trec_file("r", path)
+    assert stored.order is not None
+    assert stored.queries == ["a", "b"]
+    assert stored.id_blobs == [b"abc\nab", "x\nzé\nm\nlong-id\ny".encode()]
+    assert stored.docids.gather(stored.order).to_list() == [
+        "abc",
+        "ab",
+        "x",
+        "zé",
+        "m",
+        "long-id",
+        "y",
+    ]
+    assert np.frombuffer(stored.scores[1] or b"", "<f8").tolist() == [5, 4, 4, 4, 1]

@@ -80,6 +80,9 @@ def rank_trec_file(name: str, path: Path) -> RunColumns:
     from raglabel.formats.trec import read_run
 
     frame = read_run(path)
+    grouped = _grouped_columns(name, path, frame)
+    if grouped is not None:
+        return grouped
     ranked = trec_order(frame)
     before = ranked.height
     ranked = _first_of_each_pair(ranked)
@@ -217,15 +220,128 @@ def _first_of_each_pair(ranked: pl.DataFrame) -> pl.DataFrame:
     by hash costs a fraction of polars' unique over ten million string pairs; only a
     run where two hashes meet (a pair repeated, or a collision) takes the unique, and
     then pays for both (about a quarter more than the unique alone)."""
+    if not _may_repeat_a_pair(ranked):
+        return ranked
+    return ranked.unique(subset=["qid", "docid"], keep="first", maintain_order=True)
+
+
+def _may_repeat_a_pair(frame: pl.DataFrame) -> bool:
+    """Whether two rows of ``frame`` may hold one (query, passage) pair: False only when
+    no two rows' hashes of the pair meet."""
     import polars as pl
 
-    hashes = ranked.select(
+    hashes = frame.select(
         pl.col("docid").hash(0) ^ (pl.col("qid").to_physical().cast(pl.UInt64) * 0x9E3779B97F4A7C15)
     ).to_series()
     ordered = np.sort(hashes.to_numpy())
-    if not bool((ordered[1:] == ordered[:-1]).any()):
-        return ranked
-    return ranked.unique(subset=["qid", "docid"], keep="first", maintain_order=True)
+    return bool((ordered[1:] == ordered[:-1]).any())
+
+
+def _grouped_columns(name: str, path: Path, frame: pl.DataFrame) -> RunColumns | None:
+    """The columns of a run written as runs nearly always are, each query's lines
+    together with scores falling, and no pair repeated; None for any other run, which
+    :func:`trec_order` puts in order row by row.
+
+    Such a run is in trec_eval order but for its query blocks' order and its ties
+    (equal scores, as :func:`trec_scores` compares them), which go in passage id order,
+    descending: rows that only move within their block. So the frame is never gathered
+    in rank order (a copy of ten million strings), nor grouped again by query: the ids
+    are joined once in file order, the ties' bytes rewritten in place, and each query's
+    ids are a slice of that buffer. ``docids`` stay in file order, with the file row of
+    every stored entry beside them (``RunColumns.order``).
+    """
+    import polars as pl
+
+    scores = frame["score"].to_numpy()
+    ranks = trec_scores(scores)
+    # As in trec_order: a negative zero or a score that is not finite takes the sort.
+    if not frame.height or not bool(
+        np.isfinite(scores).all() and not (np.signbit(ranks) & (ranks == 0)).any()
+    ):
+        return None
+    qids = frame["qid"]
+    if qids.dtype != pl.Categorical:  # the blocks are found by the categories' codes
+        qids = qids.cast(pl.Categorical)
+    codes = qids.to_physical().to_numpy()
+    same = codes[1:] == codes[:-1]
+    starts = np.flatnonzero(np.concatenate(([True], ~same)))
+    if len(np.unique(codes[starts])) != len(starts) or bool(
+        (same & (ranks[1:] > ranks[:-1])).any()
+    ):
+        return None
+    if _may_repeat_a_pair(frame):
+        return None  # trec_order's path drops the repeats and names them
+    docids = frame["docid"]
+    n = frame.height
+    ends = np.append(starts[1:], n)
+    names: list[str] = qids.gather(starts).cast(pl.String).to_list()
+    by_name = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
+    # Every entry's passage id and its newline, back to back in file order.
+    sizes = docids.str.len_bytes().to_numpy().astype(np.int64) + 1
+    after = np.cumsum(sizes)
+    joined: bytes = docids.str.join("\n").cast(pl.Binary).item() + b"\n"
+    ranked_scores = scores.astype(SCORE_DTYPE, copy=True)
+    order = _block_order(starts, ends, by_name)
+    tied = same & (ranks[1:] == ranks[:-1])
+    if tied.any():
+        # Each run of equal scores in a query: its rows in passage id order, descending.
+        member = np.zeros(n, dtype=np.bool_)
+        member[1:] |= tied
+        member[:-1] |= tied
+        places = np.flatnonzero(member)
+        group = np.cumsum(np.concatenate(([True], ~tied)))[places]
+        source: NDArray[np.int64] = (
+            pl.DataFrame({"group": group, "row": places, "docid": docids.gather(places)})
+            .sort(["group", "docid"], descending=[False, True])["row"]
+            .to_numpy()
+            .astype(np.int64)
+        )
+        ranked_scores[places] = scores[source]
+        # The tied rows' bytes (each id with its newline) rewritten in their new order: a
+        # group's rows keep the bytes they span between them.
+        buffer = np.frombuffer(joined, dtype=np.uint8).copy()
+        buffer[_byte_spans(after[places], sizes[places])] = buffer[
+            _byte_spans(after[source], sizes[source])
+        ]
+        joined = buffer.tobytes()
+        within = np.arange(n, dtype=np.int64)
+        within[places] = source
+        order = within[order]
+    first = after[starts] - sizes[starts]
+    blocks = by_name.tolist()
+    return RunColumns(
+        name,
+        str(path),
+        [names[b] for b in blocks],
+        # The last newline of each query's slice left out: ids joined by newlines.
+        [joined[first[b] : after[ends[b] - 1] - 1] for b in blocks],
+        docids,
+        (ends - starts)[by_name],
+        [ranked_scores[starts[b] : ends[b]].tobytes() for b in blocks],
+        order=order,
+    )
+
+
+def _block_order(
+    starts: NDArray[np.int64], ends: NDArray[np.int64], blocks: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """The rows of the blocks ``[starts, ends)`` one block after the other, in the order
+    ``blocks`` lists them."""
+    lengths = (ends - starts)[blocks]
+    moved = np.cumsum(lengths) - lengths
+    rows: NDArray[np.int64] = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(
+        starts[blocks] - moved, lengths
+    )
+    return rows
+
+
+def _byte_spans(after: NDArray[np.int64], sizes: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The positions of the bytes ``[after - sizes, after)`` of each span, in order."""
+    shifts = after - sizes - (np.cumsum(sizes) - sizes)
+    spans: NDArray[np.int64] = np.arange(int(sizes.sum()), dtype=np.int64) + np.repeat(
+        shifts, sizes
+    )
+    return spans
 
 
 @dataclass
@@ -235,7 +351,8 @@ class RunColumns:
     passage ids and scores as stored (:func:`encode_ids`, float64); every entry's passage
     id back to back (``lengths`` of them per query) in one column, which keeps a 10M-line
     run out of Python strings, or in a list for a run built in Python (samples, answers:
-    small, and their import need not load polars)."""
+    small, and their import need not load polars). With ``order``, the column holds the
+    ids in another order (the file's), and ``order`` gives the row of each entry in it."""
 
     name: str
     source: str
@@ -245,6 +362,7 @@ class RunColumns:
     lengths: NDArray[np.int64]
     scores: list[bytes | None]
     repeats: list[str] = field(default_factory=list)
+    order: NDArray[np.int64] | None = None
 
     @classmethod
     def of(cls, run: Run) -> RunColumns:
@@ -290,10 +408,11 @@ def store(
     ranks = np.arange(1, int(ends[-1]) + 1 if len(ends) else 1) - np.repeat(ends - lengths, lengths)
     pool = np.flatnonzero(ranks <= depth)
     docids = columns.docids
+    pool_rows = pool if columns.order is None else columns.order[pool]
     pooled_ids = (
-        list(map(docids.__getitem__, pool.tolist()))
+        list(map(docids.__getitem__, pool_rows.tolist()))
         if isinstance(docids, list)
-        else docids.gather(pool).to_list()
+        else docids.gather(pool_rows).to_list()
     )
     pooled_queries = np.repeat(np.arange(len(lengths)), np.minimum(lengths, depth)).tolist()
     passage_ids = ensure_passages(conn, pooled_ids)
@@ -307,6 +426,8 @@ def store(
         )
         known = known_passage_rows(conn, distinct)
     rows = _entry_rows(docids, known)
+    if columns.order is not None:
+        rows = rows[columns.order]
     run_id = conn.execute(
         "INSERT INTO run (name, source, imported_at, queries, entries, passage_rows_upto)"
         " VALUES (?, ?, ?, ?, ?, ?)",
