@@ -25,18 +25,26 @@ _SCAN_FACTOR = 2
 
 
 def plan_ids(
-    conn: sqlite3.Connection, table: str, ext_ids: Iterable[str]
+    conn: sqlite3.Connection,
+    table: str,
+    ext_ids: Iterable[str],
+    *,
+    whole: dict[str, int] | None = None,
 ) -> tuple[dict[str, int], Callable[[], None]]:
     """The row id of every name in ``ext_ids`` (query or passage ids): known ones read
     from ``table``, the others given the next ids in order of first mention; and the
     call that inserts those others. Until it runs they are not in the table; the caller
     may do other work first (SQLite releases the GIL while it inserts), but no other
     statement on the connection. Inside the caller's write transaction, where nobody
-    else inserts."""
+    else inserts. ``whole``: the table's every name and id, which the caller has read
+    already (:func:`passage_row_map`), looked up instead of the table."""
     wanted = list(dict.fromkeys(ext_ids))
     # max(id) stands in for the row count (ids are dense), found without a scan.
     top = conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0]
-    known = _known_ids(conn, table, wanted, top)
+    if whole is None:
+        known = _known_ids(conn, table, wanted, top)
+    else:
+        known = {ext: whole[ext] for ext in wanted if ext in whole}
     missing = [ext for ext in wanted if ext not in known] if known else wanted
     known.update(zip(missing, range(top + 1, top + 1 + len(missing)), strict=True))
     # The arrays are made here, so that the insert itself runs in SQLite alone.

@@ -28,12 +28,12 @@ from numpy.typing import NDArray
 from raglabel.errors import InputError
 from raglabel.formats.score_order import trec_scores
 from raglabel.storage.items import (
-    ensure_passages,
     ensure_queries,
     json_list,
     known_passage_rows,
     last_passage_row,
     passage_row_map,
+    plan_ids,
     worth_reading_whole,
 )
 from raglabel.storage.project import now
@@ -415,11 +415,16 @@ def store(
         else docids.gather(pool_rows).to_list()
     )
     pooled_queries = np.repeat(np.arange(len(lengths)), np.minimum(lengths, depth)).tolist()
-    passage_ids = ensure_passages(conn, pooled_ids)
-    # Every entry's passage row: the pool's are all known now, and an entry below the
-    # depth has the row the file holds already (another run's pool, a label file).
-    if worth_reading_whole(conn, columns.entries):
-        known = passage_row_map(conn)
+    # Every entry's passage row: the pool's are all known once it is stored, and an entry
+    # below the depth has the row the file holds already (another run's pool, a label
+    # file). The passage table, when worth reading whole, is read once, before the pool
+    # is added: it serves for the pool's known ids too.
+    whole = passage_row_map(conn) if worth_reading_whole(conn, columns.entries) else None
+    passage_ids, insert_passages = plan_ids(conn, "passage", pooled_ids, whole=whole)
+    insert_passages()
+    if whole is not None:
+        known = whole
+        known.update(passage_ids)
     else:
         distinct = (
             list(dict.fromkeys(docids)) if isinstance(docids, list) else docids.unique().to_list()
