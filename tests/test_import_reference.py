@@ -434,3 +434,22 @@ def test_entry_rows_by_hash_equal_those_of_a_join() -> None:
     assert found.tolist() == runs._joined_rows(docids, names, values).tolist()
     assert runs._entry_rows(docids, {}).tolist() == [0] * len(ids)
     assert runs._entry_rows(docids.clear(), known).tolist() == []
+
+
+def test_a_run_import_on_a_full_disk_saves_nothing(tmp_path: Path) -> None:
+    """The rankings are written in a thread beside the entries' rows: a write it cannot
+    make (the file may not grow) fails the whole import, and the file is as it was."""
+    from raglabel.errors import StorageError
+
+    path = tmp_path / "p.db"
+    with Project.create(path) as project:
+        run_import(project, ImportRequest(qrels=_qrels(tmp_path / "a.qrels", 2), annotator="a"))
+        before = _contents(project.conn)
+        pages = project.conn.execute("PRAGMA page_count").fetchone()[0]
+        project.conn.execute(f"PRAGMA max_page_count = {pages + 4}")
+        big = tmp_path / "big.run"
+        big.write_text("".join(f"q{i % 50} Q0 d{i} {i // 50 + 1} {-i} x\n" for i in range(20_000)))
+        with pytest.raises(StorageError, match="nothing was saved"):
+            run_import(project, ImportRequest(runs=[("bm25", big)]))
+        assert _contents(project.conn) == before
+        assert project.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ import numpy as np
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import repeated_passages
 from raglabel.formats.rows import QrelsColumns, QrelsRows, read_qrels_columns
+from raglabel.storage.background import in_background
 from raglabel.storage.items import (
     annotator_id,
     ensure_passages,
@@ -318,38 +318,6 @@ def _grade_events(
         graded_at=now(),
     )
     return count
-
-
-def in_background(work: Callable[[], None]) -> Callable[[], None]:
-    """Start ``work`` in a thread; the returned call waits for it and raises what it
-    raised. The caller must call it before touching what ``work`` touches."""
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            work()
-        except BaseException as exc:  # handed to the waiting thread
-            failed.append(exc)
-
-    thread = threading.Thread(target=run, name="raglabel-import-write")
-    thread.start()
-
-    def wait() -> None:
-        # An interrupt (Ctrl-C) must not leave the thread writing on the connection while
-        # the caller rolls back and closes it: the thread is waited out, then the
-        # interrupt goes on.
-        interrupted: KeyboardInterrupt | None = None
-        while thread.is_alive():
-            try:
-                thread.join()
-            except KeyboardInterrupt as exc:
-                interrupted = exc
-        if interrupted is not None:
-            raise interrupted
-        if failed:
-            raise failed[0]
-
-    return wait
 
 
 def _write_qrels(

@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 
 from raglabel.errors import InputError
 from raglabel.formats.score_order import trec_scores
+from raglabel.storage.background import in_background
 from raglabel.storage.items import (
     ensure_queries,
     json_list,
@@ -421,40 +422,56 @@ def store(
     # is added: it serves for the pool's known ids too.
     whole = passage_row_map(conn) if worth_reading_whole(conn, columns.entries) else None
     passage_ids, insert_passages = plan_ids(conn, "passage", pooled_ids, whole=whole)
-    insert_passages()
+    query_rows = [query_ids[q] for q in columns.queries]
+    run_ids: list[int] = []
+
+    def write_rankings() -> None:
+        """The pool's new passages, the run and its rankings: SQL only, no entry rows."""
+        insert_passages()
+        run_ids.append(
+            conn.execute(
+                "INSERT INTO run (name, source, imported_at, queries, entries,"
+                " passage_rows_upto) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    columns.name,
+                    columns.source,
+                    now(),
+                    len(columns.queries),
+                    columns.entries,
+                    last_passage_row(conn),
+                ),
+            ).lastrowid
+            or 0
+        )
+        conn.executemany(
+            "INSERT INTO ranking (run_id, query_id, passage_ids, scores) VALUES (?, ?, ?, ?)",
+            (
+                (run_ids[0], query_row, blob, scores)
+                for query_row, blob, scores in zip(
+                    query_rows, columns.id_blobs, columns.scores, strict=True
+                )
+            ),
+        )
+
     if whole is not None:
+        # The map is whole once the planned ids are in: SQLite writes the rankings (and
+        # lets go of the GIL meanwhile) while the entries' rows are found beside it.
         known = whole
         known.update(passage_ids)
+        written = in_background(write_rankings)
+        try:
+            rows = _entry_rows(docids, known)
+        finally:
+            written()
     else:
+        write_rankings()
         distinct = (
             list(dict.fromkeys(docids)) if isinstance(docids, list) else docids.unique().to_list()
         )
-        known = known_passage_rows(conn, distinct)
-    rows = _entry_rows(docids, known)
+        rows = _entry_rows(docids, known_passage_rows(conn, distinct))
     if columns.order is not None:
         rows = rows[columns.order]
-    run_id = conn.execute(
-        "INSERT INTO run (name, source, imported_at, queries, entries, passage_rows_upto)"
-        " VALUES (?, ?, ?, ?, ?, ?)",
-        (
-            columns.name,
-            columns.source,
-            now(),
-            len(columns.queries),
-            columns.entries,
-            last_passage_row(conn),
-        ),
-    ).lastrowid
-    query_rows = [query_ids[q] for q in columns.queries]
-    conn.executemany(
-        "INSERT INTO ranking (run_id, query_id, passage_ids, scores) VALUES (?, ?, ?, ?)",
-        (
-            (run_id, query_row, blob, scores)
-            for query_row, blob, scores in zip(
-                query_rows, columns.id_blobs, columns.scores, strict=True
-            )
-        ),
-    )
+    run_id = run_ids[0]
     stored = rows.astype(ROW_DTYPE, copy=False)
     conn.executemany(
         "INSERT INTO ranking_rows (run_id, query_id, passage_rows) VALUES (?, ?, ?)",
