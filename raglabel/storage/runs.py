@@ -281,6 +281,7 @@ def _grouped_columns(name: str, path: Path, frame: pl.DataFrame) -> RunColumns |
     sizes = docids.str.len_bytes().to_numpy().astype(np.int64) + 1
     after = np.cumsum(sizes)
     joined: bytes = docids.str.join("\n").cast(pl.Binary).item() + b"\n"
+    ids = memoryview(joined)
     ranked_scores = scores.astype(SCORE_DTYPE, copy=True)
     order = _block_order(starts, ends, by_name)
     tied = same & (ranks[1:] == ranks[:-1])
@@ -300,11 +301,12 @@ def _grouped_columns(name: str, path: Path, frame: pl.DataFrame) -> RunColumns |
         ranked_scores[places] = scores[source]
         # The tied rows' bytes (each id with its newline) rewritten in their new order: a
         # group's rows keep the bytes they span between them.
-        buffer = np.frombuffer(joined, dtype=np.uint8).copy()
+        patched = bytearray(joined)
+        buffer = np.frombuffer(patched, dtype=np.uint8)  # writable: the bytearray's own
         buffer[_byte_spans(after[places], sizes[places])] = buffer[
             _byte_spans(after[source], sizes[source])
         ]
-        joined = buffer.tobytes()
+        ids = memoryview(patched)
         within = np.arange(n, dtype=np.int64)
         within[places] = source
         order = within[order]
@@ -315,7 +317,7 @@ def _grouped_columns(name: str, path: Path, frame: pl.DataFrame) -> RunColumns |
         str(path),
         [names[b] for b in blocks],
         # The last newline of each query's slice left out: ids joined by newlines.
-        [joined[first[b] : after[ends[b] - 1] - 1] for b in blocks],
+        [ids[first[b] : after[ends[b] - 1] - 1].tobytes() for b in blocks],
         docids,
         (ends - starts)[by_name],
         [ranked_scores[starts[b] : ends[b]].tobytes() for b in blocks],
