@@ -307,9 +307,11 @@ def _grouped_columns(name: str, path: Path, frame: pl.DataFrame) -> RunColumns |
             _byte_spans(after[source], sizes[source])
         ]
         ids = memoryview(patched)
-        within = np.arange(n, dtype=np.int64)
-        within[places] = source
-        order = within[order]
+        # Where the tied rows stand once their blocks are moved: their rows go there.
+        block = np.searchsorted(starts, places, side="right") - 1
+        moved_to = np.empty(len(starts), dtype=np.int64)
+        moved_to[by_name] = np.cumsum((ends - starts)[by_name]) - (ends - starts)[by_name]
+        order[places - starts[block] + moved_to[block]] = source
     first = after[starts] - sizes[starts]
     blocks = by_name.tolist()
     return RunColumns(
@@ -331,11 +333,12 @@ def _block_order(
     """The rows of the blocks ``[starts, ends)`` one block after the other, in the order
     ``blocks`` lists them."""
     lengths = (ends - starts)[blocks]
-    moved = np.cumsum(lengths) - lengths
-    rows: NDArray[np.int64] = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(
-        starts[blocks] - moved, lengths
-    )
-    return rows
+    # Steps of one, but for a jump at each block's first row: one array, summed in place.
+    rows: NDArray[np.int64] = np.ones(int(lengths.sum()), dtype=np.int64)
+    firsts = np.cumsum(lengths) - lengths
+    kept = lengths > 0
+    rows[firsts[kept]] = starts[blocks][kept] - np.concatenate(([0], (ends[blocks][kept] - 1)[:-1]))
+    return np.cumsum(rows, out=rows)
 
 
 def _byte_spans(after: NDArray[np.int64], sizes: NDArray[np.int64]) -> NDArray[np.int64]:
