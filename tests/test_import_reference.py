@@ -348,7 +348,6 @@ def test_a_killed_run_import_leaves_the_file_as_it_was(tmp_path: Path, cache_kib
         before = _contents(project.conn)
     big = tmp_path / "big.run"  # new queries, new and known passages, replacing bm25
     big.write_text("".join(f"n{i % 97} Q0 d{i} {i // 97 + 1} {-i} x\n" for i in range(20_000)))
-    size = path.stat().st_size
     child = subprocess.run(
         [sys.executable, "-c", _KILLED_RUN_IMPORT, str(path), str(big), str(cache_kib)],
         capture_output=True,
@@ -356,10 +355,8 @@ def test_a_killed_run_import_leaves_the_file_as_it_was(tmp_path: Path, cache_kib
         check=False,
     )
     assert child.returncode == -9, child.stderr
-    # A run is written around the WAL (Project.bulk_write): a hot journal is left behind.
-    assert Path(f"{path}-journal").stat().st_size > 0
-    if cache_kib < 1024:  # the transaction's pages did reach the file itself
-        assert path.stat().st_size > size + 100 * 4096
+    if cache_kib < 1024:  # the transaction's pages did reach the file's WAL
+        assert Path(f"{path}-wal").stat().st_size > 100 * 4096
     with Project.open(path) as project:
         assert _contents(project.conn) == before
         assert project.conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
@@ -369,53 +366,6 @@ def test_a_killed_run_import_leaves_the_file_as_it_was(tmp_path: Path, cache_kib
         after = _contents(project.conn)
     assert after["ranking"] != before["ranking"]
     assert len(after["ranking_rows"]) == 97
-
-
-def test_a_run_import_leaves_the_file_in_wal_mode(tmp_path: Path) -> None:
-    """The run is written in rollback-journal mode (no WAL copy of every page), and the
-    file is back in WAL mode afterwards, on this connection and for the next opener."""
-    path = tmp_path / "p.db"
-    with Project.create(path) as project:
-        modes: list[str] = []
-        project.conn.set_trace_callback(
-            lambda sql: modes.append(sql) if "journal_mode" in sql else None
-        )
-        run_import(project, ImportRequest(runs=[("bm25", _run(tmp_path / "bm25.run", 1))]))
-        project.conn.set_trace_callback(None)
-        assert modes == ["PRAGMA journal_mode = DELETE", "PRAGMA journal_mode = WAL"]
-        assert project.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-    with Project.open(path) as project:
-        assert project.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        assert project.conn.execute("SELECT count(*) FROM ranking").fetchone()[0] > 0
-
-
-def test_a_run_import_beside_another_connection_goes_through_the_wal(tmp_path: Path) -> None:
-    """With another connection open (the app's), the file cannot leave WAL mode: the
-    run is written through the WAL as before, and the other connection reads it."""
-    path = tmp_path / "p.db"
-    Project.create(path).close()
-    with Project.open(path) as other, Project.open(path) as project:
-        other.conn.execute("SELECT count(*) FROM run").fetchone()
-        run_import(project, ImportRequest(runs=[("bm25", _run(tmp_path / "bm25.run", 1))]))
-        assert project.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        assert other.conn.execute("SELECT name FROM run").fetchall() == [("bm25",)]
-
-
-def test_a_project_opened_while_the_file_is_out_of_wal_mode_still_opens(tmp_path: Path) -> None:
-    """A process that opens the file while a bulk write holds it in rollback mode cannot
-    switch it back to WAL; it opens in rollback mode, and the writer's switch back (or
-    the next opener) restores WAL."""
-    path = tmp_path / "p.db"
-    Project.create(path).close()
-    with Project.open(path) as writer:
-        with writer.bulk_write():
-            writer.conn.execute("INSERT INTO query (ext_id) VALUES ('q1')")
-            with Project.open(path) as opened:
-                assert opened.conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
-                # Its reads see the file as committed, without the writer's open transaction.
-                assert opened.conn.execute("SELECT count(*) FROM query").fetchone() == (0,)
-        assert writer.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        assert writer.conn.execute("SELECT ext_id FROM query").fetchall() == [("q1",)]
 
 
 def test_entry_rows_by_hash_equal_those_of_a_join() -> None:

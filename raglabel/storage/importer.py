@@ -111,10 +111,8 @@ def run_import(
     unchecked = _grades_only(request)
     if unchecked:
         project.conn.execute("PRAGMA foreign_keys = OFF")
-    # A run writes hundreds of megabytes, which through the WAL would be written twice.
-    writing = project.bulk_write() if parsed.runs else project.write()
     try:
-        with writing:
+        with project.write():
             conn = project.conn
             _write_corpus(conn, parsed, summary)
             for rows, annotator in parsed.qrels:

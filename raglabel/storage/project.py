@@ -91,11 +91,7 @@ class Project:
                 f"{SCHEMA_VERSION}); upgrade raglabel to open it",
             )
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            # Only the file's one connection may switch it: while a bulk write (below)
-            # has it in rollback mode, this connection works in that mode, and the
-            # bulk writer or the next opener puts the file back in WAL.
-            with suppress(sqlite3.OperationalError):
-                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA journal_mode = WAL")
         if version < SCHEMA_VERSION:
             project._migrate(from_version=version, backup=True)
         return project
@@ -181,38 +177,6 @@ class Project:
             if isinstance(exc, sqlite3.OperationalError):
                 raise self._refused(exc) from exc
             raise
-
-    @contextmanager
-    def bulk_write(self) -> Iterator[None]:
-        """:meth:`write` for a transaction of hundreds of megabytes (a large run).
-
-        Through the WAL every page is written twice, into the WAL and then by the
-        checkpoint into the file, each time with an fsync; in rollback-journal mode the
-        new pages go once, straight into the file, and only pages that held data
-        before are copied to the journal. SQLite leaves WAL mode only on the file's one
-        connection: with another open (the app's, a reader's) this is :meth:`write`
-        through the WAL as ever. All-or-nothing either way: a killed writer leaves a
-        hot journal, which the next opener rolls back.
-        """
-        left = self.path is not None and self._leave_wal()
-        try:
-            with self.write():
-                yield
-        finally:
-            if left:
-                # Back to WAL, which every other connection expects. Should another
-                # process have opened the file meanwhile, it stays as it is until the
-                # next Project.open switches it.
-                with suppress(sqlite3.OperationalError):
-                    self.conn.execute("PRAGMA journal_mode = WAL")
-
-    def _leave_wal(self) -> bool:
-        """Put the file in rollback-journal mode; False if another connection holds it."""
-        try:
-            mode = self.conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
-        except sqlite3.OperationalError:  # "database is locked": not the only connection
-            return False
-        return bool(mode == "delete")
 
     def _refused(self, exc: sqlite3.OperationalError) -> StorageError:
         """What the user reads when the file refuses a write, in words that say what
