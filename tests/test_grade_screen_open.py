@@ -291,6 +291,58 @@ async def test_control_characters_in_ids_and_titles_reach_no_terminal(demo_db: P
         assert not any(ord(c) < 0x20 for c in title)
 
 
+async def test_a_grade_made_after_the_background_snapshot_stays_on_an_early_screen(
+    demo_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The background reads have begun (their snapshot is taken) when another window
+    grades a passage of a query, and the query is opened after that: its early read
+    shows the grade, which the counts read from the older snapshot lack. When they
+    land, the grade stays, in the rows and in the counts."""
+    begin = threading.Event()
+    original = grading.last_event_id
+
+    def snapshot_then_wait(conn: sqlite3.Connection) -> int:
+        found = original(conn)
+        begin.wait(30)
+        return found
+
+    monkeypatch.setattr(grading, "last_event_id", snapshot_then_wait)
+    q = UNGRADED
+    app = create_app(AppOptions(project=demo_db, annotator=ME))
+    try:
+        async with app.run_test(size=(120, 32)) as pilot:
+            await pilot.pause()
+            assert not app.session.counts_ready
+            query = app.session.catalog.queries[q].ext_id
+            with Project.open(demo_db) as project:
+                (passage,) = project.conn.execute(
+                    "SELECT p.ext_id FROM candidate c JOIN passage p ON p.id = c.passage_id"
+                    " JOIN query q ON q.id = c.query_id WHERE q.ext_id = ?"
+                    " ORDER BY p.ext_id LIMIT 1",
+                    (query,),
+                ).fetchone()
+                record(
+                    project,
+                    GradeEvent(query=query, passage=passage, annotator=ME, grade=4),
+                )
+            app.open_query(q)
+            await pilot.pause()
+            screen = app.screen
+            assert isinstance(screen, GradeScreen)
+            (pid,) = [p for p in screen.rows if app.session.catalog.passage_ext[p] == passage]
+            assert screen.rows[pid].grade == 4  # the early read sees it
+            begin.set()
+            while not app.session.counted:
+                await pilot.pause(0.02)
+            await pilot.pause()
+            assert screen.rows[pid].grade == 4
+            assert screen.query_one(PassageList).cells(pid)[0].plain == "4"
+            assert app.session.book.grades[q].get(pid) == 4
+            assert app.session.own_grade(q, pid) == 4
+    finally:
+        begin.set()
+
+
 async def test_a_showing_grade_screen_takes_the_rows_the_counts_land_with(
     demo_db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -344,3 +396,19 @@ async def test_a_showing_grade_screen_takes_the_rows_the_counts_land_with(
             assert screen_text(app) == landed  # what the screen opened now shows
     finally:
         begin.set()
+
+
+async def test_a_landing_between_a_push_and_its_mount_waits_for_the_mount(
+    demo_db: Path,
+) -> None:
+    """The background reads may land in the moment a Grade screen is pushed but not yet
+    composed: nothing is shown on it then, and its mounting shows the landed figures."""
+    app = create_app(AppOptions(project=demo_db, annotator=ME))
+    async with app.run_test(size=(120, 32)) as pilot:
+        await _settled(app, pilot)
+        app.open_query(UNGRADED)
+        screen = app.screen
+        assert isinstance(screen, GradeScreen) and not screen.is_mounted
+        app._landed_on_screen()  # raised NoMatches: no metrics panel composed yet
+        await pilot.pause()
+        assert screen.is_mounted and screen.rows

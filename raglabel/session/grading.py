@@ -284,23 +284,31 @@ class GradingSession:
         self._counting = False
         grown = self.catalog.take_counts(counted.pairs, counted.sizes)
         if counted.generation == self._generation:
-            # The early reads' own grades give way to the thread's (another window of
-            # this annotator may have changed one since); writes below come back.
-            for key in [key for key in self._own if key[0] in self._early]:
-                del self._own[key]
             self._load_grades(counted.grades, counted.own, counted.book)
             # The thread's book counted the graded candidates among its pairs only.
             for q, pids in grown.items():
                 self._candidates_grew(q, pids)
+            # A query opened early was read after the thread's snapshot began, and may
+            # show a grade made in between by another window or annotator, which the
+            # thread's book lacks: those queries are read again, as the file is now.
+            early = {key for key in self._own if key[0] in self._early}
+            for key in early:
+                del self._own[key]
+            for q in sorted(self._early):
+                grades, own = self._query_grades(q)
+                for pid in set(self.book.grades[q]) | set(grades):
+                    self.book.set(q, pid, grades.get(pid))
+                for pid, grade in own.items():
+                    self._own[(q, pid)] = grade
             # The thread's reads may predate writes of this session: those written after
             # they began are put again, in order, with the grade in view as it is now
             # (another annotator may have graded the pair since, and the reads seen it).
-            for event, q, pid, own in self._meanwhile:
-                if event <= counted.before:
+            for event, q, pid, own_grade in self._meanwhile:
+                if event <= counted.before or q in self._early:
                     continue  # in the reads already
                 if not self.blind:
-                    self._set_own(q, pid, own)
-                self.book.set(q, pid, own if self.blind else self._resolved(q, pid))
+                    self._set_own(q, pid, own_grade)
+                self.book.set(q, pid, own_grade if self.blind else self._resolved(q, pid))
             self._rescore()
         else:  # grades were reloaded meanwhile (another annotator): read them again
             self.reload()
@@ -801,18 +809,10 @@ class GradingSession:
         if self.counts_ready:
             self.ensure_counts()
             return
-        conn, cat, book = self.project.conn, self.catalog, self.book
-        row = cat.queries[q].row_id
-        moved = cat.passage_ext.moved_in()
-        read = (
-            own_grade_rows(conn, self.annotator, query_row=row)
-            if self.blind
-            else resolved_grade_rows(conn, query_row=row)
-        )
-        grades = {moved.get(pid, pid): grade for _, pid, grade in read.tolist()}
-        if not self.blind:
-            for _, pid, grade in own_grade_rows(conn, self.annotator, query_row=row).tolist():
-                self._own[(q, moved.get(pid, pid))] = grade
+        cat, book = self.catalog, self.book
+        grades, own = self._query_grades(q)
+        for pid, grade in own.items():
+            self._own[(q, pid)] = grade
         held = book.grades[q]
         held.clear()
         held.update(grades)
@@ -824,6 +824,26 @@ class GradingSession:
         book.graded_candidates[q] = sum(pid in grades for pid in pool)
         self._panels.pop(q, None)
         self._early.add(q)
+
+    def _query_grades(self, q: int) -> tuple[dict[int, int], dict[int, int]]:
+        """Query ``q``'s grades as the file holds them now, by passage: those in view
+        and, unless blind (where they are the same), the annotator's own."""
+        conn = self.project.conn
+        row = self.catalog.queries[q].row_id
+        moved = self.catalog.passage_ext.moved_in()
+        read = (
+            own_grade_rows(conn, self.annotator, query_row=row)
+            if self.blind
+            else resolved_grade_rows(conn, query_row=row)
+        )
+        grades = {moved.get(pid, pid): grade for _, pid, grade in read.tolist()}
+        own = {}
+        if not self.blind:
+            own = {
+                moved.get(pid, pid): grade
+                for _, pid, grade in own_grade_rows(conn, self.annotator, query_row=row).tolist()
+            }
+        return grades, own
 
     def _resolved(self, q: int, pid: int) -> int | None:
         rows = resolved_grades(

@@ -112,21 +112,27 @@ class GradingApp(App[int]):
             self.all_dirty = True
             # A Grade screen opened meanwhile showed its query's own read: the same
             # figures, now from the whole counts, and its rows as read with them.
-            if isinstance(self.screen, GradeScreen):
-                self.screen.landed()
-            elif isinstance(self.screen, QueriesScreen):
-                self.screen.refresh_for_k()
+            self._landed_on_screen()
         if not self.session.runs_ready:
             return
         self._runs_timer.stop()
         self.session.ensure_runs()
         self.all_dirty = True
-        if isinstance(self.screen, GradeScreen):
-            self.screen.landed()  # the rankings, holes and figures of all the runs
-        elif isinstance(self.screen, QueriesScreen):
-            self.screen.refresh_for_k()
+        self._landed_on_screen()  # the rankings, holes and figures of all the runs
         if self.session.options.adjudicate:
             self.action_adjudicate()
+
+    def _landed_on_screen(self) -> None:
+        """Show what the background reads brought on the screen in view. A screen pushed
+        but not mounted yet is left alone: its mounting fills it from the session, which
+        has them already (its widgets may not even be composed)."""
+        screen = self.screen
+        if not screen.is_mounted:
+            return
+        if isinstance(screen, GradeScreen):
+            screen.landed()
+        elif isinstance(screen, QueriesScreen):
+            screen.refresh_for_k()
 
     def _hint_if_empty(self) -> None:
         """A typo in --annotator opens an empty view; say so instead of showing NA."""
