@@ -10,7 +10,7 @@ import pytest
 
 from raglabel.session.options import AppOptions
 from raglabel.tui.app import create_app
-from raglabel.tui.collector import REST_S, Collector
+from raglabel.tui.collector import BACKSTOP, REST_S, Collector
 
 
 @pytest.fixture
@@ -66,6 +66,54 @@ def test_rest_alone_does_not_collect(thresholds: tuple[int, int, int]) -> None:
     clock.now += 10 * REST_S
     assert not collector.due()  # no middle collection since the last full one
     collector.release()
+
+
+def test_keys_that_never_stop_still_get_a_full_collection(
+    thresholds: tuple[int, int, int],
+) -> None:
+    clock = Clock()
+    collector = Collector(clock)
+    collector.hold()
+    gc.collect()
+    for _ in range(thresholds[2]):
+        gc.collect(1)
+    assert not collector.due()  # no rest: held back
+    for _ in range((BACKSTOP - 1) * thresholds[2]):
+        gc.collect(1)
+    collector.input_seen()
+    assert collector.due()  # held back long enough: memory must not grow for good
+    collector.release()
+
+
+def test_holds_nest_and_the_last_release_gives_the_thresholds_back(
+    thresholds: tuple[int, int, int],
+) -> None:
+    first, second = Collector(), Collector()
+    first.hold()
+    second.hold()
+    second.hold()  # once per collector
+    first.release()
+    assert gc.get_threshold()[2] > 1_000_000  # the second app still holds them
+    second.release()
+    assert gc.get_threshold() == thresholds
+    second.release()  # again: nothing left to give back
+    assert gc.get_threshold() == thresholds
+
+
+def test_a_collector_without_a_full_threshold_is_left_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # CPython 3.14's incremental collector ignores the third threshold and reports 0.
+    monkeypatch.setattr(gc, "get_threshold", lambda: (2000, 10, 0))
+    changed: list[object] = []
+    monkeypatch.setattr(gc, "set_threshold", lambda *a: changed.append(a))
+    clock = Clock()
+    collector = Collector(clock)
+    collector.hold()
+    clock.now += 10 * REST_S
+    assert changed == [] and not collector.due()
+    collector.release()
+    assert changed == []
 
 
 async def test_the_app_holds_full_collections_while_it_runs(

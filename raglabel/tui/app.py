@@ -89,7 +89,8 @@ class GradingApp(App[int]):
         self.set_interval(COLLECT_CHECK_S, self.collector.collect_if_due)
 
     async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.InputEvent):
+        # A pointer resting over the terminal sends moves: they are no one waiting.
+        if isinstance(event, events.InputEvent) and not isinstance(event, events.MouseMove):
             self.collector.input_seen()
         await super().on_event(event)
 

@@ -7,7 +7,8 @@ grew by a quarter of what the last one found, and after a freeze that is the app
 few alone: a quarter more comes within a few keys. Each took tens of milliseconds,
 and hundreds on a busy machine, inside whatever key was being answered: the slowest
 opens of a big project. Here the young and middle collections go on as before; the
-full ones wait for a moment without input.
+full ones wait for a moment without input (or, if keys never stop, for many times the
+usual count).
 """
 
 from __future__ import annotations
@@ -18,9 +19,23 @@ from collections.abc import Callable
 
 #: How long without input counts as rest.
 REST_S = 2.0
+#: Held back this many times over, a full collection runs even without rest: memory
+#: held by cycles must not grow for as long as keys keep coming.
+BACKSTOP = 10
 #: A threshold no count of middle collections reaches: the automatic full collection
 #: never runs while the collector is held.
 _NEVER = 1 << 30
+
+
+class _Holds:
+    """The thresholds found by the first hold, and how many holds are on: two apps in
+    one process (tests, an embedding) hold and release in any order."""
+
+    saved: tuple[int, int, int] | None = None
+    count = 0
+
+
+_HOLDS = _Holds()
 
 
 class Collector:
@@ -29,29 +44,47 @@ class Collector:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._last_input = clock()
-        self._saved: tuple[int, int, int] | None = None
+        self._held = False
 
     def hold(self) -> None:
-        if self._saved is None:
-            self._saved = gc.get_threshold()
-            young, middle, _ = self._saved
-            gc.set_threshold(young, middle, _NEVER)
+        if self._held:
+            return
+        if _HOLDS.count == 0:
+            found = gc.get_threshold()
+            # A collector whose full collections are not counted in middle collections
+            # (CPython 3.14's incremental one ignores the third threshold) has nothing
+            # to hold back here.
+            if len(found) < 3 or found[2] <= 0:
+                return
+            _HOLDS.saved = found
+            gc.set_threshold(found[0], found[1], _NEVER)
+        _HOLDS.count += 1
+        self._held = True
 
     def release(self) -> None:
-        """Give back the thresholds found at :meth:`hold` (the app is closing)."""
-        if self._saved is not None:
-            gc.set_threshold(*self._saved)
-            self._saved = None
+        """Give back the thresholds found at the first :meth:`hold` once no app holds
+        them (the app is closing)."""
+        if not self._held:
+            return
+        self._held = False
+        _HOLDS.count -= 1
+        if _HOLDS.count == 0 and _HOLDS.saved is not None:
+            gc.set_threshold(*_HOLDS.saved)
+            _HOLDS.saved = None
 
     def input_seen(self) -> None:
         self._last_input = self._clock()
 
     def due(self) -> bool:
-        """Whether a full collection should run now: the app is at rest, and as many
-        middle collections happened since the last full one as would have started one."""
-        if self._saved is None or self._clock() - self._last_input < REST_S:
+        """Whether a full collection should run now: as many middle collections happened
+        since the last full one as would have started one, and the app is at rest (or
+        they are many times that many)."""
+        if not self._held or _HOLDS.saved is None:
             return False
-        return gc.get_count()[2] >= self._saved[2]
+        counted, usual = gc.get_count()[2], _HOLDS.saved[2]
+        if counted >= BACKSTOP * usual:
+            return True
+        return counted >= usual and self._clock() - self._last_input >= REST_S
 
     def collect_if_due(self) -> bool:
         if not self.due():

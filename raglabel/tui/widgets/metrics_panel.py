@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-from rich._ratio import ratio_distribute
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.segment import Segment
@@ -14,6 +13,20 @@ from textual.widgets import Static
 
 from raglabel.session.live_metrics import QueryPanel
 from raglabel.tui.widgets.format import number
+
+
+def _rich_share() -> Callable[[int, list[int]], list[int]] | None:
+    """Rich's own share-out of a table's spare width, which is private to Rich: should
+    a release move it, the panel's table is drawn by Rich itself (as any table that is
+    not plain is)."""
+    try:
+        from rich._ratio import ratio_distribute
+    except ImportError:  # pragma: no cover - depends on the installed Rich
+        return None
+    return ratio_distribute
+
+
+_share = _rich_share()
 
 _HEADERS = {
     "ra_nwg": "RA-nWG",
@@ -135,14 +148,12 @@ class _MetricsTable:
             for column in range(last + 1)
         ]
         total = sum(widths)
-        if total > max_width:
+        if total > max_width or _share is None:
             return None
         if total < max_width:  # expand=True: the rest shared out as Rich shares it
             widths = [
                 width + pad
-                for width, pad in zip(
-                    widths, ratio_distribute(max_width - total, widths), strict=True
-                )
+                for width, pad in zip(widths, _share(max_width - total, widths), strict=True)
             ]
         return widths
 
