@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 SCORE_DTYPE = np.dtype("<f8")
 #: A ranking's passage rows as stored.
 ROW_DTYPE = np.dtype("<i4")
+#: The share of a grouped run's rows that may tie and still be put in order by
+#: rewriting their ids' bytes in place (:func:`_grouped_columns`); above it, the sort.
+TIES_REWRITTEN = 0.5
 
 
 @dataclass
@@ -291,6 +294,10 @@ def _grouped_columns(name: str, path: Path, frame: pl.DataFrame) -> RunColumns |
         member[1:] |= tied
         member[:-1] |= tied
         places = np.flatnonzero(member)
+        if places.size > TIES_REWRITTEN * n:
+            # Mostly ties (integer-like scores): trec_order sorts them in one pass, in
+            # less memory than rewriting most of the ids' bytes here.
+            return None
         group = np.cumsum(np.concatenate(([True], ~tied)))[places]
         source: NDArray[np.int64] = (
             pl.DataFrame({"group": group, "row": places, "docid": docids.gather(places)})
@@ -300,12 +307,13 @@ def _grouped_columns(name: str, path: Path, frame: pl.DataFrame) -> RunColumns |
         )
         ranked_scores[places] = scores[source]
         # The tied rows' bytes (each id with its newline) rewritten in their new order: a
-        # group's rows keep the bytes they span between them.
+        # group's rows keep the bytes they span between them, so the tied rows' bytes in
+        # file order take the new order's ids back to back. A mask of one byte per byte
+        # of ids: positions as integers took eight per tied byte, several times over.
         patched = bytearray(joined)
         buffer = np.frombuffer(patched, dtype=np.uint8)  # writable: the bytearray's own
-        buffer[_byte_spans(after[places], sizes[places])] = buffer[
-            _byte_spans(after[source], sizes[source])
-        ]
+        moved: bytes = docids.gather(source).str.join("\n").cast(pl.Binary).item() + b"\n"
+        buffer[np.repeat(member, sizes)] = np.frombuffer(moved, dtype=np.uint8)
         ids = memoryview(patched)
         # Where the tied rows stand once their blocks are moved: their rows go there.
         block = np.searchsorted(starts, places, side="right") - 1
@@ -339,15 +347,6 @@ def _block_order(
     kept = lengths > 0
     rows[firsts[kept]] = starts[blocks][kept] - np.concatenate(([0], (ends[blocks][kept] - 1)[:-1]))
     return np.cumsum(rows, out=rows)
-
-
-def _byte_spans(after: NDArray[np.int64], sizes: NDArray[np.int64]) -> NDArray[np.int64]:
-    """The positions of the bytes ``[after - sizes, after)`` of each span, in order."""
-    shifts = after - sizes - (np.cumsum(sizes) - sizes)
-    spans: NDArray[np.int64] = np.arange(int(sizes.sum()), dtype=np.int64) + np.repeat(
-        shifts, sizes
-    )
-    return spans
 
 
 @dataclass
