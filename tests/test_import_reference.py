@@ -13,13 +13,14 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from raglabel.formats import rows as row_readers
 from raglabel.formats.rows import QrelsColumns, read_qrels_columns, read_qrels_rows
-from raglabel.storage import importer, items, log, runs
+from raglabel.storage import background, importer, items, log, runs
 from raglabel.storage.grades import rebuild_current
 from raglabel.storage.importer import ImportRequest, run_import
 from raglabel.storage.project import Project
@@ -403,3 +404,59 @@ def test_a_run_import_on_a_full_disk_saves_nothing(tmp_path: Path) -> None:
             run_import(project, ImportRequest(runs=[("bm25", big)]))
         assert _contents(project.conn) == before
         assert project.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_entry_rows_when_hashes_meet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a hash of five values, known ids share hashes (the rows come from the join),
+    or, with five known ids of distinct hashes, entries that are not known share theirs
+    (their strings differ: no row). Either way each row is the dictionary's."""
+    import polars as pl
+
+    real = pl.Series.hash
+
+    def weak(self: pl.Series, *args: Any, **kwargs: Any) -> pl.Series:
+        return real(self, *args, **kwargs) % 5
+
+    monkeypatch.setattr(pl.Series, "hash", weak)
+    ids = [f"p{i}" for i in range(200)] + ["é", ""]
+    docids = pl.Series("docid", ids, dtype=pl.String)
+    crowded = {f"p{i}": i + 1 for i in range(0, 200, 7)}
+    assert runs._entry_rows(docids, crowded).tolist() == [crowded.get(i, 0) for i in ids]
+    distinct: dict[str, int] = {}
+    taken: set[int] = set()
+    for i, name in enumerate(ids):
+        key = int(weak(pl.Series([name])).item())
+        if key not in taken:
+            taken.add(key)
+            distinct[name] = 1000 + i
+    assert len(distinct) == 5
+    assert runs._entry_rows(docids, distinct).tolist() == [distinct.get(i, 0) for i in ids]
+
+
+def test_an_interrupt_while_the_rows_are_found_is_what_the_import_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while the entries' rows are found, and the rankings' writer failing too:
+    the interrupt comes out, the writer was waited out, and nothing was saved."""
+    path = tmp_path / "p.db"
+    with Project.create(path) as project:
+        run_import(project, ImportRequest(qrels=_qrels(tmp_path / "a.qrels", 2), annotator="a"))
+        before = _contents(project.conn)
+        finished: list[bool] = []
+
+        def interrupted(*_: object) -> object:
+            raise KeyboardInterrupt
+
+        def failing(work: Any) -> Any:
+            def broken() -> None:
+                finished.append(True)
+                raise sqlite3.OperationalError("disk I/O error")
+
+            return background.in_background(broken)
+
+        monkeypatch.setattr(runs, "_entry_rows", interrupted)
+        monkeypatch.setattr(runs, "in_background", failing)
+        with pytest.raises(KeyboardInterrupt):
+            run_import(project, ImportRequest(runs=[("bm25", _run(tmp_path / "bm25.run", 1))]))
+        assert finished == [True]
+        assert _contents(project.conn) == before

@@ -19,21 +19,33 @@ def in_background(work: Callable[[], None]) -> Callable[[], None]:
             failed.append(exc)
 
     thread = threading.Thread(target=run, name="raglabel-import-write")
-    thread.start()
+    try:
+        thread.start()
+    except BaseException:
+        # An interrupt inside start() can come once the thread runs: it is waited out.
+        _wait_out(thread)
+        raise
 
     def wait() -> None:
-        # An interrupt (Ctrl-C) must not leave the thread writing on the connection while
-        # the caller rolls back and closes it: the thread is waited out, then the
-        # interrupt goes on.
-        interrupted: KeyboardInterrupt | None = None
-        while thread.is_alive():
-            try:
-                thread.join()
-            except KeyboardInterrupt as exc:
-                interrupted = exc
+        interrupted = _wait_out(thread)
         if interrupted is not None:
             raise interrupted
         if failed:
             raise failed[0]
 
     return wait
+
+
+def _wait_out(thread: threading.Thread) -> KeyboardInterrupt | None:
+    """Join ``thread`` whatever comes meanwhile, and give back the interrupt that came.
+
+    An interrupt (Ctrl-C) must not leave the thread writing on the connection while the
+    caller rolls back and closes it: the thread is waited out, then the interrupt goes
+    on."""
+    interrupted: KeyboardInterrupt | None = None
+    while thread.is_alive():
+        try:
+            thread.join()
+        except KeyboardInterrupt as exc:
+            interrupted = exc
+    return interrupted

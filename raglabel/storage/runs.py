@@ -15,6 +15,7 @@ a reader knows which later rows (``> upto``) a 0 may stand for.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import sqlite3
 from collections.abc import Sequence
@@ -273,7 +274,7 @@ def _grouped_columns(name: str, path: Path, frame: pl.DataFrame) -> RunColumns |
         (same & (ranks[1:] > ranks[:-1])).any()
     ):
         return None
-    if _may_repeat_a_pair(frame):
+    if _may_repeat_a_pair(frame.with_columns(qid=qids)):
         return None  # trec_order's path drops the repeats and names them
     docids = frame["docid"]
     n = frame.height
@@ -283,6 +284,8 @@ def _grouped_columns(name: str, path: Path, frame: pl.DataFrame) -> RunColumns |
     # Every entry's passage id and its newline, back to back in file order.
     sizes = docids.str.len_bytes().to_numpy().astype(np.int64) + 1
     after = np.cumsum(sizes)
+    if int(after[-1]) >= _JOINED_LIMIT:
+        return None  # joined into one polars string, which holds at most 4 GiB
     joined: bytes = docids.str.join("\n").cast(pl.Binary).item() + b"\n"
     ids = memoryview(joined)
     ranked_scores = scores.astype(SCORE_DTYPE, copy=True)
@@ -465,8 +468,13 @@ def store(
         written = in_background(write_rankings)
         try:
             rows = _entry_rows(docids, known)
-        finally:
-            written()
+        except BaseException:
+            # The thread is waited out before the caller rolls back; what stopped this
+            # thread (an interrupt, say) is what the caller hears, not the writer's error.
+            with contextlib.suppress(Exception):
+                written()
+            raise
+        written()
     else:
         write_rankings()
         distinct = (
@@ -531,6 +539,10 @@ def _entry_rows(docids: pl.Series | list[str], known: dict[str, int]) -> NDArray
     rows[entries[same]] = values[known_at[same]]
     return rows
 
+
+#: The most bytes the grouped path joins a run's ids into (polars' largest string is
+#: 4 GiB; well below, a run of some hundred million lines takes the sort instead).
+_JOINED_LIMIT = 1 << 31
 
 #: The seed of the ids' hashes, and the bits of a hash that index the prefilter: 16 MiB
 #: of flags, 4% of them set by a big project's 600,000 passages.
