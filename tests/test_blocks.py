@@ -361,16 +361,21 @@ def test_eval_starts_the_first_block_early_and_reports_as_read_whole(
     assert json.loads(streamed)["runs"] == json.loads(whole)["runs"]
 
 
+def small_blocks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int) -> Path:
+    """A run of 40 queries x 20 read in blocks of 4 KB: several blocks."""
+    run = tmp_path / "run.txt"
+    run.write_text("\n".join(run_lines(seed, 40, 20)) + "\n")
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 4096)
+    return run
+
+
 def test_early_blocks_let_go_of_each_block_once_the_caller_moved_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import gc
     import weakref
 
-    run = tmp_path / "run.txt"
-    run.write_text("\n".join(run_lines(7, 40, 20)) + "\n")
-    monkeypatch.setattr(blocks, "BLOCK_BYTES", 4096)
-    early = sources._EarlyBlocks(run)
+    early = sources._EarlyBlocks(small_blocks_run(tmp_path, monkeypatch, 7))
     alive: list[weakref.ref[pl.DataFrame]] = []
     held: list[bool] = []
     for frame in early:
@@ -392,9 +397,7 @@ def test_closing_after_an_interrupted_wait_lets_the_thread_finish_first(
 ) -> None:
     import threading
 
-    run = tmp_path / "run.txt"
-    run.write_text("\n".join(run_lines(3, 40, 20)) + "\n")
-    monkeypatch.setattr(blocks, "BLOCK_BYTES", 4096)
+    run = small_blocks_run(tmp_path, monkeypatch, 3)
     going = threading.Event()
     first_block = sources._first_block
 

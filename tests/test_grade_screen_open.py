@@ -134,11 +134,9 @@ def test_writes_before_the_counts_land_are_kept_when_they_do(
         session.close()
 
 
-def test_a_write_the_background_reads_saw_is_not_put_again_over_newer_ones(
-    demo_db: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """This session grades a pair, another annotator grades it after, and only then do
-    the background reads begin: they hold both, and what they resolve is what shows."""
+def hold_counts(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Hold the background reads of candidates and grades before they begin, until the
+    returned event is set."""
     begin = threading.Event()
     original = grading._read_counts
 
@@ -147,6 +145,15 @@ def test_a_write_the_background_reads_saw_is_not_put_again_over_newer_ones(
         return original(*args, **kwargs)
 
     monkeypatch.setattr(grading, "_read_counts", read_counts)
+    return begin
+
+
+def test_a_write_the_background_reads_saw_is_not_put_again_over_newer_ones(
+    demo_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """This session grades a pair, another annotator grades it after, and only then do
+    the background reads begin: they hold both, and what they resolve is what shows."""
+    begin = hold_counts(monkeypatch)
     session = _session(demo_db, blind=False)
     try:
         session.start_runs()
@@ -350,14 +357,7 @@ async def test_a_showing_grade_screen_takes_the_rows_the_counts_land_with(
     of the same annotator grades a passage of it before the background reads begin.
     When the counts land, the showing screen's rows are those of the reads, as a screen
     opened now shows them, not the early read's."""
-    begin = threading.Event()
-    original = grading._read_counts
-
-    def read_counts(*args: Any, **kwargs: Any) -> grading._Counted:
-        begin.wait(30)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(grading, "_read_counts", read_counts)
+    begin = hold_counts(monkeypatch)
     q = UNGRADED
     app = create_app(AppOptions(project=demo_db, annotator=ME))
     try:
