@@ -281,9 +281,9 @@ def imports(repeats: int, env: dict[str, str], record: dict[str, Any], scratch: 
         ("run into a fresh project", empty, run, lines, RUN_LINES_PER_S, "lines"),
         ("run into a project with the labels", with_labels, run, lines, RUN_LINES_PER_S, "lines"),
         ("labels into a project with the run", with_run, qrels, labels, LABELS_PER_S, "labels"),
-        # A second annotator's labels for the same pairs: every item the import touches
-        # already holds someone's grade, the case where each page of the log's indexes
-        # and of the current grades changes.
+        # A second annotator's labels for the same pairs: every pair the import touches
+        # holds a grade already, the case where each page of the log's item index and of
+        # the current grades changes.
         ("labels by a second annotator", with_labels, second, labels, LABELS_PER_S, "labels"),
     ]
     # The two existing projects, built once by the command under test.
