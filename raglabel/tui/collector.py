@@ -54,7 +54,7 @@ class Collector:
             # A collector whose full collections are not counted in middle collections
             # (CPython 3.14's incremental one ignores the third threshold) has nothing
             # to hold back here.
-            if len(found) < 3 or found[2] <= 0:
+            if found[2] <= 0:
                 return
             _HOLDS.saved = found
             gc.set_threshold(found[0], found[1], _NEVER)
