@@ -199,6 +199,10 @@ class GradeScreen(Screen[None]):
         self.current = pid
         self._shown_at = datetime.now(UTC).isoformat(timespec="milliseconds")
         self._active_ms = 0
+        self._draw_passage(pid)
+
+    def _draw_passage(self, pid: int | None) -> None:
+        """Passage ``pid``'s text, suggestion and marks in the passage view."""
         session = self.glapp.session
         passage = None if pid is None else session.passage(pid)
         row = None if pid is None else self.rows.get(pid)
@@ -467,13 +471,10 @@ class GradeScreen(Screen[None]):
             self.rows[row.pid] = row
             table.update(row)
             if row.pid == self.current:
-                view = self.query_one(PassageView)
                 if row.suggestion != old.suggestion:
-                    session = self.glapp.session
-                    query = session.catalog.queries[self.qi].text
-                    view.show(session.passage(row.pid), query, row.suggestion, row)
+                    self._draw_passage(row.pid)  # its reading time goes on
                 else:
-                    view.show_marks(row)
+                    self.query_one(PassageView).show_marks(row)
         self.refresh_for_k()
 
     def action_back(self) -> None:
