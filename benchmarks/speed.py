@@ -11,9 +11,16 @@ run, the commands interleaved so that a busy moment of the machine hits both.
 - huge: the same evaluation on 10M and 30M run lines (10,000 queries either way, so
   the labels are the same size and only the run grows) against pytrec_eval (10M only)
   and against reading the run file alone with polars (tools/polars_read.py), with
-  raglabel's peak memory.
+  raglabel's peak memory. Beside them, raglabel's own reading of the run without
+  the grading (tools/blocks_read.py).
 - import: qrels and runs of the 10M-line dataset into fresh and existing projects, and
-  a second annotator's qrels for the same pairs beside the first's.
+  a second annotator's qrels for the same pairs beside the first's. Beside them, the
+  SQL that the leanest rows for the same labels cost SQLite alone
+  (tools/sqlite_floor.py).
+
+Goals print MET or NOT MET. Bounds are measured beside them and judge nothing: they
+say what the machine allows, where a goal sits below what the parts it cannot do
+without already cost.
 - project: the grading app on 100,000 queries x 100 candidates x 5 runs
   (big_project.py): start-up, sort, filter, opening a query, and a grade's metrics.
 """
@@ -76,6 +83,12 @@ APP_ROUNDS = 20
 APP_GRADES = 60
 
 
+def median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
 @dataclass
 class Timed:
     """One command's repeats."""
@@ -85,9 +98,7 @@ class Timed:
     samples: list[Sample] = field(default_factory=list)
 
     def median(self) -> float:
-        walls = sorted(s.wall_s for s in self.samples)
-        middle = len(walls) // 2
-        return walls[middle] if len(walls) % 2 else (walls[middle - 1] + walls[middle]) / 2
+        return median([s.wall_s for s in self.samples])
 
     def peak(self) -> float:
         return max(s.peak_mib for s in self.samples)
@@ -109,6 +120,17 @@ class Goal:
 
     def cells(self) -> list[str]:
         return [self.text, self.figure, verdict(self.met)]
+
+
+@dataclass
+class Bound:
+    """A figure measured beside the goals that no goal judges: what a part costs alone."""
+
+    text: str
+    figure: str
+
+    def cells(self) -> list[str]:
+        return [self.text, self.figure]
 
 
 class CommandFailedError(Exception):
@@ -201,16 +223,23 @@ def quick(repeats: int, env: dict[str, str], record: dict[str, Any]) -> list[Goa
 # -- huge ------------------------------------------------------------------------------
 
 
-def huge(repeats: int, env: dict[str, str], record: dict[str, Any]) -> list[Goal]:
+def huge(
+    repeats: int, env: dict[str, str], record: dict[str, Any], bounds: list[Bound]
+) -> list[Goal]:
     goals = []
     floor_script = HERE / "tools" / "polars_read.py"
+    blocks_script = HERE / "tools" / "blocks_read.py"
     for size, lines in (("large", "10M"), ("huge", "30M")):
         ds = generate(size)
         warm_page_cache([ds.qrels, ds.runs["run"]])
         ours = Timed(f"{lines}: raglabel", eval_argv(ds, "--metrics", METRICS, "--format", "json"))
         reading = [sys.executable, str(floor_script), str(ds.runs["run"])]
         floor = Timed(f"{lines}: polars read", reading)
-        commands = [ours, floor]
+        alone = Timed(
+            f"{lines}: raglabel's reading alone",
+            [sys.executable, str(blocks_script), str(ds.runs["run"])],
+        )
+        commands = [ours, floor, alone]
         peer = None
         if size == "large":
             # pytrec_eval at 30M lines would need about 5 GB and 20 s a repeat.
@@ -244,6 +273,14 @@ def huge(repeats: int, env: dict[str, str], record: dict[str, Any]) -> list[Goal
                 ours.peak() < HUGE_PEAK_MIB,
             )
         )
+        bounds.append(
+            Bound(
+                f"huge run, {lines} lines: raglabel's reading alone (blocks parsed and"
+                " checked, nothing graded) / polars reading the run",
+                f"{alone.median():.2f} s / {floor.median():.2f} s"
+                f" = {alone.median() / floor.median():.2f}x",
+            )
+        )
     return goals
 
 
@@ -255,7 +292,9 @@ def count_lines(path: Path) -> int:
         return sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 24), b""))
 
 
-def imports(repeats: int, env: dict[str, str], record: dict[str, Any], scratch: Path) -> list[Goal]:
+def imports(
+    repeats: int, env: dict[str, str], record: dict[str, Any], scratch: Path, bounds: list[Bound]
+) -> list[Goal]:
     ds = generate("large")
     warm_page_cache([ds.qrels, ds.runs["run"]])
     labels, lines = count_lines(ds.qrels), count_lines(ds.runs["run"])
@@ -293,10 +332,18 @@ def imports(repeats: int, env: dict[str, str], record: dict[str, Any], scratch: 
             [*raglabel, "import", str(built), *args], env=env, check=True, capture_output=True
         )
     goals = []
+    floor_db = scratch / "floor.db"
+    floor = Timed(
+        "import: the leanest rows, SQLite alone",
+        [sys.executable, str(HERE / "tools" / "sqlite_floor.py"), str(ds.qrels), str(floor_db)],
+    )
     for case, source, args, count, goal, unit in cases:
         timed = Timed(f"import: {case}", [*raglabel, "import", str(target), *args])
         for _ in range(repeats):
             run_once(timed, env, before=fresh_copy(source))
+            if case == "labels into a fresh project":
+                # Beside the same case, so that a busy moment of the machine hits both.
+                run_once(floor, env)
         record[case] = timed.as_dict()
         rate = count / timed.median()
         goals.append(
@@ -307,6 +354,18 @@ def imports(repeats: int, env: dict[str, str], record: dict[str, Any], scratch: 
                 rate >= goal,
             )
         )
+    record["floor"] = floor.as_dict()
+    sql = [json.loads(sample.stdout)["sql_s"] for sample in floor.samples]
+    record["floor"]["sql_s"] = sql
+    bounds.append(
+        Bound(
+            "import, labels: the leanest rows for the same labels (an event each, its item"
+            " index, candidates, current grades, passages by name), SQLite alone",
+            f"{labels:,} labels: SQL {median(sql):.2f} s"
+            f" = at most {labels / median(sql):,.0f} labels/s"
+            f" (the whole process {floor.median():.2f} s)",
+        )
+    )
     return goals
 
 
@@ -390,6 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     compile_raglabel(env)
     started = datetime.now(UTC)
     goals: list[Goal] = []
+    bounds: list[Bound] = []
     record: dict[str, Any] = {}
     try:
         with scratch_directory("speedbench-", args.keep) as scratch:
@@ -401,21 +461,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if part == "quick":
                     goals += quick(repeats, env, found)
                 elif part == "huge":
-                    goals += huge(repeats, env, found)
+                    goals += huge(repeats, env, found, bounds)
                 elif part == "import":
-                    goals += imports(repeats, env, found, scratch)
+                    goals += imports(repeats, env, found, scratch, bounds)
                 else:
                     goals += app_part(repeats, env, found, scratch)
     except CommandFailedError as failure:
         print(f"speed.py: {failure}", file=sys.stderr)
         return 1
     print(markdown_table(["goal", "measured (medians)", "met"], [g.cells() for g in goals]))
+    if bounds:
+        print()
+        print(
+            markdown_table(["bound (no goal)", "measured (medians)"], [b.cells() for b in bounds])
+        )
     print_goals([(g.met, g.text) for g in goals])
     report = {
         "started": started.isoformat(),
         "versions": versions(),
         "machine": machine(raglabel_path=raglabel_path()),
         "goals": [{"goal": g.text, "figure": g.figure, "met": g.met} for g in goals],
+        "bounds": [{"bound": b.text, "figure": b.figure} for b in bounds],
         "commands": record,
     }
     out = write_results(f"speed-{utc_stamp(started)}", report)
