@@ -7,12 +7,22 @@ import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from raglabel.errors import UsageError
 from raglabel.storage.grades import GradeEvent, record, undo_last
-from raglabel.storage.items import ensure_passages, ensure_queries
-from raglabel.storage.labels import LabelChoice, resolve, resolved_labels
+from raglabel.storage.items import ensure_passages, ensure_queries, names_of_rows
+from raglabel.storage.labels import (
+    LabelChoice,
+    resolve,
+    resolved_labels,
+    settle,
+    settled_columns,
+)
+from raglabel.storage.policies import POLICIES, Policy
 from raglabel.storage.project import Project
 
 
@@ -167,3 +177,55 @@ def test_fill_with_judge_fills_around_one_annotator(graded: Project) -> None:
     labels = _labels(graded.conn, LabelChoice(annotator="alice", fill_with_judge=True))
     # Alice graded q1/d1 and q1/d2; q2/d3 is bob's, so for her the judge fills it.
     assert labels == {("q1", "d1"): 2, ("q1", "d2"): 1, ("q2", "d3"): 2}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.integers(1, 3),  # query row
+            st.integers(1, 4),  # passage row
+            st.integers(1, 5),  # grade
+            st.booleans(),  # adjudicated
+        ),
+        max_size=40,
+    ),
+    policy=st.sampled_from(POLICIES),
+)
+def test_settled_columns_agree_with_settle(
+    rows: list[tuple[int, int, int, bool]], policy: Policy
+) -> None:
+    # Rows grouped by pair, as current grades come (the event ids are the rows' places,
+    # so that "latest" differs from "largest grade").
+    ordered = sorted(enumerate(rows), key=lambda item: (item[1][0], item[1][1]))
+    events = [event for event, _ in ordered]
+    table = [row for _, row in ordered]
+    expected = settle(
+        (((q, p), g, e, adj) for e, (q, p, g, adj) in zip(events, table, strict=True)), policy
+    )
+    columns = np.array([(q, p, g, int(adj)) for q, p, g, adj in table], dtype=np.int64)
+    columns = columns.reshape(-1, 4)
+    queries, passages, grades = settled_columns(
+        columns[:, 0],
+        columns[:, 1],
+        columns[:, 2],
+        np.array(events, dtype=np.int64),
+        columns[:, 3].astype(np.bool_),
+        policy=policy,
+    )
+    pairs = zip(queries.tolist(), passages.tolist(), strict=True)
+    found = dict(zip(pairs, grades.tolist(), strict=True))
+    assert found == expected
+    assert list(found) == list(expected)  # each pair once, in order of its first row
+
+
+@pytest.mark.parametrize("wanted", [[2], [1, 2, 3, 4, 5]])
+def test_names_of_rows_probe_or_read_the_table_whole(wanted: list[int]) -> None:
+    # One row of five is probed; all five read the table whole: the same names either way.
+    with Project.memory() as project:
+        with project.write():
+            ensure_passages(project.conn, [f"d{i}" for i in range(1, 6)])
+        rows = dict(project.conn.execute("SELECT id, ext_id FROM passage"))
+        found = names_of_rows(project.conn, "passage", np.array(wanted, dtype=np.int64))
+        assert {row: found[row] for row in wanted} == {row: rows[row] for row in wanted}
+        assert names_of_rows(project.conn, "passage", np.zeros(0, dtype=np.int64)) == {}
