@@ -502,3 +502,20 @@ def test_query_ids_index_as_polars_sorts_and_joins_them(
     ordered, qidx = align._query_index(qids)
     assert ordered == expected_ids.to_list()
     assert qidx.tolist() == align._index_of(qids, expected_ids).tolist()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_rows_are_filtered_in_chunks_as_in_one_go(
+    tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A project's stored run is graded whole; its rows go through the filter a chunk at
+    # a time (here 7 rows, so chunks end mid-query and the last one is short).
+    run = tmp_path / "run.txt"
+    run.write_text("\n".join(run_lines(seed, 20, 30)) + "\n")
+    qrels = read_qrels(qrels_file(tmp_path, 20))
+    expected = Alignment.from_qrels(qrels).run("r", read_run(run))
+    monkeypatch.setattr(align, "_FILTER_ROWS", 7)
+    chunked = Alignment.from_qrels(qrels).run("r", read_run(run))
+    np.testing.assert_array_equal(chunked.offsets, expected.offsets)
+    np.testing.assert_array_equal(chunked.grades, expected.grades)
+    assert int(np.count_nonzero(expected.grades)) > 0

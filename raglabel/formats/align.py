@@ -114,7 +114,7 @@ class Alignment:
         # binary search then runs only on the few rows left and keeps those whose key a
         # label has. Searched in key order, successive searches walk the same few paths
         # of the sorted keys, which stay in cache (a third cheaper than in row order).
-        maybe = np.flatnonzero(_in_filter(self._filter, keys))
+        maybe = _filtered_rows(self._filter, keys)
         wanted = keys[maybe]
         by_key = np.argsort(wanted)
         slot = np.empty(wanted.size, dtype=np.intp)
@@ -358,6 +358,23 @@ def _key_filter(keys: NDArray[np.uint64]) -> NDArray[np.uint8]:
     marks = np.zeros(slots, dtype=np.bool_)
     marks[keys & np.uint64(slots - 1)] = True
     return np.packbits(marks, bitorder="little")
+
+
+#: Rows whose keys are looked up in the filter at a time: a block of a large run is one
+#: go, and a project's whole stored run (tens of millions of rows at once) does not
+#: hold the lookup's temporaries, ten bytes a row, for all of them at the same time.
+_FILTER_ROWS = 1 << 20
+
+
+def _filtered_rows(marks: NDArray[np.uint8], keys: NDArray[np.uint64]) -> NDArray[np.intp]:
+    """The rows whose keys pass the filter (:func:`_in_filter`), in order."""
+    if keys.size <= _FILTER_ROWS:
+        return np.flatnonzero(_in_filter(marks, keys))
+    parts = [
+        np.flatnonzero(_in_filter(marks, keys[start : start + _FILTER_ROWS])) + start
+        for start in range(0, keys.size, _FILTER_ROWS)
+    ]
+    return np.concatenate(parts)
 
 
 def _in_filter(marks: NDArray[np.uint8], keys: NDArray[np.uint64]) -> NDArray[np.bool_]:
