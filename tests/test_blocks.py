@@ -30,6 +30,8 @@ from raglabel.formats.trec import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from cli_helpers import Cli
 
 
@@ -456,14 +458,24 @@ def test_the_grades_filter_marks_every_label_key_and_reads_bits_as_packed(
     assert found[n_rows:].all()  # a label's own key always passes
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_labels_whose_keys_collide_are_graded_by_their_passage_ids(
-    tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _graded_alike(tmp_path: Path, seed: int, change: Callable[[], None]) -> None:
+    """A run of 20 queries graded before and after ``change`` (a patch of ``align``)
+    comes out the same, with some passages graded."""
     run = tmp_path / "run.txt"
     run.write_text("\n".join(run_lines(seed, 20, 30)) + "\n")
     qrels = read_qrels(qrels_file(tmp_path, 20))
     expected = Alignment.from_qrels(qrels).run("r", read_run(run))
+    change()
+    changed = Alignment.from_qrels(qrels).run("r", read_run(run))
+    np.testing.assert_array_equal(changed.offsets, expected.offsets)
+    np.testing.assert_array_equal(changed.grades, expected.grades)
+    assert int(np.count_nonzero(expected.grades)) > 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_labels_whose_keys_collide_are_graded_by_their_passage_ids(
+    tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pair_keys = align._pair_keys
 
     def colliding(qidx: np.ndarray, docids: pl.Series) -> np.ndarray:
@@ -472,11 +484,7 @@ def test_labels_whose_keys_collide_are_graded_by_their_passage_ids(
         keys: np.ndarray = pair_keys(qidx, docids) & np.uint64(3)
         return keys
 
-    monkeypatch.setattr(align, "_pair_keys", colliding)
-    collided = Alignment.from_qrels(qrels).run("r", read_run(run))
-    np.testing.assert_array_equal(collided.offsets, expected.offsets)
-    np.testing.assert_array_equal(collided.grades, expected.grades)
-    assert int(np.count_nonzero(expected.grades)) > 0
+    _graded_alike(tmp_path, seed, lambda: monkeypatch.setattr(align, "_pair_keys", colliding))
 
 
 @settings(max_examples=200, deadline=None)
@@ -510,12 +518,4 @@ def test_rows_are_filtered_in_chunks_as_in_one_go(
 ) -> None:
     # A project's stored run is graded whole; its rows go through the filter a chunk at
     # a time (here 7 rows, so chunks end mid-query and the last one is short).
-    run = tmp_path / "run.txt"
-    run.write_text("\n".join(run_lines(seed, 20, 30)) + "\n")
-    qrels = read_qrels(qrels_file(tmp_path, 20))
-    expected = Alignment.from_qrels(qrels).run("r", read_run(run))
-    monkeypatch.setattr(align, "_FILTER_ROWS", 7)
-    chunked = Alignment.from_qrels(qrels).run("r", read_run(run))
-    np.testing.assert_array_equal(chunked.offsets, expected.offsets)
-    np.testing.assert_array_equal(chunked.grades, expected.grades)
-    assert int(np.count_nonzero(expected.grades)) > 0
+    _graded_alike(tmp_path, seed, lambda: monkeypatch.setattr(align, "_FILTER_ROWS", 7))
