@@ -219,13 +219,18 @@ def test_settled_columns_agree_with_settle(
     assert list(found) == list(expected)  # each pair once, in order of its first row
 
 
-@pytest.mark.parametrize("wanted", [[2], [1, 2, 3, 4, 5]])
+@pytest.mark.parametrize("wanted", [[2], [4, 2, 4, 4, 2, 4], [1, 2, 3, 4, 5], [9, 2]])
 def test_names_of_rows_probe_or_read_the_table_whole(wanted: list[int]) -> None:
-    # One row of five is probed; all five read the table whole: the same names either way.
+    # Of ten rows, two distinct ones are probed however often they repeat; five read the
+    # table whole: the same names either way. A row the table lacks is left out.
     with Project.memory() as project:
         with project.write():
-            ensure_passages(project.conn, [f"d{i}" for i in range(1, 6)])
+            ensure_passages(project.conn, [f"d{i}" for i in range(1, 11)])
+            project.conn.execute("DELETE FROM passage WHERE id = 9")
         rows = dict(project.conn.execute("SELECT id, ext_id FROM passage"))
         found = names_of_rows(project.conn, "passage", np.array(wanted, dtype=np.int64))
-        assert {row: found[row] for row in wanted} == {row: rows[row] for row in wanted}
+        assert {row: found[row] for row in wanted if row in rows} == {
+            row: rows[row] for row in wanted if row in rows
+        }
+        assert 9 not in found
         assert names_of_rows(project.conn, "passage", np.zeros(0, dtype=np.int64)) == {}

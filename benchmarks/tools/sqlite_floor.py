@@ -9,10 +9,12 @@ nothing) in WAL mode with synchronous FULL (what the project promises a reader a
 commit); the passages by name with a unique index on it; one event row per label,
 as lean as a row can be (integer ids, kind and grade), with the index that replays an
 item's history; each pair as a candidate; each pair's current grade. Ids are given in
-the order that lets every b-tree grow at its end, and every table is filled by one
-statement reading a JSON array (binding values row by row from Python costs more).
+the order that lets every b-tree grow at its end; the names and the events are read
+from JSON arrays, one statement a table (binding rows from Python costs more), and the
+candidates and current grades are copied from the events by SQLite.
 
-It prints, as JSON, the seconds spent in SQLite alone beside the process's own clock.
+It prints, as JSON, the number of labels and the seconds spent in SQLite (statements,
+commit, and the close that copies the log into the file); the caller times the process.
 DB must not exist; it is made, then deleted unless --keep.
 """
 

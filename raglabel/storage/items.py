@@ -224,18 +224,19 @@ def passage_ids_by_row(conn: sqlite3.Connection, rows: Sequence[int]) -> dict[in
 def names_of_rows(conn: sqlite3.Connection, table: str, rows: NDArray[np.int64]) -> dict[int, str]:
     """The ``ext_id`` of each row id in ``rows`` (repeats allowed) that ``table`` holds,
     and perhaps of others: the table read whole when it is not much larger than the
-    list, else the distinct rows probed in ascending order, so that neighbouring rows
-    are read from the same pages."""
+    distinct rows, else those probed in ascending order, so that neighbouring rows are
+    read from the same pages."""
     if not rows.size:
         return {}
+    distinct = np.unique(rows)
     top = int(conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0])
-    if _scan_beats_probes(top, rows.size):
+    if _scan_beats_probes(top, distinct.size):
         everything: dict[int, str] = dict(conn.execute(f"SELECT id, ext_id FROM {table}"))
         return everything
     return _pairs_of(
         conn,
         f"SELECT t.id, t.ext_id FROM json_each(?) j JOIN {table} t ON t.id = j.value",
-        np.unique(rows).tolist(),
+        distinct.tolist(),
     )
 
 
