@@ -13,11 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from raglabel.errors import UsageError
+from raglabel.storage.adjudication import adjudicate
 from raglabel.storage.grades import GradeEvent, record, undo_last
 from raglabel.storage.items import ensure_passages, ensure_queries, names_of_rows
 from raglabel.storage.labels import (
     LabelChoice,
+    own_grade_rows,
+    own_grades,
     resolve,
+    resolved_grade_rows,
+    resolved_grades,
     resolved_labels,
     settle,
     settled_columns,
@@ -234,3 +239,21 @@ def test_names_of_rows_probe_or_read_the_table_whole(wanted: list[int]) -> None:
         }
         assert 9 not in found
         assert names_of_rows(project.conn, "passage", np.zeros(0, dtype=np.int64)) == {}
+
+
+def test_grade_rows_by_row_id_agree_with_the_named_grades(graded: Project) -> None:
+    # Several annotators on a pair, a cleared and an undone grade, then a lead's final
+    # grade on one pair: the integer rows the app reads say what the named reads say.
+    conn = graded.conn
+    adjudicate(graded, "q1", "d2", "lead", 1)
+    names = dict(conn.execute("SELECT id, ext_id FROM passage"))
+    expected = sorted(resolved_grades(conn))
+    rows = resolved_grade_rows(conn).tolist()
+    assert sorted((q, names[p], g) for q, p, g in rows) == expected
+    assert len(rows) == 3 and rows == sorted(rows)  # each pair once, in pair order
+    for row in {q for q, _, _ in expected}:
+        one = resolved_grade_rows(conn, query_row=row).tolist()
+        assert one == [r for r in rows if r[0] == row]
+    for annotator in ("alice", "bob", "carol", "lead"):
+        own = own_grade_rows(conn, annotator).tolist()
+        assert sorted((q, names[p], g) for q, p, g in own) == sorted(own_grades(conn, annotator))

@@ -99,15 +99,7 @@ def _human_labels(conn: sqlite3.Connection, choice: LabelChoice) -> dict[tuple[s
             (choice.annotator,),
         )
     else:
-        columns = _grade_columns(
-            conn, "JOIN event e ON e.id = c.event_id", (ADJUDICATION,), with_events=True
-        )
-        # Each pair's rows together, whatever order SQLite gave a query's rows in.
-        order = np.lexsort((columns[1], columns[0]))
-        queries, passages, grades, events, adjudicated = (column[order] for column in columns)
-        queries, passages, grades = settled_columns(
-            queries, passages, grades, events, adjudicated.astype(np.bool_), policy=choice.policy
-        )
+        queries, passages, grades = _settled_rows(conn, "", (), choice.policy)
     query_names = names_of_rows(conn, "query", queries)
     passage_names = names_of_rows(conn, "passage", passages)
     pairs = zip(
@@ -119,13 +111,15 @@ def _human_labels(conn: sqlite3.Connection, choice: LabelChoice) -> dict[tuple[s
 
 
 def _grade_columns(
-    conn: sqlite3.Connection, tail: str, args: tuple[str, ...], *, with_events: bool = False
+    conn: sqlite3.Connection, tail: str, args: tuple[object, ...], *, with_events: bool = False
 ) -> tuple[NDArray[np.int64], ...]:
     """Current grades as columns: query row, passage row and grade, then (``with_events``)
     event id and whether the event is an adjudication, which the first of ``args`` names;
     ``tail`` joins and filters ``c``. Read as one row per query of comma-joined values,
     which costs a fraction of a Python row per grade; both lists of a group see its rows
-    in the same order, so they stay paired."""
+    in the same order, so they stay paired. Turned into arrays in chunks
+    (:func:`~raglabel.storage.pool.in_chunks`): the app reads these in a thread beside
+    its keys."""
     joined = ["c.passage_id", "c.grade"]
     if with_events:
         joined += ["c.event_id", "e.origin IS ?"]
@@ -137,6 +131,29 @@ def _grade_columns(
     queries, counts = (np.array([row[i] for row in rows], dtype=np.int64) for i in (0, 1))
     rest = [joined_ints([row[i] for row in rows]) for i in range(2, 2 + len(joined))]
     return (in_chunks(queries, counts), *rest)
+
+
+def _settled_rows(
+    conn: sqlite3.Connection, where: str, args: tuple[object, ...], policy: Policy
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """Query row, passage row and grade of each pair over every annotator's current
+    grade (:func:`settled_columns`), in pair order; ``where`` filters ``c`` with
+    ``args``."""
+    columns = _grade_columns(
+        conn, f"JOIN event e ON e.id = c.event_id{where}", (ADJUDICATION, *args), with_events=True
+    )
+    queries, passages = columns[0], columns[1]
+    grouped = (queries[1:] > queries[:-1]) | (
+        (queries[1:] == queries[:-1]) & (passages[1:] >= passages[:-1])
+    )
+    if not bool(grouped.all()):
+        # Each pair's rows together, whatever order SQLite gave a query's rows in.
+        order = np.lexsort((passages, queries))
+        columns = tuple(column[order] for column in columns)
+    queries, passages, grades, events, adjudicated = columns
+    return settled_columns(
+        queries, passages, grades, events, adjudicated.astype(np.bool_), policy=policy
+    )
 
 
 def settled_columns(
@@ -156,6 +173,8 @@ def settled_columns(
     first = np.ones(n, dtype=np.bool_)
     first[1:] = (queries[1:] != queries[:-1]) | (passages[1:] != passages[:-1])
     starts = np.flatnonzero(first)
+    if starts.size == n:
+        return queries, passages, grades  # one grade a pair: it stands, by any rule
     pair = np.cumsum(first) - 1
     ends = np.append(starts[1:], n) - 1
     # Each pair's rows as one block again (the sort keys its pair first): people's grades
@@ -191,26 +210,11 @@ def own_grade_rows(
     """``(query row, passage row, grade)`` rows of one annotator's current grades:
     integers only, as a big project's millions of grades are read at start; only query
     ``query_row``'s when given (a query opened before they are all read)."""
-    where, args = (
-        ("", (annotator,))
-        if query_row is None
-        else (
-            " AND c.query_id = ?",
-            (annotator, query_row),
-        )
+    one, args = ("", ()) if query_row is None else (" AND c.query_id = ?", (query_row,))
+    columns = _grade_columns(
+        conn, f"JOIN annotator a ON a.id = c.annotator_id WHERE a.name = ?{one}", (annotator, *args)
     )
-    # Both lists of a group see its rows in the same order, so they stay paired.
-    rows = conn.execute(
-        "SELECT c.query_id, count(*), group_concat(c.passage_id), group_concat(c.grade)"
-        " FROM current_grade c JOIN annotator a ON a.id = c.annotator_id WHERE a.name = ?"
-        f"{where} GROUP BY c.query_id",
-        args,
-    ).fetchall()
-    queries, sizes = (np.array([row[i] for row in rows], dtype=np.int64) for i in (0, 1))
-    passages = joined_ints([row[2] for row in rows])
-    grades = joined_ints([row[3] for row in rows])
-    # In chunks (see pool.in_chunks): the app reads these in a thread beside its keys.
-    return np.stack([in_chunks(queries, sizes), passages, grades], axis=1).reshape(-1, 3)
+    return np.stack(columns, axis=1).reshape(-1, 3)
 
 
 def resolved_grade_rows(
@@ -218,22 +222,8 @@ def resolved_grade_rows(
 ) -> NDArray[np.int64]:
     """``(query row, passage row, grade)``: :func:`resolved_grades` by passage row; only
     query ``query_row``'s pairs when given."""
-    where, args = (
-        ("", (ADJUDICATION,))
-        if query_row is None
-        else (
-            " WHERE c.query_id = ?",
-            (ADJUDICATION, query_row),
-        )
-    )
-    rows = conn.execute(
-        "SELECT c.query_id, c.passage_id, c.grade, c.event_id, e.origin IS ?"
-        " FROM current_grade c JOIN event e ON e.id = c.event_id" + where,
-        args,
-    )
-    settled = settle(((q, p), grade, event, bool(adj)) for q, p, grade, event, adj in rows)
-    found = [(q, p, grade) for (q, p), grade in settled.items()]
-    return np.array(found, dtype=np.int64).reshape(-1, 3)
+    one, args = ("", ()) if query_row is None else (" WHERE c.query_id = ?", (query_row,))
+    return np.stack(_settled_rows(conn, one, args, "median"), axis=1).reshape(-1, 3)
 
 
 def resolved_grades(
