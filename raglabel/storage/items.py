@@ -216,8 +216,13 @@ def passage_rows(conn: sqlite3.Connection) -> list[tuple[str, str | None, str | 
 
 def passage_ids_by_row(conn: sqlite3.Connection, rows: Sequence[int]) -> dict[int, str]:
     """The passage id of each of these passage rows that exists."""
+    return _names_by_row(conn, "passage", rows)
+
+
+def _names_by_row(conn: sqlite3.Connection, table: str, rows: Sequence[int]) -> dict[int, str]:
+    """The ``ext_id`` of each of ``rows`` that ``table`` holds, probed in the list's order."""
     return _pairs_of(
-        conn, "SELECT p.id, p.ext_id FROM json_each(?) j JOIN passage p ON p.id = j.value", rows
+        conn, f"SELECT t.id, t.ext_id FROM json_each(?) j JOIN {table} t ON t.id = j.value", rows
     )
 
 
@@ -233,11 +238,7 @@ def names_of_rows(conn: sqlite3.Connection, table: str, rows: NDArray[np.int64])
     if _scan_beats_probes(top, distinct.size):
         everything: dict[int, str] = dict(conn.execute(f"SELECT id, ext_id FROM {table}"))
         return everything
-    return _pairs_of(
-        conn,
-        f"SELECT t.id, t.ext_id FROM json_each(?) j JOIN {table} t ON t.id = j.value",
-        distinct.tolist(),
-    )
+    return _names_by_row(conn, table, distinct.tolist())
 
 
 def passage_rows_by_id(conn: sqlite3.Connection, ext_ids: Sequence[str]) -> dict[str, int]:
