@@ -438,6 +438,20 @@ async def test_w_on_a_query_without_answers_opens_the_next_with_answers(db: Path
     await drive(db, scenario)
 
 
+async def test_a_scroll_asked_for_after_escape_left_the_answers_does_nothing(db: Path) -> None:
+    # The scroll to the sentence runs after a refresh, which can come once Escape has
+    # taken the screen apart; the order is forced here.
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        screen = await open_answers(app, pilot)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not screen.is_attached
+        screen._scroll_to_sentence()
+        await open_answers(app, pilot)
+
+    await drive(db, scenario)
+
+
 async def test_help_over_the_answers_view_shows_the_criteria(db: Path) -> None:
     seen: dict[str, str] = {}
 

@@ -30,6 +30,7 @@ from raglabel.tui.screens.help import HelpScreen
 from raglabel.tui.screens.prompt import PromptScreen
 from raglabel.tui.screens.queries import QueriesScreen
 from raglabel.tui.screens.runs import RunsScreen
+from raglabel.tui.widgets.key_footer import KeyFooter
 from raglabel.tui.widgets.passage_list import PassageList
 from raglabel.tui.widgets.query_table import QueryTable
 from raglabel.tui.widgets.status import SaveMark
@@ -503,6 +504,26 @@ async def test_screens_below_show_grades_made_above_and_q_goes_home(db: Path) ->
 
     await drive(db, scenario)
     assert [r[2:4] for r in events(db)] == [("grade", 5)]
+
+
+async def test_a_key_bar_asked_to_redraw_after_its_screen_left_does_nothing(db: Path) -> None:
+    # The bar redraws after a refresh; a second Escape can pop its screen first. That
+    # once crashed the app (NoScreen) in CI, one run in many: here the order is forced.
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        first = await open_query(app, pilot, UNGRADED)
+        await pilot.press("r")
+        await app.workers.wait_for_complete()
+        app.open_query(UNGRADED)  # a second Grade screen: the kept one is on the stack
+        await pilot.pause()
+        bar = app.screen.query_one(KeyFooter)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not bar.is_attached
+        await bar.recompose()
+        await pilot.press("escape")
+        assert app.screen is first
+
+    await drive(db, scenario)
 
 
 async def test_runs_load_in_the_background_and_fill_the_queries(db: Path) -> None:

@@ -352,7 +352,8 @@ class AnswersScreen(Screen[None]):
     def _scroll_to_sentence(self) -> None:
         """Keep the sentence under the cursor in view, counting the wrapped lines of the
         sentences before it."""
-        if self.current is None:
+        # Asked for after a refresh: Escape may have taken the screen apart by then.
+        if self.current is None or not self.is_attached:
             return
         view = self._view(self.current)
         if not view.sentences:

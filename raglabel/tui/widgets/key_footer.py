@@ -30,6 +30,10 @@ class KeyFooter(Footer):
         )
 
     async def recompose(self) -> None:
+        # The bar asks for this after a refresh; by then its screen may have been popped
+        # (Escape pressed twice in a row), and a detached bar has no screen to ask.
+        if not self.is_attached or self._pruning:
+            return
         shown = self._keys()
         if shown != self._shown:
             self._shown = shown
