@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import math
 import sqlite3
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 
@@ -522,6 +524,95 @@ async def test_a_key_bar_asked_to_redraw_after_its_screen_left_does_nothing(db: 
         await bar.recompose()
         await pilot.press("escape")
         assert app.screen is first
+
+    await drive(db, scenario)
+
+
+async def test_reports_finishing_while_the_runs_screen_is_taken_apart_are_dropped(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The order forced: the Runs screen's widgets are gone (its own unmount has not run,
+    # so its worker still counts) when the figures thread hands over its result.
+    import raglabel.tui.screens.runs as runs_module
+
+    release, handed = threading.Event(), threading.Event()
+    compute = runs_module.run_reports
+
+    def held(inputs: Any) -> Any:
+        release.wait(10)
+        return compute(inputs)
+
+    async def unmounting(self: RunsScreen) -> None:
+        release.set()
+        await asyncio.sleep(0.5)  # the hand-over lands meanwhile
+
+    monkeypatch.setattr(runs_module, "run_reports", held)
+    monkeypatch.setattr(RunsScreen, "on_unmount", unmounting, raising=False)
+    call_from_thread = GradingApp.call_from_thread
+
+    def handing(app: GradingApp, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return call_from_thread(app, *args, **kwargs)
+        finally:
+            handed.set()
+
+    monkeypatch.setattr(GradingApp, "call_from_thread", handing)
+
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        await pilot.press("r")
+        await pilot.pause()
+        await pilot.press("escape")
+        while not handed.is_set():
+            await pilot.pause(0.02)
+        await pilot.pause(0.6)
+        assert app.is_running and isinstance(app.screen, QueriesScreen)
+
+    await drive(db, scenario)
+
+
+async def test_what_lands_on_a_grade_screen_not_built_yet_waits_for_its_mount(
+    db: Path,
+) -> None:
+    # A judge thread finishing, or the app-wide undo key typed ahead, just as a Grade
+    # screen is pushed: its widgets do not exist yet, and it reads the session as it mounts.
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        first = await open_query(app, pilot, UNGRADED)
+        pid = first.current
+        await pilot.press("3", "r")
+        await app.workers.wait_for_complete()
+        app.open_query(UNGRADED, pid)  # a second Grade screen: the kept one is below
+        second = app.screen
+        assert isinstance(second, GradeScreen) and not second.is_mounted
+        app.judging = "q"
+        app._judge_progress(UNGRADED, "judge: asking")
+        app._judge_done(UNGRADED, None, "the endpoint went away")
+        app.action_undo()
+        app.set_k(app.session.k)
+        app.action_reload()
+        await pilot.pause()
+        assert second.is_mounted and app.screen is second
+        assert pid is not None and second.rows[pid].grade is None  # the undo, shown
+
+    await drive(db, scenario)
+    assert [r[2:4] for r in events(db)] == [("grade", 3), ("undo", None)]
+
+
+async def test_the_palette_offers_the_commands_of_the_screen_it_was_opened_from(
+    db: Path,
+) -> None:
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        await open_query(app, pilot, UNGRADED)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"judge")
+        shown: list[str] = []
+        for _ in range(100):
+            await pilot.pause(0.02)
+            options = app.screen.query_one(CommandList).options
+            shown = [str(option.prompt).split("\n")[0] for option in options]
+            if shown:
+                break
+        qid = app.session.catalog.queries[UNGRADED].ext_id
+        assert f"Judge query {qid}" in shown
 
     await drive(db, scenario)
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import events, work
 from textual.app import App
 from textual.binding import BindingType
+from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from raglabel.session.grading import Change, GradingSession
@@ -123,13 +124,16 @@ class GradingApp(App[int]):
         if self.session.options.adjudicate:
             self.action_adjudicate()
 
-    def _landed_on_screen(self) -> None:
-        """Show what the background reads brought on the screen in view. A screen pushed
-        but not mounted yet is left alone: its mounting fills it from the session, which
-        has them already (its widgets may not even be composed)."""
+    def _built_screen(self) -> Screen[object] | None:
+        """The screen in view, once its widgets exist. One pushed a moment ago (keys typed
+        ahead, a worker finishing just then) is left alone: its mounting fills it from the
+        session, which has every change already."""
         screen = self.screen
-        if not screen.is_mounted:
-            return
+        return screen if screen.is_mounted else None
+
+    def _landed_on_screen(self) -> None:
+        """Show what the background reads brought on the screen in view."""
+        screen = self._built_screen()
         if isinstance(screen, GradeScreen):
             screen.landed()
         elif isinstance(screen, QueriesScreen):
@@ -187,7 +191,7 @@ class GradingApp(App[int]):
         if k != self.session.k:
             self.session.set_k(k)
         self.all_dirty = True
-        refresh = getattr(self.screen, "refresh_for_k", None)
+        refresh = getattr(self._built_screen(), "refresh_for_k", None)
         if refresh is not None:
             refresh()
         self.notify(f"K = {k}", timeout=1.5)
@@ -212,12 +216,13 @@ class GradingApp(App[int]):
             f"{self.session.catalog.passage_ext[change.pid]} is now "
             f"{'ungraded' if change.grade is None else change.grade}"
         )
-        if isinstance(self.screen, GradeScreen):
-            self.screen.show_change(change)
-            self.screen.select(change.pid)
-            self.screen.undone(f"{undone} · event {change.event_id}")
+        screen = self._built_screen()
+        if isinstance(screen, GradeScreen):
+            screen.show_change(change)
+            screen.select(change.pid)
+            screen.undone(f"{undone} · event {change.event_id}")
             return
-        else:
+        if not isinstance(self.screen, GradeScreen):
             self.push_screen(self._grade_screen(change.query, change.pid))
         self.notify(f"Undone: {undone}", timeout=2)
 
@@ -225,8 +230,12 @@ class GradingApp(App[int]):
         """Show the answer an undo reverted, in the Answers view."""
         from raglabel.tui.screens.answers import AnswersScreen, undo_text
 
+        screen = self._built_screen()
+        if isinstance(screen, AnswersScreen):
+            screen.show_undo(change)
+            return
         if isinstance(self.screen, AnswersScreen):
-            self.screen.show_undo(change)
+            self.notify(undo_text(change), timeout=2)
             return
         self.push_screen(
             AnswersScreen(
@@ -329,7 +338,7 @@ class GradingApp(App[int]):
         from raglabel.tui.screens.runs import RunsScreen
 
         self.all_dirty = True
-        screen = self.screen
+        screen = self._built_screen()
         if isinstance(screen, GradeScreen):
             screen.load(screen.qi, screen.current)
         elif isinstance(screen, AnswersScreen):
@@ -439,8 +448,9 @@ class GradingApp(App[int]):
         self.call_from_thread(self._judge_done, query, finished, None)
 
     def _judge_progress(self, query: int, text: str) -> None:
-        if isinstance(self.screen, GradeScreen):
-            self.screen.show_judge(text if self.screen.qi == query else f"{text} (other query)")
+        screen = self._built_screen()
+        if isinstance(screen, GradeScreen):
+            screen.show_judge(text if screen.qi == query else f"{text} (other query)")
 
     def _judge_done(self, query: int, finished: Finished | None, error: str | None) -> None:
         qid, self.judging = self.judging, None
@@ -454,7 +464,7 @@ class GradingApp(App[int]):
                 f"judge {qid}: {t.ok} new suggestions, {t.failed} failed, {t.cached} already there"
             )
             self.notify(summary, timeout=4)
-        screen = self.screen
+        screen = self._built_screen()
         if isinstance(screen, GradeScreen):
             screen.show_judge(summary)
             if screen.qi == query:

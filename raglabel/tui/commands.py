@@ -1,4 +1,5 @@
-"""The command palette (ctrl+p): export, switch annotator, change K, open a run."""
+"""The command palette (ctrl+p): export, switch annotator, change K, open a run, and over
+a query its answers, the judge and accepting its suggestions."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ class LabelCommands(Provider):
             ("Runs: means, intervals and comparisons", "open the Runs screen", app.action_runs),
             ("Help: rubric and keys", "the 1-5 scale in full and every key", app.action_help),
         ]
-        screen = app.screen
+        # The screen the palette was opened from: app.screen is the palette itself.
+        screen = self.screen
         if isinstance(screen, GradeScreen):
             query = session.catalog.queries[screen.qi].ext_id
             commands.append(

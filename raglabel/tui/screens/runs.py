@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
 
 from rich.text import Text
 from textual import work
@@ -35,6 +36,8 @@ from raglabel.tui.widgets.run_chart import RunChart
 
 if TYPE_CHECKING:
     from raglabel.tui.app import GradingApp
+
+T = TypeVar("T")
 
 _LABELS = {
     "ra_nwg": "RA-nWG",
@@ -170,7 +173,13 @@ class RunsScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="reports", description="reports")
     def _reports(self, inputs: ViewInputs) -> None:
         result = run_reports(inputs)
-        self.app.call_from_thread(self._show_reports, result)
+        self.app.call_from_thread(self._if_on_stack, self._show_reports, result)
+
+    def _if_on_stack(self, show: Callable[[T], None], result: T) -> None:
+        # A worker may finish after Escape: a screen being taken apart loses its widgets
+        # while it still counts as attached, so what it would show is dropped.
+        if self in self.app.screen_stack:
+            show(result)
 
     def _start_answers(self) -> None:
         if self.answer_rows is None:
@@ -182,7 +191,7 @@ class RunsScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="answers", description="answers")
     def _answers(self, request: AnswerRequest) -> None:
         rows = answer_figures(request)
-        self.app.call_from_thread(self._show_answers, rows)
+        self.app.call_from_thread(self._if_on_stack, self._show_answers, rows)
 
     def _show_answers(self, rows: list[AnswerFigure]) -> None:
         self.answer_rows = rows
@@ -246,7 +255,7 @@ class RunsScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="comparison", description="comparison")
     def _compare(self, inputs: ViewInputs, baseline: str, run: str) -> None:
         result = compare_runs(inputs, baseline, run)
-        self.app.call_from_thread(self._show_comparison, result)
+        self.app.call_from_thread(self._if_on_stack, self._show_comparison, result)
 
     def _show_comparison(self, result: ComparisonDetail) -> None:
         t = result.comparison
