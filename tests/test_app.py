@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from textual import events as textual_events
 from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
@@ -580,7 +581,7 @@ async def test_what_lands_on_a_grade_screen_not_built_yet_waits_for_its_mount(
         pid = first.current
         await pilot.press("3", "r")
         await app.workers.wait_for_complete()
-        app.open_query(UNGRADED, pid)  # a second Grade screen: the kept one is below
+        app.open_query(UNGRADED + 1)  # a second Grade screen: the kept one is below
         second = app.screen
         assert isinstance(second, GradeScreen) and not second.is_mounted
         app.judging = "q"
@@ -591,7 +592,9 @@ async def test_what_lands_on_a_grade_screen_not_built_yet_waits_for_its_mount(
         app.action_reload()
         await pilot.pause()
         assert second.is_mounted and app.screen is second
-        assert pid is not None and second.rows[pid].grade is None  # the undo, shown
+        # It opens on the passage undone, as a Grade screen pushed by the undo would.
+        assert second.qi == UNGRADED and second.current == pid
+        assert pid is not None and second.rows[pid].grade is None
 
     await drive(db, scenario)
     assert [r[2:4] for r in events(db)] == [("grade", 3), ("undo", None)]
@@ -615,6 +618,40 @@ async def test_the_palette_offers_the_commands_of_the_screen_it_was_opened_from(
         assert f"Judge query {qid}" in shown
 
     await drive(db, scenario)
+
+
+def type_ahead(app: GradingApp, *keys: str) -> None:
+    """Keys queued at once, as a fast typist's terminal delivers them: none is handled
+    before the next arrives (Pilot's press waits for the app between keys)."""
+    for key in keys:
+        app.post_message(textual_events.Key(key, key))
+
+
+async def test_a_grade_typed_right_after_a_move_or_an_undo_goes_to_the_cursors_passage(
+    db: Path,
+) -> None:
+    names: list[str] = []
+
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        screen = await open_query(app, pilot, UNGRADED)
+        order = screen.query_one(PassageList).order
+        names.extend(app.session.catalog.passage_ext[pid] for pid in order)
+        assert screen.current == order[0]
+        type_ahead(app, "j", "2")
+        await pilot.pause(0.2)
+        type_ahead(app, "u", "3", "k", "k", "5")
+        await pilot.pause(0.2)
+        assert screen.current == screen.query_one(PassageList).current
+
+    await drive(db, scenario)
+    # j: the second passage; the undo brings the cursor back to it; the 3 moves on to the
+    # third, and k k from there is the first.
+    assert [r[1:4] for r in events(db)] == [
+        (names[1], "grade", 2),
+        (names[1], "undo", None),
+        (names[1], "grade", 3),
+        (names[0], "grade", 5),
+    ]
 
 
 async def test_runs_load_in_the_background_and_fill_the_queries(db: Path) -> None:

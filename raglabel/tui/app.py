@@ -222,7 +222,9 @@ class GradingApp(App[int]):
             screen.select(change.pid)
             screen.undone(f"{undone} · event {change.event_id}")
             return
-        if not isinstance(self.screen, GradeScreen):
+        if isinstance(self.screen, GradeScreen):  # pushed, not built: it opens on the undone
+            self.screen.qi, self.screen.focus_pid = change.query, change.pid
+        else:
             self.push_screen(self._grade_screen(change.query, change.pid))
         self.notify(f"Undone: {undone}", timeout=2)
 

@@ -215,8 +215,16 @@ class GradeScreen(Screen[None]):
         self.query_one(PassageList).select(pid)
 
     def on_passage_list_focused(self, message: PassageList.Focused) -> None:
-        if message.pid != self.current:
-            self._show_passage(message.pid)
+        # The message may be older than the cursor (j then k typed ahead): the cursor wins.
+        self._follow_cursor()
+
+    def _follow_cursor(self) -> None:
+        """Show the passage under the list's cursor if this screen does not yet. The
+        list says so a frame or more later, and keys typed ahead (j then 2, u then 3)
+        must act on the passage the cursor is on, not on the one shown before it moved."""
+        pid = self.query_one(PassageList).current
+        if pid != self.current:
+            self._show_passage(pid)
 
     def _tick(self) -> None:
         now = time.monotonic()
@@ -266,6 +274,7 @@ class GradeScreen(Screen[None]):
         self.query_one(SaveMark).saved(f"{what} · event {change.event_id}")
 
     def _write(self, act: str, *args: object, advance: bool = True) -> None:
+        self._follow_cursor()
         pid = self.current
         if pid is None:
             self.query_one(SaveMark).note("No passage selected.")
@@ -306,6 +315,7 @@ class GradeScreen(Screen[None]):
         self._write("grade", grade)
 
     def action_clear(self) -> None:
+        self._follow_cursor()
         if self.current is not None and self.glapp.session.own_grade(self.qi, self.current) is None:
             # An event that changes nothing would only clutter the log (and the undo).
             self.query_one(SaveMark).note("Nothing to clear: you have not graded this passage.")
@@ -313,6 +323,7 @@ class GradeScreen(Screen[None]):
         self._write("clear", advance=False)
 
     def action_accept(self) -> None:
+        self._follow_cursor()
         row = self.rows.get(self.current) if self.current is not None else None
         if row is None or row.suggestion is None:
             self.query_one(SaveMark).note("No judge suggestion for this passage.")
@@ -386,6 +397,7 @@ class GradeScreen(Screen[None]):
         line.display = bool(text)
 
     def action_skip(self) -> None:
+        self._follow_cursor()
         if self.current is None:
             return
 
@@ -396,6 +408,7 @@ class GradeScreen(Screen[None]):
         self.app.push_screen(PromptScreen("Why skip this passage?"), done)
 
     def action_flag(self) -> None:
+        self._follow_cursor()
         if self.current is None:
             return
 
