@@ -136,6 +136,24 @@ def test_markdown_writes_report_md_and_every_chart_it_links(tmp_path: Path, cli:
     assert not list(tmp_path.glob(".raglabel-report-*")), "the staging folder is gone"
 
 
+def test_markdown_written_again_into_its_folder_replaces_the_files(
+    tmp_path: Path, cli: Cli
+) -> None:
+    folder = tmp_path / "pr"
+    assert cli(*files_argv("--format", "markdown", "-o", folder))[0] == 0
+    (folder / "report.md").write_text("stale")
+    (folder / "notes.txt").write_text("mine")
+    code, _, err = cli(*files_argv("--format", "markdown", "-o", folder))
+    assert code == 0, err
+    assert (folder / "report.md").read_text(encoding="utf-8").startswith("# ")
+    assert (folder / "notes.txt").read_text() == "mine"
+
+
+def test_html_into_a_folder_is_refused(tmp_path: Path, cli: Cli) -> None:
+    code, _, err = cli(*files_argv("-o", tmp_path))
+    assert code == 2 and "is a folder; give the HTML file's path" in err
+
+
 def test_names_are_escaped_everywhere(tmp_path: Path, cli: Cli) -> None:
     out = tmp_path / "report.html"
     odd = 'a<b&"c"'

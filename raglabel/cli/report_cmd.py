@@ -47,6 +47,8 @@ def register(commands: Any) -> None:
     out.add_argument(
         "--output",
         "-o",
+        # Not ``output``: eval's inputs, which the report reuses, refuse an output folder.
+        dest="destination",
         metavar="PATH",
         required=True,
         help="the HTML file to write, or with --format markdown the folder (created if missing)",
@@ -65,7 +67,7 @@ def register(commands: Any) -> None:
 
 
 def _check_output(args: argparse.Namespace) -> Path:
-    target = Path(args.output)
+    target = Path(args.destination)
     if args.format == "html":
         if target.is_dir():
             raise UsageError(f"-o {target}: is a folder; give the HTML file's path")
