@@ -251,11 +251,17 @@ def run_file(path: Path, order: dict[str, list[str]]) -> Path:
     return path
 
 
-def words(tmp_path: Path, cli: Cli, runs: dict[str, dict[str, list[str]]], *extra: str) -> str:
+def words(
+    tmp_path: Path,
+    cli: Cli,
+    runs: dict[str, dict[str, list[str]]],
+    *extra: str,
+    metrics: str = "ndcg@5,judged@5",
+) -> str:
     qrels = tmp_path / "qrels.txt"
     queries = [f"q{i:02d}" for i in range(30)]
     qrels.write_text("".join(f"{q} 0 good 3\n{q} 0 bad 0\n{q} 0 meh 1\n" for q in queries))
-    argv: list[str | Path] = ["report", "--qrels", qrels, "--metrics", "ndcg@5,judged@5"]
+    argv: list[str | Path] = ["report", "--qrels", qrels, "--metrics", metrics]
     for name, order in runs.items():
         argv += ["--run", f"{name}={run_file(tmp_path / f'{name}.run', order)}"]
     out = tmp_path / "r.html"
@@ -297,6 +303,29 @@ def test_the_summary_says_when_runs_cannot_be_told_apart(tmp_path: Path, cli: Cl
     unjudged = {q: ["unjudged", "good"] for q in queries}
     text = words(tmp_path, cli, {"a": same, "b": unjudged})
     assert "Labels are thin: only 50% of b's top passages are graded" in text
+
+
+def test_on_harm_the_lowest_run_is_best_and_wins_where_it_is_lower(
+    tmp_path: Path, cli: Cli
+) -> None:
+    queries = [f"q{i:02d}" for i in range(30)]
+    runs = {
+        "risky": {q: ["bad", "good"] for q in queries},
+        # Lower harm than the baseline on 20 queries, the same on 10.
+        "safe": {q: ["good", "meh"] if i < 20 else ["bad", "good"] for i, q in enumerate(queries)},
+    }
+    text = words(tmp_path, cli, runs, metrics="harm@1")
+    assert text.startswith("On harm@1 (lower is better), safe is best: 0.333"), text
+    assert "Against the baseline risky, safe differs by -0.667" in text
+    assert "(20 better, 10 tied, 0 worse): significant" in text
+
+
+def test_judged_just_under_one_is_said_plainly_not_called_thin(tmp_path: Path, cli: Cli) -> None:
+    queries = [f"q{i:02d}" for i in range(30)]
+    almost = {q: ["good", "meh", "bad", *(["unjudged"] if q == "q00" else [])] for q in queries}
+    text = words(tmp_path, cli, {"a": almost}, metrics="ndcg@4,judged@4")
+    assert "thin" not in text
+    assert "99.1% of a's top passages are graded (the least of any run)" in text
 
 
 def test_a_best_baseline_is_set_against_the_runner_up(tmp_path: Path, cli: Cli) -> None:

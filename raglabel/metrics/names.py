@@ -23,6 +23,8 @@ RANKING_METRICS = ("ctx_rank_prec", "ctx_rank_pass")
 TREC_METRICS = ("ap", "rprec", "bpref")
 ALL_METRICS = SET_METRICS + CLASSIC_METRICS + RANKING_METRICS
 KNOWN_METRICS = ALL_METRICS + TREC_METRICS
+#: Metrics whose better run has the lower value: the share of harmful passages on top.
+LOWER_IS_BETTER = frozenset({"harm"})
 #: Metrics that also exist without a cutoff.
 UNCUT = frozenset({"mrr", "ap", "rprec", "bpref"})
 #: Metrics that exist only without a cutoff.
@@ -211,3 +213,9 @@ def parse_metric_list(text: str | None, ks: list[int]) -> list[MetricKey]:
             keys.extend(MetricKey(base, k) for k in ks)
     unique: dict[MetricKey, None] = dict.fromkeys(keys)
     return list(unique)
+
+
+def lower_is_better(metric: str) -> bool:
+    """Whether the better run has the lower value of ``metric``, named as reports print
+    it (``harm@5``)."""
+    return metric.split("@", 1)[0] in LOWER_IS_BETTER

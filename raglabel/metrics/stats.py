@@ -13,6 +13,8 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from raglabel.metrics.names import lower_is_better
+
 FloatArray = NDArray[np.float64]
 _CHUNK = 256
 
@@ -110,6 +112,9 @@ def paired_randomization(
     run ``baseline``'s values of ``metric`` per query and ``b`` run ``run``'s, over the
     queries where both are defined.
 
+    Wins and losses count the queries on which ``run`` does better and worse, in the
+    metric's direction (:func:`lower_is_better`); the difference stays ``b - a``.
+
     The p-value counts the observed statistic itself among the permutations
     ((hits + 1) / (permutations + 1)), so it is never 0. The interval is a
     percentile bootstrap of the mean difference.
@@ -117,8 +122,10 @@ def paired_randomization(
     both = ~np.isnan(a) & ~np.isnan(b)
     diff = (b - a)[both]
     n = int(diff.size)
-    wins = int((diff > 0).sum())
-    losses = int((diff < 0).sum())
+    # A win is a query on which the run does better than the baseline: lower, for Harm.
+    better = -diff if lower_is_better(metric) else diff
+    wins = int((better > 0).sum())
+    losses = int((better < 0).sum())
     if n == 0:
         return Comparison(baseline, run, metric, None, None, None, 0, 0, 0, 0)
     observed = float(diff.mean())

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
+from raglabel.metrics.names import lower_is_better
 from raglabel.report.model import LEVEL, ReportInput
+
+#: Below this share of graded top passages (Judged), the summary calls the labels thin.
+THIN = 0.9
 
 ADJUSTMENTS = {"holm": "Holm's adjustment", "bh": "the Benjamini-Hochberg adjustment"}
 
@@ -33,37 +39,40 @@ def summary(report: ReportInput) -> list[str]:
     scored = {name: m for name, m in means.items() if m is not None}
     if not scored:
         return [f"No run has a value for {metric}: the labels leave it undefined everywhere."]
-    best_mean = max(scored.values())
+    lower = lower_is_better(metric)
+    best_mean = min(scored.values()) if lower else max(scored.values())
     best = [name for name, m in scored.items() if m == best_mean]
     first = best[0]
     queries = runs[first].valid.get(metric, 0)
     ci = (runs[first].ci or {}).get(metric)
+    said = f"{metric} (lower is better)" if lower else metric
     sentences = []
     if len(scored) == 1:
         sentences.append(
-            f"On {metric}, {first} scores {value(best_mean)}{span(ci)} over {queries} queries."
+            f"On {said}, {first} scores {value(best_mean)}{span(ci)} over {queries} queries."
         )
     elif len(best) == len(scored):
         sentences.append(
-            f"On {metric}, every run scores the same, {value(best_mean)}, over {queries} queries."
+            f"On {said}, every run scores the same, {value(best_mean)}, over {queries} queries."
         )
     elif len(best) > 1:
         sentences.append(
-            f"On {metric}, {_and(best)} tie for the best score, {value(best_mean)},"
+            f"On {said}, {_and(best)} tie for the best score, {value(best_mean)},"
             f" over {queries} queries."
         )
     else:
         sentences.append(
-            f"On {metric}, {first} is best: {value(best_mean)}{span(ci)} over {queries} queries."
+            f"On {said}, {first} is best: {value(best_mean)}{span(ci)} over {queries} queries."
         )
     if len(scored) > 1 and len(best) < len(scored):
-        sentences.append(_against(report, first, scored))
+        sentences.append(_against(report, first, scored, lower))
     sentences.extend(_cautions(report, metric))
     return [s for s in sentences if s]
 
 
-def _against(report: ReportInput, best: str, scored: dict[str, float]) -> str:
-    """The best run against the baseline, or, when it is the baseline, the runner-up."""
+def _against(report: ReportInput, best: str, scored: dict[str, float], lower: bool) -> str:
+    """The best run against the baseline, or, when it is the baseline, the runner-up
+    (the next lowest where ``lower`` is better)."""
     metric = report.headline
     adjusted = ADJUSTMENTS.get(report.adjust)
     after = f" after {adjusted}" if adjusted else ""
@@ -71,7 +80,9 @@ def _against(report: ReportInput, best: str, scored: dict[str, float]) -> str:
         other, comparison, sign = report.baseline, report.comparison(best, metric), 1.0
         lead = f"Against the baseline {other}, {best}"
     else:
-        others = sorted(((m, name) for name, m in scored.items() if name != best), reverse=True)
+        others = sorted(
+            ((m, name) for name, m in scored.items() if name != best), reverse=not lower
+        )
         other = others[0][1]
         comparison, sign = report.comparison(other, metric), -1.0
         lead = f"{best} is the baseline; against the runner-up {other}, it"
@@ -116,8 +127,15 @@ def _cautions(report: ReportInput, metric: str) -> list[str]:
     ]
     if judged:
         mean, name = min(judged)
-        out.append(
-            f"Labels are thin: only {mean:.0%} of {name}'s top passages are graded, so"
-            " grading its unjudged passages may change these numbers."
-        )
+        graded = f"{math.floor(mean * 1000 + 1e-9) / 10:g}%"  # never rounded up to 100%
+        if mean < THIN:
+            out.append(
+                f"Labels are thin: only {graded} of {name}'s top passages are graded, so"
+                " grading its unjudged passages may change these numbers."
+            )
+        else:
+            out.append(
+                f"{graded} of {name}'s top passages are graded (the least of any run);"
+                " grading the rest may still move these numbers a little."
+            )
     return out
