@@ -17,12 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from textual import events as textual_events
 from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 
 from raglabel.cli.main import main
+from raglabel.formats.report import RunReport
 from raglabel.metrics.config import MetricConfig
 from raglabel.session.options import AppOptions
 from raglabel.tui.app import GradingApp, create_app
@@ -32,7 +35,7 @@ from raglabel.tui.screens.grade import GradeScreen
 from raglabel.tui.screens.help import HelpScreen
 from raglabel.tui.screens.prompt import PromptScreen
 from raglabel.tui.screens.queries import QueriesScreen
-from raglabel.tui.screens.runs import RunsScreen
+from raglabel.tui.screens.runs import RunsScreen, _cell
 from raglabel.tui.widgets.key_footer import KeyFooter
 from raglabel.tui.widgets.passage_list import PassageList
 from raglabel.tui.widgets.query_table import QueryTable
@@ -652,6 +655,18 @@ async def test_a_grade_typed_right_after_a_move_or_an_undo_goes_to_the_cursors_p
         (names[1], "grade", 3),
         (names[0], "grade", 5),
     ]
+
+
+@given(st.lists(st.floats(0.0, 1.0), min_size=3, max_size=3))
+def test_a_runs_cell_prints_an_interval_that_holds_its_printed_mean(
+    values: list[float],
+) -> None:
+    low, mean, high = sorted(values)
+    report = RunReport(mean={"m": mean}, valid={"m": 1}, ci={"m": (low, high)})
+    shown, interval = str(_cell(report, "m")).split(" ")
+    start, end = (float("0" + bound) for bound in interval.split("-"))
+    assert start <= float(shown) <= end
+    assert start <= low and high <= end and end - start <= high - low + 0.02
 
 
 async def test_runs_load_in_the_background_and_fill_the_queries(db: Path) -> None:

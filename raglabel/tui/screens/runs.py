@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
 
@@ -56,8 +57,10 @@ def _cell(report: RunReport, metric: str) -> Text:
     ci = report.ci[metric] if report.ci else None
     text = Text(number(report.mean[metric]))
     if ci is not None:
-        # Compact so nine metrics fit in 140 columns: ".57-.79" is the 95% interval.
-        low, high = (number(v, 2).removeprefix("0") for v in ci)
+        # Compact so nine metrics fit in 140 columns: ".57-.79" is the 95% interval,
+        # rounded outwards so that it still holds the mean printed with 3 decimals.
+        low = number(math.floor(ci[0] * 100) / 100, 2).removeprefix("0")
+        high = number(math.ceil(ci[1] * 100) / 100, 2).removeprefix("0")
         text.append(f" {low}-{high}", style="dim")
     return text
 
