@@ -14,7 +14,13 @@ from rich.table import Table
 from rich.text import Text
 
 from raglabel.session.live_metrics import QueryPanel
-from raglabel.tui.widgets.metrics_panel import _HEADERS, MetricsPanel, _DrawnOnce, _MetricsTable
+from raglabel.tui.widgets.metrics_panel import (
+    _HEADERS,
+    Folded,
+    MetricsPanel,
+    _DrawnOnce,
+    _MetricsTable,
+)
 
 
 def _group() -> Group:
@@ -115,3 +121,30 @@ def test_the_table_written_out_is_what_rich_draws(panel: QueryPanel) -> None:
 
 def test_plain_cells_are_written_out_and_others_left_to_rich() -> None:
     assert [_handed(panel)[2]._plain for panel in PANELS] == [True, True, True, True, False, False]
+
+
+@pytest.mark.parametrize("inverted", [False, True])
+def test_the_folded_line_counts_the_runs_it_has_no_room_for(inverted: bool) -> None:
+    runs = ("bm25", "dense", "dense_rerank", "hybrid", "grounded", "embellished")
+    panel = QueryPanel(
+        k=10,
+        values={run: {"ra_nwg": i / 10} for i, run in enumerate(runs)},
+        counts=(0, 1, 1, 1, 1, 1),
+        weights=(0, 0, 0, 0.1, 0.5, 1.0),
+        inverted=inverted,
+    )
+    folded = Folded(panel, "m")
+    whole = folded.line(1000).plain
+    assert whole.startswith("m all metrics · RA-nWG@10 bm25 0.00  dense 0.10")
+    assert "more" not in whole and whole.endswith("⚠ inversion" if inverted else "0.50")
+    for width in range(10, len(whole)):
+        line = folded.line(width).plain
+        assert len(line) <= width, (width, line)
+        tail = "  ⚠ inversion" if inverted else ""
+        if width < len("m all metrics · RA-nWG@10 +6 more" + tail):
+            assert line.endswith("…"), (width, line)  # not even a count fits: cut
+            continue
+        shown = [run for run in runs if f" {run} 0." in line]
+        assert shown == list(runs[: len(shown)])
+        count = f" +{len(runs) - len(shown)} more"
+        assert line.endswith(count + tail), (width, line)

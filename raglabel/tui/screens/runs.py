@@ -58,9 +58,10 @@ def _cell(report: RunReport, metric: str) -> Text:
     text = Text(number(report.mean[metric]))
     if ci is not None:
         # Compact so nine metrics fit in 140 columns: ".57-.79" is the 95% interval,
-        # rounded outwards so that it still holds the mean printed with 3 decimals.
-        low = number(math.floor(ci[0] * 100) / 100, 2).removeprefix("0")
-        high = number(math.ceil(ci[1] * 100) / 100, 2).removeprefix("0")
+        # rounded outwards so that it still holds the mean printed with 3 decimals (the
+        # float noise of a bound such as 1.0000000000000002 is not widened).
+        low = number(math.floor(round(ci[0] * 100, 7)) / 100, 2).removeprefix("0")
+        high = number(math.ceil(round(ci[1] * 100, 7)) / 100, 2).removeprefix("0")
         text.append(f" {low}-{high}", style="dim")
     return text
 

@@ -45,21 +45,46 @@ def full_height(runs: int) -> int:
     return (runs or 1) + 1 + 2 + 1 + 2
 
 
-def one_line(panel: QueryPanel, key: str) -> Text:
-    """The panel folded into one line: each run's RA-nWG, and how to see the rest."""
-    out = Text(f"{key}", style="bold reverse")
-    out.append(" all metrics · ", style="dim")
-    out.append(f"RA-nWG@{panel.k} ", style="bold")
-    if not panel.values:
-        out.append("no runs in this project", style="dim")
-    for i, (run, values) in enumerate(panel.values.items()):
-        out.append(("  " if i else "") + f"{run} ")
-        out.append(number(values["ra_nwg"], 2), style="bold")
-    if panel.inverted:
-        out.append("  ⚠ inversion", style="bold red")
-    out.no_wrap = True
-    out.overflow = "ellipsis"
-    return out
+class Folded:
+    """The panel folded into one line, fitted to the width it is drawn at: each run's
+    RA-nWG and how to see the rest. Runs that do not fit whole are counted (``+2
+    more``), never cut after their name with the value gone."""
+
+    def __init__(self, panel: QueryPanel, key: str) -> None:
+        self.head = Text(key, style="bold reverse")
+        self.head.append(" all metrics · ", style="dim")
+        self.head.append(f"RA-nWG@{panel.k} ", style="bold")
+        if not panel.values:
+            self.head.append("no runs in this project", style="dim")
+        self.runs = []
+        for run, values in panel.values.items():
+            pair = Text(f"{run} ")
+            pair.append(number(values["ra_nwg"], 2), style="bold")
+            self.runs.append(pair)
+        self.tail = Text("  ⚠ inversion", style="bold red") if panel.inverted else Text()
+
+    def line(self, width: int) -> Text:
+        out = self.head.copy()
+        for i, pair in enumerate(self.runs):
+            gap = "  " if i else ""
+            after = len(self.runs) - i - 1
+            # Room for this run, the count of those after it, and the warning.
+            need = len(gap) + pair.cell_len + (len(f"  +{after} more") if after else 0)
+            if out.cell_len + need + self.tail.cell_len > width:
+                out.append(f"{gap}+{len(self.runs) - i} more", style="dim")
+                break
+            out.append(gap)
+            out.append_text(pair)
+        out.append_text(self.tail)
+        out.truncate(width, overflow="ellipsis")
+        out.no_wrap = True
+        return out
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.line(options.max_width)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(1, self.line(10**6).cell_len)
 
 
 class _DrawnOnce:
@@ -181,7 +206,7 @@ class MetricsPanel(Static):
     def show(self, panel: QueryPanel) -> None:
         self._panel = panel
         if self.compact:
-            self.update(one_line(panel, self.toggle_key))
+            self.update(Folded(panel, self.toggle_key))
             return
         header = [f"@{panel.k}", *_HEADERS.values()]
         rows = [
