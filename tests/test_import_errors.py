@@ -111,7 +111,7 @@ QRELS_LINE_ERRORS = [
         {"q.txt": "q1 0 a 1\nq1 0 b -1\n"},
         ["--qrels", "q.txt", "--grade-map", "0:1,1:5"],
         "q.txt:2: relevance -1 is not covered by the grade map (0:1,1:5); "
-        "give one with --grade-map, e.g. --grade-map 0:2,1:5 for binary qrels",
+        "add it to --grade-map: 0:1,1:5,-1:G with G its grade (1-5)",
     ),
     Case(
         "qrels-pair-judged-twice",

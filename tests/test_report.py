@@ -183,7 +183,7 @@ def test_names_are_escaped_everywhere(tmp_path: Path, cli: Cli) -> None:
     [
         (["--headline", "nope@5"], "--headline 'nope@5' is not among the metrics"),
         (["--baseline", "nope"], "--baseline 'nope' is not one of the runs"),
-        (["--answers"], "--answers needs a project DB"),
+        (["--answers"], "--answers needs a project DB: raglabel report DB --answers"),
         (["-o", "missing/report.html"], "does not exist"),
     ],
 )

@@ -246,7 +246,8 @@ def _answer_request(args: argparse.Namespace) -> AnswerOptions | None:
                 raise UsageError(f"--{option} goes with --answers")
         return None
     if not getattr(args, "db", None):
-        raise UsageError("--answers needs a project DB: raglabel eval DB --answers")
+        command = getattr(args, "command", None) or "eval"  # report reads its inputs here too
+        raise UsageError(f"--answers needs a project DB: raglabel {command} DB --answers")
     from raglabel.analysis.answers import AnswerOptions, parse_thresholds
 
     return AnswerOptions(

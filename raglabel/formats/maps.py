@@ -47,6 +47,14 @@ class GradeMap(FrozenRecord):
         text = ",".join(f"{k}:{v}" for k, v in sorted(self.mapping.items()))
         return text if self.negative is None else text + f",<0:{self.negative}"
 
+    def uncovered(self, label: int) -> str:
+        """Why ``label`` cannot be read, and what to give instead."""
+        said = f"relevance {label} is not covered by the grade map ({self.describe()}); "
+        if self.mapping == _trec_scale():
+            return said + "give one with --grade-map, e.g. --grade-map 0:2,1:5 for binary qrels"
+        mapped = ",".join(f"{k}:{v}" for k, v in sorted(self.mapping.items()))
+        return said + f"add it to --grade-map: {mapped},{label}:G with G its grade (1-5)"
+
     def grade_of(self, label: int) -> int | None:
         """Grade of one label, or None when the map does not cover it."""
         grade = self.mapping.get(label)

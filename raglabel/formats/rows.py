@@ -200,8 +200,7 @@ def read_qrels_exactly(path: Path, grade_map: GradeMap) -> QrelsRows:
         if grade is None:
             raise InputError(
                 path,
-                f"relevance {label} is not covered by the grade map ({grade_map.describe()}); "
-                "give one with --grade-map, e.g. --grade-map 0:2,1:5 for binary qrels",
+                grade_map.uncovered(label),
                 number,
             )
         pair = (fields[0], fields[2])

@@ -288,8 +288,7 @@ def read_qrels(path: str | Path, grade_map: GradeMap | None = None) -> pl.DataFr
         row = int(np.flatnonzero(uncovered)[0])
         raise InputError(
             path,
-            f"relevance {labels[row]} is not covered by the grade map ({grade_map.describe()}); "
-            "give one with --grade-map, e.g. --grade-map 0:2,1:5 for binary qrels",
+            grade_map.uncovered(int(labels[row])),
             line_of_row(path, row),
         )
     frame = frame.select("qid", "docid").with_columns(grade=pl.Series(grades, dtype=pl.Int8))

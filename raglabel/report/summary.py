@@ -44,25 +44,26 @@ def summary(report: ReportInput) -> list[str]:
     best = [name for name, m in scored.items() if m == best_mean]
     first = best[0]
     queries = runs[first].valid.get(metric, 0)
+    over = f"over {queries} {'query' if queries == 1 else 'queries'}"
     ci = (runs[first].ci or {}).get(metric)
     said = f"{metric} (lower is better)" if lower else metric
     sentences = []
     if len(scored) == 1:
         sentences.append(
-            f"On {said}, {first} scores {value(best_mean)}{span(ci)} over {queries} queries."
+            f"On {said}, {first} scores {value(best_mean)}{span(ci)} {over}."
         )
     elif len(best) == len(scored):
         sentences.append(
-            f"On {said}, every run scores the same, {value(best_mean)}, over {queries} queries."
+            f"On {said}, every run scores the same, {value(best_mean)}, {over}."
         )
     elif len(best) > 1:
         sentences.append(
             f"On {said}, {_and(best)} tie for the best score, {value(best_mean)},"
-            f" over {queries} queries."
+            f" {over}."
         )
     else:
         sentences.append(
-            f"On {said}, {first} is best: {value(best_mean)}{span(ci)} over {queries} queries."
+            f"On {said}, {first} is best: {value(best_mean)}{span(ci)} {over}."
         )
     if len(scored) > 1 and len(best) < len(scored):
         sentences.append(_against(report, first, scored, lower))
