@@ -348,6 +348,23 @@ async def test_help_runs_and_palette(db: Path) -> None:
     await drive(db, scenario)
 
 
+async def test_a_first_comparison_at_80x24_brings_its_queries_into_view(db: Path) -> None:
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        await pilot.press("r")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("space", "down", "space", "c")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        said = next(i for i, line in enumerate(lines) if " vs bm25 on RA-nWG@5" in line)
+        header = next(i for i, line in enumerate(lines) if "difference" in line and "text" in line)
+        assert said < header < len(lines) - 3  # the sentence, then rows of queries
+
+    await drive(db, scenario, (80, 24))
+
+
 async def test_remapped_keys(db: Path) -> None:
     async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
         await open_query(app, pilot, UNGRADED)

@@ -270,7 +270,8 @@ class RunsScreen(Screen[None]):
                 (f"{t.run} vs {t.baseline}", "bold"),
                 f" on RA-nWG@{result.k}: mean difference {number(t.mean_difference)} {ci}, ",
                 f"p = {p} (paired randomization), wins/ties/losses {t.wins}/{t.ties}/{t.losses} ",
-                f"over {t.queries} queries. Queries that differ most (Enter opens one):",
+                f"over {t.queries} {'query' if t.queries == 1 else 'queries'}.",
+                " Queries that differ most (Enter opens one):",
             )
         )
         table = self.query_one("#divergent", DataTable)
@@ -291,6 +292,13 @@ class RunsScreen(Screen[None]):
         if not self.answers_shown:  # answers came into view meanwhile: keep them there
             table.display = True
             table.focus()
+            # Shown just now, the table has no place yet to scroll to: once laid out,
+            # the comparison's sentence goes to the top, the queries under it.
+            self.call_after_refresh(self._comparison_into_view)
+
+    def _comparison_into_view(self) -> None:
+        if self in self.app.screen_stack:
+            self.query_one("#duel", Static).scroll_visible(top=True, animate=False)
 
     def on_screen_resume(self) -> None:
         self.recompute()
