@@ -36,6 +36,7 @@ from raglabel.tui.screens.help import HelpScreen
 from raglabel.tui.screens.prompt import PromptScreen
 from raglabel.tui.screens.queries import QueriesScreen
 from raglabel.tui.screens.runs import RunsScreen, _cell
+from raglabel.tui.screens.search import SearchScreen
 from raglabel.tui.widgets.key_footer import KeyFooter
 from raglabel.tui.widgets.passage_list import PassageList
 from raglabel.tui.widgets.query_table import QueryTable
@@ -687,6 +688,25 @@ def test_a_runs_cell_prints_an_interval_that_holds_its_printed_mean(
     # Float noise in a bound is not widened into another hundredth.
     noisy = RunReport(mean={"m": 1.0}, valid={"m": 1}, ci={"m": (0.29, 1.0000000000000002)})
     assert str(_cell(noisy, "m")) == "1.000 .29-1.00"
+
+
+async def test_keys_typed_ahead_of_the_review_and_search_screens_act_there(db: Path) -> None:
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        type_ahead(app, "v", "question_mark")  # Help over the Review, not "?" in its filter
+        await pilot.pause(0.3)
+        assert [type(s).__name__ for s in app.screen_stack[-2:]] == ["ReviewScreen", "HelpScreen"]
+        await pilot.press("escape", "escape")
+        screen = await open_query(app, pilot, UNGRADED)
+        type_ahead(app, "b", "3")  # the first hit graded, not the 3 dropped
+        await pilot.pause(0.3)
+        search = app.screen
+        assert isinstance(search, SearchScreen) and search.hits
+        seen["first hit"] = search.hits[0].ext_id
+        assert screen.qi == UNGRADED
+
+    seen: dict[str, str] = {}
+    await drive(db, scenario)
+    assert [r[1:4] for r in events(db)] == [(seen["first hit"], "grade", 3)]
 
 
 async def test_runs_load_in_the_background_and_fill_the_queries(db: Path) -> None:

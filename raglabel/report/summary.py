@@ -49,22 +49,15 @@ def summary(report: ReportInput) -> list[str]:
     said = f"{metric} (lower is better)" if lower else metric
     sentences = []
     if len(scored) == 1:
-        sentences.append(
-            f"On {said}, {first} scores {value(best_mean)}{span(ci)} {over}."
-        )
+        sentences.append(f"On {said}, {first} scores {value(best_mean)}{span(ci)} {over}.")
     elif len(best) == len(scored):
-        sentences.append(
-            f"On {said}, every run scores the same, {value(best_mean)}, {over}."
-        )
+        sentences.append(f"On {said}, every run scores the same, {value(best_mean)}, {over}.")
     elif len(best) > 1:
         sentences.append(
-            f"On {said}, {_and(best)} tie for the best score, {value(best_mean)},"
-            f" {over}."
+            f"On {said}, {_and(best)} tie for the best score, {value(best_mean)}, {over}."
         )
     else:
-        sentences.append(
-            f"On {said}, {first} is best: {value(best_mean)}{span(ci)} {over}."
-        )
+        sentences.append(f"On {said}, {first} is best: {value(best_mean)}{span(ci)} {over}.")
     if len(scored) > 1 and len(best) < len(scored):
         sentences.append(_against(report, first, scored, lower))
     sentences.extend(_cautions(report, metric))

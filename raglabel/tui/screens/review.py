@@ -26,6 +26,9 @@ def matches(row: ReviewRow, needle: str) -> bool:
 
 
 class ReviewScreen(Screen[None]):
+    # Focused as the screen is pushed, not only once mounted: keys typed ahead ("v ?")
+    # must not land in the hidden filter box.
+    AUTO_FOCUS = "#review"
     BINDINGS: ClassVar[list[BindingType]] = [
         bind("filter", "filter"),
         bind("down", "down", show=False),

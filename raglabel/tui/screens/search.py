@@ -31,6 +31,9 @@ class SearchScreen(Screen[None]):
     """Type words, Enter searches; on a hit a grade key grades it for the open query
     (it joins the query's pool), Enter opens it in the Grade screen."""
 
+    # The hits have the focus from the push, so a grade key typed ahead ("b 3") grades
+    # the first hit; with no hit, mounting hands the focus to the search box.
+    AUTO_FOCUS = "#hits"
     BINDINGS: ClassVar[list[BindingType]] = [
         *(bind(f"grade_{g}", f"grade({g})", show=g in (1, 5)) for g in (1, 2, 3, 4, 5)),
         bind("filter", "edit", label="search"),
