@@ -190,7 +190,7 @@ CORPUS_ERRORS = [
         "passages-id-with-a-tab",
         {"passages.jsonl": '{"id": "a\\tb", "text": "x"}\n'},
         ["--passages", "passages.jsonl"],
-        "passages.jsonl:1: field id: Value error, an id may not contain tabs, line breaks or NUL",
+        "passages.jsonl:1: field id: an id may not contain tabs, line breaks or NUL",
     ),
     Case(
         "passages-invalid-utf8",
@@ -244,8 +244,14 @@ SAMPLES_ERRORS = [
             + sample(actual_output={"retrieved": [{"id": "a"}, {"score": 0.3}]})
         },
         ["--samples", "s.jsonl"],
-        "s.jsonl:2: field actual_output.ActualOutput.retrieved.1: Value error, "
+        "s.jsonl:2: field actual_output.ActualOutput.retrieved.1: "
         "a retrieved passage needs an id or a text",
+    ),
+    Case(
+        "samples-line-not-an-object",
+        {"s.jsonl": sample(id="q0") + "[1, 2]\n"},
+        ["--samples", "s.jsonl"],
+        "s.jsonl:2: each line must be a JSON object, not a list",
     ),
     Case(
         "samples-grade-outside-1-5",
@@ -292,8 +298,7 @@ LABEL_ERRORS = [
         {"l.csv": "query,passage,annotator,kind,note\nq1,a,x,grade,\nq1,a,x,skip,\n"},
         ["--labels", "l.csv"],
         # The first data row is a grade event without a grade.
-        "l.csv:2: field (line): Value error, a grade event needs a grade 1-5, and only a "
-        "grade event has one",
+        "l.csv:2: a grade event needs a grade 1-5, and only a grade event has one",
     ),
     # Undos an export never writes: the app refuses each of these (grades.record), so
     # a file holding one was edited, and importing it would corrupt the log.

@@ -38,10 +38,20 @@ Identifier = Annotated[
 ]
 
 
+_KINDS = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
+
+
 def describe(error: ValidationError) -> str:
+    """The first problem of a line, said without pydantic's words for it."""
     first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(line)"
-    return f"field {where}: {first['msg']}"
+    message = first["msg"].removeprefix("Value error, ")
+    if first["loc"]:
+        return f"field {'.'.join(str(part) for part in first['loc'])}: {message}"
+    if first["type"] in {"model_type", "dict_type", "model_attributes_type"}:
+        given = first["input"]
+        kind = "null" if given is None else _KINDS.get(type(given), type(given).__name__)
+        return f"each line must be a JSON object, not {kind}"
+    return message  # a rule over the whole line
 
 
 def objects(path: Path) -> Iterator[tuple[int, Any]]:
