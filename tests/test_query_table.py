@@ -28,6 +28,7 @@ from raglabel.tui.app import GradingApp, create_app
 from raglabel.tui.query_filter import QueryFilter
 from raglabel.tui.screens.grade import GradeScreen
 from raglabel.tui.screens.queries import QueriesScreen
+from raglabel.tui.widgets.format import short_runs
 from raglabel.tui.widgets.passage_list import PassageList
 from raglabel.tui.widgets.query_table import QueryTable
 
@@ -397,3 +398,15 @@ async def test_the_grade_screen_does_not_wait_for_the_runs(
             assert screen.query_one(PassageList).current == hole.pid
     finally:
         gate.set()
+
+
+def test_run_names_cut_alike_keep_their_ends() -> None:
+    names = ["bm25", "dense", "dense_rerank", "hybrid"]
+    assert short_runs(names, [4, 4, 4, 4]) == ["bm25", "d…se", "d…nk", "hyb…"]
+    assert short_runs(names, [9, 9, 9, 9]) == ["bm25", "dense", "dense_re…", "hybrid"]
+    assert short_runs(names, [4, 5, 6, 4]) == ["bm25", "dense", "dense…", "hyb…"]
+    for width in range(1, 14):
+        cut = short_runs(names, [width] * 4)
+        assert all(len(label) <= width for label in cut)
+        if width >= 3:
+            assert len(set(cut)) == 4, cut

@@ -3,13 +3,6 @@ they fit, narrower run columns (never narrower than their numbers) when they do 
 
 from __future__ import annotations
 
-from typing import Any
-
-from rich.text import Text
-from textual.widgets import DataTable
-
-from raglabel.tui.widgets.format import short_run
-
 #: Cells are padded by one column on each side (DataTable's cell_padding).
 PAD = 2
 #: Room kept for the vertical scrollbar.
@@ -33,24 +26,3 @@ def fit_columns(
     each = max(floor, (usable - want_text) // len(names) - PAD)
     widths = [min(w, each) for w in full]
     return widths, max(usable - sum(w + PAD for w in widths), 0)
-
-
-def set_widths(table: DataTable[Any], widths: dict[str, tuple[int, str | None]]) -> bool:
-    """Give existing columns new widths (and labels); True if anything changed."""
-    changed = False
-    for key, (width, name) in widths.items():
-        column = table.columns.get(key)  # type: ignore[call-overload]
-        if column is None:
-            continue
-        label = None if name is None else Text(short_run(name, width))
-        if column.width != width or (label is not None and column.label != label):
-            column.width = width
-            if label is not None:
-                column.label = label
-            changed = True
-    if changed:
-        # DataTable recomputes its size and redraws from its columns' widths.
-        table._require_update_dimensions = True
-        table._clear_caches()
-        table.refresh()
-    return changed

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Sequence
 
 #: The rubric's short names, by grade.
 GRADE_NAMES = {5: "decisive", 4: "highly relevant", 3: "partial", 2: "weak", 1: "junk/harmful"}
@@ -18,6 +20,18 @@ def number(value: float | None, digits: int = 3) -> str:
 
 def short_run(name: str, width: int = 6) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def short_runs(names: Sequence[str], widths: Sequence[int]) -> list[str]:
+    """Each run name cut to its column's width; names that would be cut alike (``dense``
+    and ``dense_rerank`` both ``den…``) keep their ends as well (``d…se``, ``d…nk``)."""
+    cut = [short_run(name, width) for name, width in zip(names, widths, strict=True)]
+    alike = Counter(cut)
+    for i, (name, width) in enumerate(zip(names, widths, strict=True)):
+        if alike[cut[i]] > 1 and len(name) > width >= 3:
+            head = (width - 1) // 2
+            cut[i] = name[:head] + "…" + name[len(name) - (width - 1 - head) :]
+    return cut
 
 
 # Control characters (a newline or a tab in a title, an escape) would reach the terminal

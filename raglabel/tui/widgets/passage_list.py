@@ -21,7 +21,7 @@ from textual.strip import Strip
 
 from raglabel.session.grading import PassageRow
 from raglabel.tui.widgets.columns import PAD, fit_columns
-from raglabel.tui.widgets.format import GRADE_STYLES, one_line, short_run
+from raglabel.tui.widgets.format import GRADE_STYLES, one_line, short_runs
 from raglabel.tui.widgets.line_table import LineTable
 
 #: A rank column is never narrower than this ("rank" of three digits and a margin).
@@ -136,7 +136,7 @@ class PassageList(LineTable):
         self._labels = [
             "grade",
             *(["judge"] if layout.judge else []),
-            *(short_run(name, w) for name, w in zip(self.run_names, layout.runs, strict=True)),
+            *short_runs(self.run_names, layout.runs),
             "passage",
         ]
         self._lines.clear()

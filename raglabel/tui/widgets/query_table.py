@@ -25,7 +25,7 @@ from textual.strip import Strip
 
 from raglabel.session.grading import QueryRow
 from raglabel.tui.widgets.columns import PAD, fit_columns
-from raglabel.tui.widgets.format import number, one_line, short_run
+from raglabel.tui.widgets.format import number, one_line, short_runs
 from raglabel.tui.widgets.line_table import LineTable
 
 #: A score column is never narrower than its number ("0.359").
@@ -102,7 +102,7 @@ class QueryTable(LineTable):
             _Column("query", id_width),
             _Column("progress", 8),
             _Column("holes", 5),
-            *(_Column(short_run(name, 9), 9) for name in run_names),
+            *(_Column(label, 9) for label in short_runs(run_names, [9] * len(run_names))),
             _Column("text", 200),
         ]
         self._order: NDArray[np.int64] = np.zeros(0, np.int64)
@@ -230,9 +230,10 @@ class QueryTable(LineTable):
         runs, text = fit_columns(
             event.size.width, fixed, self.run_names, floor=SCORE_WIDTH, want_text=TEXT_WANTED
         )
-        for column, width, name in zip(self._columns[3:], runs, self.run_names, strict=False):
+        labels = short_runs(self.run_names, runs)
+        for column, width, label in zip(self._columns[3:], runs, labels, strict=False):
             column.width = width
-            column.label = short_run(name, width)
+            column.label = label
         self._columns[-1].width = max(text, 10)
         self._lines.clear()
         self._size_table()
