@@ -57,7 +57,7 @@ async def test_80x24_keeps_eight_lines_of_the_passage_and_the_grade_keys(db: Pat
     inside = [line for line in passage_lines(shot["text"]) if line.strip()]
     assert len(inside) >= 8, shot["text"]
     footer = shot["text"].splitlines()[-1]
-    for key in ("1 junk", "2 weak", "3 partial", "4 high", "5 decisive"):
+    for key in ("1 junk", "2 weak", "3 partial", "4 high", "5 decisive", "? help"):
         assert key in footer
     # The panel is one line here, and still says where each run stands.
     assert shot["compact"]

@@ -50,6 +50,9 @@ def metrics_fit(width: int, height: int, runs: int) -> bool:
 class GradeScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         *(bind(f"grade_{g}", f"grade({g})") for g in (1, 2, 3, 4, 5)),
+        # The app's key, bound here too so that the bar shows it next to the grades: at
+        # 80 columns nothing after them fits, and Help lists every other key.
+        bind("help", "app.help"),
         bind("clear", "clear"),
         bind("accept", "accept", show=False),
         bind("accept_all", "accept_all", show=False),
