@@ -217,13 +217,39 @@ async def test_accept_records_an_accepted_suggestion(db: Path) -> None:
     async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
         pid = app.session.board.holes(UNGRADED, 5)[0].pid
         add_suggestion(app, UNGRADED, pid, grade=3, reason="partly")
-        app.open_query(UNGRADED, pid)
+        screen = await open_query(app, pilot, UNGRADED)
+        screen.select(pid)
         await pilot.pause()
         await pilot.press("a")
+        assert "= 3 (partial), the judge's suggestion accepted" in status_text(screen)
 
     await drive(db, scenario)
     (row,) = events(db)
     assert row[2:4] == ("grade", 3) and row[5] == 1
+
+
+async def test_export_from_the_palette_asks_before_replacing_a_file(db: Path) -> None:
+    target = db.with_suffix(".qrels.txt")
+
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        app.action_export()
+        await pilot.pause()
+        assert isinstance(app.screen, PromptScreen)
+        await pilot.press("enter")  # the default: beside the project
+        await app.workers.wait_for_complete()
+        first = target.read_text()
+        assert first.count("\n") == app.session.book.counts.sum() > 0
+        target.write_text("mine\n")
+        for answer in ("n", "y"):
+            app.action_export()
+            await pilot.pause()
+            await pilot.press("enter")
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press(answer)
+            await app.workers.wait_for_complete()
+            assert target.read_text() == ("mine\n" if answer == "n" else first)
+
+    await drive(db, scenario)
 
 
 async def test_accept_without_suggestion_writes_nothing(db: Path) -> None:

@@ -21,6 +21,7 @@ from raglabel.session.options import AppOptions
 from raglabel.tui.collector import Collector
 from raglabel.tui.commands import LabelCommands
 from raglabel.tui.keys import bind
+from raglabel.tui.screens.confirm import ConfirmScreen
 from raglabel.tui.screens.grade import GradeScreen
 from raglabel.tui.screens.help import HelpScreen
 from raglabel.tui.screens.prompt import PromptScreen
@@ -377,8 +378,18 @@ class GradingApp(App[int]):
         default = "" if project is None else str(project.with_suffix(".qrels.txt"))
 
         def done(path: str | None) -> None:
-            if path:
-                self._export(Path(path))
+            if not path:
+                return
+            target = Path(path).expanduser()
+            if not target.exists():
+                self._export(target)
+                return
+
+            def replace(yes: bool | None) -> None:
+                if yes:
+                    self._export(target)
+
+            self.push_screen(ConfirmScreen(f"{target} exists. Replace it?"), replace)
 
         self.push_screen(PromptScreen("Export the grades in view as TREC qrels to:", default), done)
 

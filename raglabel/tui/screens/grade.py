@@ -266,12 +266,14 @@ class GradeScreen(Screen[None]):
         self.query_one(MetricsPanel).show(self.glapp.session.panel(self.qi))
         self._show_head()
 
-    def _saved(self, change: Change) -> None:
+    def _saved(self, change: Change, *, accepted: bool = False) -> None:
         session = self.glapp.session
         catalog = session.catalog
         what = f"{catalog.queries[change.query].ext_id} / {catalog.passage_ext[change.pid]}"
         if change.kind == "grade" and change.grade is not None:
             what += f" = {change.grade} ({GRADE_NAMES[change.grade]})"
+            if accepted:
+                what += ", the judge's suggestion accepted"
         else:
             what += f": {change.kind}"
         self.query_one(SaveMark).saved(f"{what} · event {change.event_id}")
@@ -341,7 +343,7 @@ class GradeScreen(Screen[None]):
             return
         self.glapp.changed(change)
         self.show_change(change)
-        self._saved(change)
+        self._saved(change, accepted=True)
         self._advance()
 
     def action_accept_all(self) -> None:
