@@ -431,8 +431,14 @@ async def test_adjudication_view_sets_a_final_grade(db: Path) -> None:
         record(project, GradeEvent(query=row[0], passage=row[1], annotator="bob", grade=1))
 
     async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
-        assert isinstance(app.screen, AdjudicationScreen)
-        assert app.screen.query_one(DataTable).row_count == 1
+        screen = app.screen
+        assert isinstance(screen, AdjudicationScreen)
+        assert screen.query_one(DataTable).row_count == 1
+        query = app.session.catalog.queries[app.session.catalog.query_by_ext(row[0]) or 0]
+        assert f"{row[0]} {query.text}" in screen_text(app)  # the question being judged
+        await pilot.press("3", "u")  # undone, and the lead stays on the disagreements
+        assert app.screen is screen and "undo:" in status_text(screen)
+        assert str(screen.query_one(DataTable).get_row_at(0)[-1]) == "·"
         await pilot.press("3")
 
     await drive(db, scenario, blind=False, adjudicate=True)
@@ -441,7 +447,10 @@ async def test_adjudication_view_sets_a_final_grade(db: Path) -> None:
             "SELECT a.name, e.grade FROM event e JOIN annotator a ON a.id = e.annotator_id"
             " WHERE e.origin = 'adjudication'"
         ).fetchall()
-    assert final == [(ME, 3)]
+        undone = conn.execute(
+            "SELECT t.origin FROM event e JOIN event t ON t.id = e.target WHERE e.kind = 'undo'"
+        ).fetchall()
+    assert final == [(ME, 3), (ME, 3)] and undone == [("adjudication",)]
 
 
 # -- snapshots ---------------------------------------------------------------------------

@@ -200,6 +200,8 @@ class GradingApp(App[int]):
     # -- actions -----------------------------------------------------------------------
 
     def action_undo(self) -> None:
+        from raglabel.tui.screens.adjudicate import AdjudicationScreen
+
         try:
             change = self.session.undo()
         except Exception as exc:
@@ -221,6 +223,9 @@ class GradingApp(App[int]):
         if isinstance(screen, GradeScreen):
             screen.show_change(change)
             screen.select(change.pid)
+            screen.undone(f"{undone} · event {change.event_id}")
+            return
+        if isinstance(screen, AdjudicationScreen):  # the lead stays on the disagreements
             screen.undone(f"{undone} · event {change.event_id}")
             return
         if isinstance(self.screen, GradeScreen):  # pushed, not built: it opens on the undone

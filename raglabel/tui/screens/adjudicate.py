@@ -46,6 +46,7 @@ class AdjudicationScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="adjudication-head")
         yield DataTable(id="adjudication", cursor_type="row", zebra_stripes=True)
+        yield Static(id="adjudication-query")
         yield PassageView(id="passage")
         yield SaveMark(id="status")
         yield Footer()
@@ -74,6 +75,7 @@ class AdjudicationScreen(Screen[None]):
         )
         self.query_one("#adjudication-head", Static).update(head)
         if not self.items:
+            self.query_one("#adjudication-query", Static).update("")
             self.query_one(PassageView).show(None, "")
 
     def _current(self) -> Disagreement | None:
@@ -90,6 +92,11 @@ class AdjudicationScreen(Screen[None]):
         pid = session.catalog.passage_pid(d.passage)
         q = session.catalog.query_by_ext(d.query)
         query_text = "" if q is None else session.catalog.queries[q].text
+        # The passage is judged against the question: it heads the passage, as on the
+        # Grade screen.
+        self.query_one("#adjudication-query", Static).update(
+            Text.assemble((f"{d.query} ", "bold"), query_text)
+        )
         self.query_one(PassageView).show(None if pid is None else session.passage(pid), query_text)
 
     def action_settle(self, grade: int) -> None:
@@ -106,6 +113,13 @@ class AdjudicationScreen(Screen[None]):
         self.query_one(SaveMark).saved(f"{d.query} / {d.passage}: final grade {grade}")
         self.fill()
         self.query_one(DataTable).move_cursor(row=min(row + 1, max(len(self.items) - 1, 0)))
+
+    def undone(self, what: str) -> None:
+        """An undo of a final grade (or any grade) changes the disagreements: listed anew."""
+        row = self.query_one(DataTable).cursor_row
+        self.fill()
+        self.query_one(DataTable).move_cursor(row=min(row, max(len(self.items) - 1, 0)))
+        self.query_one(SaveMark).saved(f"undo: {what}")
 
     def action_back(self) -> None:
         self.app.pop_screen()
