@@ -725,6 +725,26 @@ def test_a_runs_cell_prints_an_interval_that_holds_its_printed_mean(
     assert str(_cell(noisy, "m")) == "1.000 .29-1.00"
 
 
+async def test_a_grade_typed_right_after_enter_on_the_queries_grades_there(db: Path) -> None:
+    names: list[str] = []
+
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        for _ in range(UNGRADED):
+            await pilot.press("down")
+        type_ahead(app, "enter", "3")  # the Grade screen built for the first time
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, GradeScreen)
+        names.append(app.session.catalog.passage_ext[app.screen.query_one(PassageList).order[0]])
+        await pilot.press("escape", "down")
+        type_ahead(app, "enter", "4")  # the kept one, filled anew
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, GradeScreen)
+        names.append(app.session.catalog.passage_ext[app.screen.query_one(PassageList).order[0]])
+
+    await drive(db, scenario)
+    assert [r[1:4] for r in events(db)] == [(names[0], "grade", 3), (names[1], "grade", 4)]
+
+
 async def test_keys_typed_ahead_of_the_review_and_search_screens_act_there(db: Path) -> None:
     async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
         type_ahead(app, "v", "question_mark")  # Help over the Review, not "?" in its filter

@@ -340,6 +340,21 @@ def test_a_best_baseline_is_set_against_the_runner_up(tmp_path: Path, cli: Cli) 
         },
     )
     assert "best is the baseline; against the runner-up middle, it differs by +" in text
+    # Said from the baseline's side: it is better on every query, not worse.
+    assert "(30 better, 0 tied, 0 worse)" in text
+    on_harm = words(
+        tmp_path,
+        cli,
+        {
+            "safe": {q: ["good", "bad"] for q in queries},
+            "risky": {
+                q: ["bad", "good"] if i < 20 else ["good", "bad"] for i, q in enumerate(queries)
+            },
+        },
+        metrics="harm@1",
+    )
+    assert "safe is the baseline; against the runner-up risky, it differs by -0.667" in on_harm
+    assert "(20 better, 10 tied, 0 worse)" in on_harm
 
 
 def test_agreement_shows_a_heatmap_and_alpha_with_its_interval(tmp_path: Path, cli: Cli) -> None:

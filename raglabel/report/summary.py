@@ -84,13 +84,15 @@ def _against(report: ReportInput, best: str, scored: dict[str, float], lower: bo
         return f"{lead}, no paired test could be made (no query has both values)."
     difference = sign * comparison.mean_difference
     ci = comparison.ci
-    if ci is not None and sign < 0:
-        ci = (-ci[1], -ci[0])
+    better, worse = comparison.wins, comparison.losses
+    if sign < 0:  # the test ran runner-up minus baseline: said from the baseline's side
+        ci = None if ci is None else (-ci[1], -ci[0])
+        better, worse = worse, better
     p = comparison.p_adjusted if comparison.p_adjusted is not None else comparison.p_value
+    paired = f"{comparison.queries} paired {'query' if comparison.queries == 1 else 'queries'}"
     text = (
-        f"{lead} differs by {difference:+.3f}{span(ci)} on"
-        f" {comparison.queries} paired queries"
-        f" ({comparison.wins} better, {comparison.ties} tied, {comparison.losses} worse)"
+        f"{lead} differs by {difference:+.3f}{span(ci)} on {paired}"
+        f" ({better} better, {comparison.ties} tied, {worse} worse)"
     )
     if p is None:
         return text + "."
@@ -110,8 +112,11 @@ def _cautions(report: ReportInput, metric: str) -> list[str]:
     worst = max(short.values(), default=0)
     if worst > 0:
         out.append(
-            f"Up to {worst} of the {total} labelled queries have no {metric} value (NA) and"
-            " are left out of its means."
+            f"Up to {worst} of the {total} labelled"
+            + (" query has" if total == 1 else " queries have")
+            + f" no {metric} value (NA) and"
+            + (" is" if total == 1 else " are")
+            + " left out of its means."
         )
     judged = [
         (mean, name)

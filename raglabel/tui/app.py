@@ -7,6 +7,7 @@ benchmark all build the app through it.
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -167,11 +168,13 @@ class GradingApp(App[int]):
         self.dirty.clear()
         return taken
 
-    def open_query(self, query: int, pid: int | None = None) -> None:
+    def open_query(self, query: int, pid: int | None = None) -> Awaitable[object] | None:
+        """Show ``query`` on a Grade screen; what awaits the screen's mount when one is
+        pushed (an action that awaits it lets keys typed ahead act on that screen)."""
         if isinstance(self.screen, GradeScreen):
             self.screen.load(query, pid)
-        else:
-            self.push_screen(self._grade_screen(query, pid))
+            return None
+        return self.push_screen(self._grade_screen(query, pid))
 
     def _grade_screen(self, query: int, pid: int | None) -> GradeScreen:
         """A Grade screen showing ``query``: one kept for the app's life (installed, so a

@@ -116,10 +116,11 @@ class GradeScreen(Screen[None]):
         fits = metrics_fit(width, height, len(self.glapp.session.catalog.run_names))
         self.query_one(MetricsPanel).set_compact(not (fits if chosen is None else chosen))
 
-    def action_search(self) -> None:
+    async def action_search(self) -> None:
         from raglabel.tui.screens.search import SearchScreen
 
-        self.app.push_screen(SearchScreen(self.qi))
+        # Awaited until built: a grade key typed right after grades the first hit.
+        await self.app.push_screen(SearchScreen(self.qi))
 
     def action_answers(self) -> None:
         self.glapp.open_answers(self.qi)

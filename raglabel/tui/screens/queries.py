@@ -38,6 +38,7 @@ class QueriesScreen(Screen[None]):
         bind("down", "down", show=False),
         bind("up", "up", show=False),
         Binding("escape", "clear_filter", "clear filter", show=False),
+        Binding("enter", "open", "open", show=False),
     ]
 
     def __init__(self) -> None:
@@ -185,6 +186,15 @@ class QueriesScreen(Screen[None]):
 
     def on_query_table_opened(self, message: QueryTable.Opened) -> None:
         self.glapp.open_query(message.query)
+
+    async def action_open(self) -> None:
+        # At once, not through the table's message, and awaited until the Grade screen
+        # is built: a grade key typed right after Enter acts there.
+        current = self.query_one(QueryTable).current
+        if current is not None:
+            pushed = self.glapp.open_query(current)
+            if pushed is not None:
+                await pushed
 
     def action_answers(self) -> None:
         current = self.query_one(QueryTable).current

@@ -70,7 +70,6 @@ class QueryTable(LineTable):
     over them, and a header line that stays put while the rows scroll under it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "select_cursor", "open", show=False),
         Binding("up", "cursor_up", "cursor up", show=False),
         Binding("down", "cursor_down", "cursor down", show=False),
         Binding("pageup", "page_up", "page up", show=False),
