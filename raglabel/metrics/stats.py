@@ -80,17 +80,23 @@ class Comparison:
 
     # The eval report's JSON Schema is generated from this class (formats/schemas.py):
     # pydantic reads this plain dict, so nothing here imports it.
-    __pydantic_config__: ClassVar[dict[str, object]] = {"extra": "forbid"}
+    __pydantic_config__: ClassVar[dict[str, object]] = {
+        "extra": "forbid",
+        "use_attribute_docstrings": True,
+    }
 
     baseline: str
     run: str
     metric: str
     mean_difference: float | None
+    """Mean over the paired queries of ``run``'s value minus ``baseline``'s."""
     ci: tuple[float, float] | None
     p_value: float | None
     wins: int
+    """Queries on which ``run`` does better: a higher value, or a lower one for Harm."""
     ties: int
     losses: int
+    """Queries on which ``run`` does worse: a lower value, or a higher one for Harm."""
     queries: int
     p_adjusted: float | None = None
     """The p-value adjusted for every comparison of the report (config ``adjust``)."""

@@ -10,6 +10,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 
+from raglabel.metrics.names import lower_is_better
 from raglabel.report.charts import Interval, distribution, forest, heatmap, prevalence
 from raglabel.report.model import LEVEL, ReportInput
 from raglabel.report.summary import summary, value
@@ -84,12 +85,17 @@ def _means(report: ReportInput) -> Section:
         section.charts.append(
             Chart(
                 f"mean-{slug(metric)}",
-                metric,
-                forest(f"{metric}: mean and {level} interval per run", points),
+                _named(metric),
+                forest(f"{_named(metric)}: mean and {level} interval per run", points),
             )
         )
     section.tables.append(Table(["metric", *report.runs], rows))
     return section
+
+
+def _named(metric: str) -> str:
+    """A chart's name for ``metric``, saying which way is better where it is not up."""
+    return f"{metric} (lower is better)" if lower_is_better(metric) else metric
 
 
 def _differences(report: ReportInput) -> Section:
@@ -132,8 +138,8 @@ def _differences(report: ReportInput) -> Section:
         section.charts.append(
             Chart(
                 f"difference-{slug(metric)}",
-                f"{metric} minus {report.baseline}",
-                forest(f"{metric}: difference from {report.baseline}", points, zero=True),
+                f"{_named(metric)} minus {report.baseline}",
+                forest(f"{_named(metric)}: difference from {report.baseline}", points, zero=True),
             )
         )
     section.tables.append(
