@@ -228,7 +228,7 @@ async def test_accept_records_an_accepted_suggestion(db: Path) -> None:
     assert row[2:4] == ("grade", 3) and row[5] == 1
 
 
-async def test_export_from_the_palette_asks_before_replacing_a_file(db: Path) -> None:
+async def test_exporting_from_the_app_asks_before_replacing_a_file(db: Path) -> None:
     target = db.with_suffix(".qrels.txt")
 
     async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
@@ -433,6 +433,10 @@ async def test_adjudication_view_sets_a_final_grade(db: Path) -> None:
     async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
         screen = app.screen
         assert isinstance(screen, AdjudicationScreen)
+        assert [type(s).__name__ for s in app.screen_stack[1:]] == [
+            "QueriesScreen",
+            "AdjudicationScreen",
+        ], "pushed once, not again when the runs are in"
         assert screen.query_one(DataTable).row_count == 1
         query = app.session.catalog.queries[app.session.catalog.query_by_ext(row[0]) or 0]
         assert f"{row[0]} {query.text}" in screen_text(app)  # the question being judged
@@ -623,6 +627,41 @@ async def test_reports_finishing_while_the_runs_screen_is_taken_apart_are_droppe
             await pilot.pause(0.02)
         await pilot.pause(0.6)
         assert app.is_running and isinstance(app.screen, QueriesScreen)
+
+    await drive(db, scenario)
+
+
+async def test_figures_of_a_superseded_worker_are_not_shown(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # K changes while the first figures are computed: those, finishing last, are stale.
+    import raglabel.tui.screens.runs as runs_module
+
+    release, calls = threading.Event(), [0]
+    compute = runs_module.run_reports
+
+    def first_held(inputs: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 1:
+            release.wait(10)
+            return {}  # were it shown, the standings would be emptied
+        return compute(inputs)
+
+    monkeypatch.setattr(runs_module, "run_reports", first_held)
+
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        await pilot.press("r")
+        await pilot.pause()
+        await pilot.press("K")
+        while calls[0] < 2:
+            await pilot.pause(0.02)
+        await pilot.pause(0.2)
+        standings = app.screen.query_one("#standings", DataTable)
+        assert standings.row_count == len(app.session.catalog.runs)
+        release.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.2)
+        assert standings.row_count == len(app.session.catalog.runs)
 
     await drive(db, scenario)
 

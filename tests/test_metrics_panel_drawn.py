@@ -137,7 +137,8 @@ def test_the_folded_line_counts_the_runs_it_has_no_room_for(inverted: bool) -> N
     whole = folded.line(1000).plain
     assert whole.startswith("m all metrics · RA-nWG@10 bm25 0.00  dense 0.10")
     assert "more" not in whole and whole.endswith("⚠ inversion" if inverted else "0.50")
-    for width in range(10, len(whole)):
+    assert folded.line(0).plain == ""
+    for width in range(1, len(whole)):
         line = folded.line(width).plain
         assert len(line) <= width, (width, line)
         tail = "  ⚠ inversion" if inverted else ""

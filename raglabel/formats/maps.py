@@ -50,7 +50,7 @@ class GradeMap(FrozenRecord):
     def uncovered(self, label: int) -> str:
         """Why ``label`` cannot be read, and what to give instead."""
         said = f"relevance {label} is not covered by the grade map ({self.describe()}); "
-        if self.mapping == _trec_scale():
+        if self.mapping == _trec_scale() and self.negative is not None:  # the default
             return said + "give one with --grade-map, e.g. --grade-map 0:2,1:5 for binary qrels"
         mapped = ",".join(f"{k}:{v}" for k, v in sorted(self.mapping.items()))
         return said + f"add it to --grade-map: {mapped},{label}:G with G its grade (1-5)"

@@ -123,8 +123,6 @@ class GradingApp(App[int]):
         self.session.ensure_runs()
         self.all_dirty = True
         self._landed_on_screen()  # the rankings, holes and figures of all the runs
-        if self.session.options.adjudicate:
-            self.action_adjudicate()
 
     def _built_screen(self) -> Screen[object] | None:
         """The screen in view, once its widgets exist. One pushed a moment ago (keys typed
@@ -233,7 +231,7 @@ class GradingApp(App[int]):
             return
         if isinstance(self.screen, GradeScreen):  # pushed, not built: it opens on the undone
             self.screen.qi, self.screen.focus_pid = change.query, change.pid
-        else:
+        elif not isinstance(self.screen, AdjudicationScreen):  # that one lists as it mounts
             self.push_screen(self._grade_screen(change.query, change.pid))
         self.notify(f"Undone: {undone}", timeout=2)
 
@@ -351,7 +349,7 @@ class GradingApp(App[int]):
         self.all_dirty = True
         screen = self._built_screen()
         if isinstance(screen, GradeScreen):
-            screen.load(screen.qi, screen.current)
+            screen.reload()
         elif isinstance(screen, AnswersScreen):
             screen.load(screen.query_id, screen.current, screen.criterion)
         elif isinstance(screen, QueriesScreen | RunsScreen):

@@ -352,8 +352,9 @@ class AnswersScreen(Screen[None]):
     def _scroll_to_sentence(self) -> None:
         """Keep the sentence under the cursor in view, counting the wrapped lines of the
         sentences before it."""
-        # Asked for after a refresh: Escape may have taken the screen apart by then.
-        if self.current is None or not self.is_attached:
+        # Asked for after a refresh: Escape may have taken the screen apart by then (its
+        # widgets go before it stops counting as attached).
+        if self.current is None or not self.is_attached or self not in self.app.screen_stack:
             return
         view = self._view(self.current)
         if not view.sentences:

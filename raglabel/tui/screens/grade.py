@@ -155,12 +155,18 @@ class GradeScreen(Screen[None]):
             return
         # Grades, K or the annotator may have changed on a screen above this one.
         if self.rows:
-            self.load(self.qi, self.current)
+            self.reload()
 
     def undone(self, what: str) -> None:
         self.query_one(SaveMark).saved(f"undo: {what}")
 
     # -- showing -----------------------------------------------------------------------
+
+    def reload(self, listed: list[PassageRow] | None = None) -> None:
+        """This query shown anew on the passage under the cursor (which may have moved
+        a moment ago, its message still on the way)."""
+        self._follow_cursor()
+        self.load(self.qi, self.current, listed)
 
     def load(
         self, query: int, focus: int | None = None, listed: list[PassageRow] | None = None
@@ -388,7 +394,7 @@ class GradeScreen(Screen[None]):
                 break
             self.glapp.changed(change)
             saved += 1
-        self.load(self.qi, self.current)
+        self.reload()
         if saved == len(rows):
             self.query_one(SaveMark).saved(
                 f"accepted {saved} suggestions as your grades (u undoes them one by one)"
@@ -480,7 +486,7 @@ class GradeScreen(Screen[None]):
         shows (another window may have graded this query since that read)."""
         listed = self.glapp.session.passages(self.qi)
         if [row.pid for row in listed] != list(self.rows):
-            self.load(self.qi, self.current, listed)  # other candidates: listed anew
+            self.reload(listed)  # other candidates: listed anew
             return
         table = self.query_one(PassageList)
         for row in listed:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
 
@@ -13,6 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
+from textual.worker import Worker, get_current_worker
 
 from raglabel.formats.report import RunReport
 from raglabel.session.answer_figures import (
@@ -32,7 +32,7 @@ from raglabel.session.run_figures import (
 )
 from raglabel.tui.keys import bind
 from raglabel.tui.widgets.answer_figures import AnswerFigureTable, detail
-from raglabel.tui.widgets.format import number
+from raglabel.tui.widgets.format import interval_bounds, number
 from raglabel.tui.widgets.run_chart import RunChart
 
 if TYPE_CHECKING:
@@ -57,11 +57,8 @@ def _cell(report: RunReport, metric: str) -> Text:
     ci = report.ci[metric] if report.ci else None
     text = Text(number(report.mean[metric]))
     if ci is not None:
-        # Compact so nine metrics fit in 140 columns: ".57-.79" is the 95% interval,
-        # rounded outwards so that it still holds the mean printed with 3 decimals (the
-        # float noise of a bound such as 1.0000000000000002 is not widened).
-        low = number(math.floor(round(ci[0] * 100, 7)) / 100, 2).removeprefix("0")
-        high = number(math.ceil(round(ci[1] * 100, 7)) / 100, 2).removeprefix("0")
+        # Compact so nine metrics fit in 140 columns: ".57-.79" is the 95% interval.
+        low, high = (bound.removeprefix("0") for bound in interval_bounds(*ci, 2))
         text.append(f" {low}-{high}", style="dim")
     return text
 
@@ -177,12 +174,15 @@ class RunsScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="reports", description="reports")
     def _reports(self, inputs: ViewInputs) -> None:
         result = run_reports(inputs)
-        self.app.call_from_thread(self._if_on_stack, self._show_reports, result)
+        self.app.call_from_thread(
+            self._if_current, get_current_worker(), self._show_reports, result
+        )
 
-    def _if_on_stack(self, show: Callable[[T], None], result: T) -> None:
-        # A worker may finish after Escape: a screen being taken apart loses its widgets
-        # while it still counts as attached, so what it would show is dropped.
-        if self in self.app.screen_stack:
+    def _if_current(self, worker: Worker[None], show: Callable[[T], None], result: T) -> None:
+        # Checked on the app's thread, where workers are cancelled: a worker superseded
+        # by a newer one (K changed meanwhile) has stale figures, and one that finishes
+        # after Escape finds a screen losing its widgets while it still counts as attached.
+        if not worker.is_cancelled and self in self.app.screen_stack:
             show(result)
 
     def _start_answers(self) -> None:
@@ -195,7 +195,7 @@ class RunsScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="answers", description="answers")
     def _answers(self, request: AnswerRequest) -> None:
         rows = answer_figures(request)
-        self.app.call_from_thread(self._if_on_stack, self._show_answers, rows)
+        self.app.call_from_thread(self._if_current, get_current_worker(), self._show_answers, rows)
 
     def _show_answers(self, rows: list[AnswerFigure]) -> None:
         self.answer_rows = rows
@@ -259,7 +259,9 @@ class RunsScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="comparison", description="comparison")
     def _compare(self, inputs: ViewInputs, baseline: str, run: str) -> None:
         result = compare_runs(inputs, baseline, run)
-        self.app.call_from_thread(self._if_on_stack, self._show_comparison, result)
+        self.app.call_from_thread(
+            self._if_current, get_current_worker(), self._show_comparison, result
+        )
 
     def _show_comparison(self, result: ComparisonDetail) -> None:
         t = result.comparison

@@ -13,7 +13,7 @@ from textual.widgets import DataTable
 from raglabel.formats.report import GradeSummary, RunReport
 from raglabel.metrics.criteria import RANKING
 from raglabel.session.answer_figures import CORRECTED_MIN, AnswerFigure
-from raglabel.tui.widgets.format import number
+from raglabel.tui.widgets.format import interval_bounds, number
 
 #: Short names, so a row fits 80 columns; the detail line names the criterion in full.
 CRITERION_LABELS = {
@@ -35,8 +35,8 @@ def _mean_cell(summary: GradeSummary, criterion: str, *, interval: bool) -> Text
     places, ci_places = _digits(criterion)
     text = Text(number(summary.mean, places))
     if interval and summary.ci is not None:
-        low, high = summary.ci
-        text.append(f" {low:.{ci_places}f}-{high:.{ci_places}f}", style="dim")
+        low, high = interval_bounds(*summary.ci, ci_places)
+        text.append(f" {low}-{high}", style="dim")
     return text
 
 

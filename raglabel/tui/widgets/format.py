@@ -18,6 +18,16 @@ def number(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
+def interval_bounds(low: float, high: float, digits: int) -> tuple[str, str]:
+    """An interval's bounds with fewer decimals than its mean, rounded outwards so they
+    still hold the mean printed beside them (float noise such as 1.0000000000000002 is
+    not widened into another step)."""
+    scale = 10**digits
+    down = math.floor(round(low * scale, 7)) / scale
+    up = math.ceil(round(high * scale, 7)) / scale
+    return f"{down:.{digits}f}", f"{up:.{digits}f}"
+
+
 def short_run(name: str, width: int = 6) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
@@ -25,12 +35,23 @@ def short_run(name: str, width: int = 6) -> str:
 def short_runs(names: Sequence[str], widths: Sequence[int]) -> list[str]:
     """Each run name cut to its column's width; names that would be cut alike (``dense``
     and ``dense_rerank`` both ``den…``) keep their ends as well (``d…se``, ``d…nk``)."""
-    cut = [short_run(name, width) for name, width in zip(names, widths, strict=True)]
+    cut = [
+        short_run(name, width) if width > 0 else ""
+        for name, width in zip(names, widths, strict=True)
+    ]
     alike = Counter(cut)
     for i, (name, width) in enumerate(zip(names, widths, strict=True)):
         if alike[cut[i]] > 1 and len(name) > width >= 3:
             head = (width - 1) // 2
             cut[i] = name[:head] + "…" + name[len(name) - (width - 1 - head) :]
+    # Still alike (names that differ only in the middle): numbered, in order.
+    alike = Counter(cut)
+    seen: Counter[str] = Counter()
+    for i, (label, width) in enumerate(zip(list(cut), widths, strict=True)):
+        if alike[label] > 1 and width >= 3:
+            seen[label] += 1
+            number = str(seen[label])
+            cut[i] = names[i][: max(width - 1 - len(number), 0)] + "…" + number
     return cut
 
 

@@ -32,7 +32,8 @@ class KeyFooter(Footer):
     async def recompose(self) -> None:
         # The bar asks for this after a refresh; by then its screen may have been popped
         # (Escape pressed twice in a row), and a detached bar has no screen to ask.
-        if not self.is_attached or self._pruning:
+        # ``_pruning`` is Textual's own flag (not API): without it, attachment alone.
+        if not self.is_attached or getattr(self, "_pruning", False):
             return
         shown = self._keys()
         if shown != self._shown:

@@ -64,6 +64,8 @@ class Folded:
         self.tail = Text("  ⚠ inversion", style="bold red") if panel.inverted else Text()
 
     def line(self, width: int) -> Text:
+        if width <= 0:
+            return Text()
         out = self.head.copy()
         for i, pair in enumerate(self.runs):
             gap = "  " if i else ""
