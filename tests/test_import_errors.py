@@ -114,6 +114,13 @@ QRELS_LINE_ERRORS = [
         "add it to --grade-map: 0:1,1:5,-1:G with G its grade (1-5)",
     ),
     Case(
+        "qrels-label-outside-a-given-trec-map",
+        {"q.txt": "q1 0 a 1\nq1 0 b -1\n"},
+        ["--qrels", "q.txt", "--grade-map", "0:2,1:3,2:4,3:5"],
+        "q.txt:2: relevance -1 is not covered by the grade map (0:2,1:3,2:4,3:5); "
+        "add it to --grade-map: 0:2,1:3,2:4,3:5,-1:G with G its grade (1-5)",
+    ),
+    Case(
         "qrels-pair-judged-twice",
         {"q.txt": "q1 0 a 1\nq1 0 b 2\nq1 0 a 2\n"},
         ["--qrels", "q.txt"],
