@@ -1,0 +1,46 @@
+"""Where an output lands when its path is not a plain file: a symlink keeps pointing
+at the file it names, and a pipe or /dev/stdout receives the text instead of being
+replaced by a file of that name."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from pathlib import Path
+
+from cli_helpers import Cli, child
+
+
+def test_a_symlinked_output_replaces_the_file_it_names(demo_db: Path, cli: Cli) -> None:
+    real = demo_db.with_name("grades.jsonl")
+    real.write_text("old\n")
+    link = demo_db.with_name("latest.jsonl")
+    link.symlink_to(real)
+    code, _, err = cli("export", demo_db, "--jsonl", link)
+    assert code == 0, err
+    assert link.is_symlink() and link.resolve() == real
+    assert real.read_text() != "old\n" and real.read_text().count("\n") > 100
+    assert not [p for p in demo_db.parent.iterdir() if ".tmp-" in p.name]
+
+
+def test_a_pipe_is_written_through(demo_db: Path, cli: Cli) -> None:
+    fifo = demo_db.with_name("grades.pipe")
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    # A daemon: were the pipe replaced by a file, nothing would ever open it to write.
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    code, _, err = cli("export", demo_db, "--jsonl", fifo)
+    reader.join(10)
+    assert code == 0, err
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert got and got[0].count(b"\n") > 100
+
+
+def test_the_processs_own_stdout_is_written_through(demo_db: Path) -> None:
+    # /proc/self/fd/1 rather than /dev/stdout: code that replaced its target would,
+    # run as root, replace the machine's /dev/stdout link; under /proc it only fails.
+    done = child("export", demo_db, "--jsonl", "/proc/self/fd/1")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("\n") > 100 and done.stdout.startswith("{")
