@@ -154,6 +154,18 @@ def test_html_into_a_folder_is_refused(tmp_path: Path, cli: Cli) -> None:
     assert code == 2 and "is a folder; give the HTML file's path" in err
 
 
+def test_the_default_baseline_adjusts_as_naming_the_first_run_does(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # Holm over the tests the report shows: the first run against each other one, not
+    # every pair (which would make the p-values depend on naming the default).
+    default, named = tmp_path / "default.html", tmp_path / "named.html"
+    third = ["--run", f"hybrid={DEMO / 'runs' / 'hybrid.run'}"]  # three runs, three pairs
+    assert cli(*files_argv(*third, "-o", default))[0] == 0
+    assert cli(*files_argv(*third, "--baseline", "bm25", "-o", named))[0] == 0
+    assert default.read_text(encoding="utf-8") == named.read_text(encoding="utf-8")
+
+
 def test_names_are_escaped_everywhere(tmp_path: Path, cli: Cli) -> None:
     out = tmp_path / "report.html"
     odd = 'a<b&"c"'

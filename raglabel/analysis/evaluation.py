@@ -39,6 +39,8 @@ class Options:
     ci: bool = False
     compare: bool = False
     baseline: str | None = None
+    #: With no ``baseline``: the first run is it (the report's way), not every pair.
+    first_is_baseline: bool = False
     resamples: int = 1000
     permutations: int = 10_000
     seed: int = 42
@@ -188,8 +190,11 @@ def _comparisons(
     options: Options,
 ) -> list[Comparison]:
     names = [run.name for run in runs]
-    if options.baseline is not None:
-        pairs = [(options.baseline, name) for name in names if name != options.baseline]
+    baseline = options.baseline
+    if baseline is None and options.first_is_baseline and names:
+        baseline = names[0]
+    if baseline is not None:
+        pairs = [(baseline, name) for name in names if name != baseline]
     else:
         pairs = list(itertools.combinations(names, 2))
     tests = [

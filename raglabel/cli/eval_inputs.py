@@ -89,6 +89,7 @@ def eval_request(args: argparse.Namespace) -> EvalRequest:
         ci=args.ci,
         compare=args.compare,
         baseline=args.baseline,
+        first_is_baseline=getattr(args, "first_is_baseline", False),
         resamples=args.resamples,
         permutations=args.permutations,
         seed=args.seed,
