@@ -349,3 +349,34 @@ async def test_an_open_tab_closes_once_its_invite_is_revoked(
     closing = await asyncio.wait_for(socket.receive(), 10)
     assert closing.type in (WSMsgType.CLOSE, WSMsgType.CLOSED, WSMsgType.CLOSING)
     assert socket.close_code == 4001
+
+
+def test_a_header_too_long_to_parse_is_logged_without_the_token_in_it(demo_db: Path) -> None:
+    # aiohttp logs a header line it cannot parse, whole: here, one that holds our cookie.
+    import subprocess
+    import sys
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "raglabel", "serve", str(demo_db), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().rsplit(" at ", 1)[1].strip()
+        port = int(url.rstrip("/").rsplit(":", 1)[1])
+        token = invite(demo_db, "alice")
+        cookie = f"{Site.make(demo_db, PUBLIC).cookie_name}={token}; pad={'x' * 9000}"
+        for request in (
+            f"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {cookie}\r\n\r\n",
+            f"GET /?invite={token}&pad={'y' * 9000} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        ):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+                conn.sendall(request.encode())
+                assert conn.recv(100).split(b" ")[1].startswith(b"4")
+    finally:
+        process.terminate()
+        _, logged = process.communicate(timeout=30)
+    assert "raglabel serve:" in logged and "<token>" in logged
+    assert token not in logged

@@ -137,7 +137,7 @@ def _run_server(args: argparse.Namespace, project: Path, cutoffs: str, invited: 
     import asyncio
     import logging
 
-    from raglabel.web.access import Site
+    from raglabel.web.access import RedactingFormatter, Site
     from raglabel.web.server import GradingServer, listen, serve
 
     _public_url(args, args.port)  # a wildcard host without --public-url fails before binding
@@ -149,7 +149,9 @@ def _run_server(args: argparse.Namespace, project: Path, cutoffs: str, invited: 
         ) from None
     port = int(listener.getsockname()[1])
     site = Site.make(project, _public_url(args, port))
-    logging.basicConfig(level=logging.INFO, format="raglabel serve: %(message)s", force=True)
+    logs = logging.StreamHandler()
+    logs.setFormatter(RedactingFormatter("raglabel serve: %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[logs], force=True)
     print(f"serving {project} at {site.public_url}/", flush=True)
     if invited:
         print(f"invited: {', '.join(invited)}", file=sys.stderr)

@@ -10,6 +10,8 @@ the next request without restarting the server.
 from __future__ import annotations
 
 import hashlib
+import logging
+import re
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from pathlib import Path
@@ -101,3 +103,20 @@ class Site:
         sends one; its absence means no browser, and no browser means no cookie theft
         to guard against, but there is no reason to allow it either."""
         return origin is not None and origin.rstrip("/").lower() == self.origin.lower()
+
+
+#: A token wherever a log line could quote one: the sign-in link's parameter, or a
+#: cookie of ours in a header (aiohttp logs a whole header line it cannot parse).
+_SECRETS = re.compile(rf"((?:\b{INVITE_PARAMETER}|\braglabel_[0-9a-f]{{12}})=)[^&;\s'\"\\]+")
+
+
+def redact(text: str) -> str:
+    """``text`` with every invite token in it replaced by ``<token>``."""
+    return _SECRETS.sub(r"\1<token>", text)
+
+
+class RedactingFormatter(logging.Formatter):
+    """The server's log lines, tracebacks included, with no token in them."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
