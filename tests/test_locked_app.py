@@ -15,7 +15,9 @@ if TYPE_CHECKING:
     from cli_helpers import Cli
 
 
-async def test_a_locked_app_neither_switches_annotator_nor_exports(demo_db: Path) -> None:
+async def test_a_locked_app_neither_switches_annotator_nor_exports_nor_judges(
+    demo_db: Path,
+) -> None:
     app = create_app(AppOptions(project=demo_db, annotator="alice", locked=True))
     async with app.run_test(size=(120, 32)) as pilot:
         await pilot.pause()
@@ -23,13 +25,19 @@ async def test_a_locked_app_neither_switches_annotator_nor_exports(demo_db: Path
         await pilot.pause()
         app.action_export()
         await pilot.pause()
-        assert not isinstance(app.screen, PromptScreen)
+        app.judge_query(0)  # its calls would be paid with the server's key
+        await pilot.pause()
+        assert not isinstance(app.screen, PromptScreen) and app.judging is None
         assert app.session.annotator == "alice"
         notes = [str(n.message) for n in app._notifications]
-        assert sum("grades as alice only" in note for note in notes) == 2
+        assert sum("grades as alice only" in note for note in notes) == 3
+        assert any("asking the judge" in note for note in notes)
+        app.open_query(0)
+        await pilot.pause()
         names = [name for name, _, _ in LabelCommands(app.screen)._commands()]
         assert not any("Switch annotator" in n or "Export" in n for n in names)
-        assert "Reload grades" in names
+        assert not any(n.startswith("Judge query") for n in names)
+        assert "Reload grades" in names and any(n.startswith("Accept all") for n in names)
     assert not list(demo_db.parent.glob("*.qrels.txt"))
 
 

@@ -415,6 +415,9 @@ class GradingApp(App[int]):
         judge`` run on this file asked; grading goes on meanwhile."""
         from raglabel.session.judging import latest_setup
 
+        # Its calls are paid with the server's key: the lead runs `raglabel judge`.
+        if self._refuse_when_locked("asking the judge (raglabel judge DB does it)"):
+            return
         qid = self.session.catalog.queries[query].ext_id
         if self.session.project.path is None:
             self.notify("The judge needs a project file.", severity="warning")

@@ -53,13 +53,14 @@ class LabelCommands(Provider):
                     partial(app.open_answers, screen.qi),
                 )
             )
-            commands.append(
-                (
-                    f"Judge query {query}",
-                    "LLM suggestions for its ungraded passages, in the background",
-                    screen.action_judge,
+            if not session.options.locked:  # the judge's calls are the server's to pay
+                commands.append(
+                    (
+                        f"Judge query {query}",
+                        "LLM suggestions for its ungraded passages, in the background",
+                        screen.action_judge,
+                    )
                 )
-            )
             commands.append(
                 (
                     f"Accept all suggestions for {query}",
