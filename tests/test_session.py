@@ -183,6 +183,27 @@ def test_undo_with_nothing_to_undo(db: Path) -> None:
     with_nothing.close()
 
 
+def test_two_windows_of_one_annotator_share_one_undo(session: GradingSession, db: Path) -> None:
+    # Undo takes back the annotator's latest action in the file, wherever it was made
+    # (the README says so for two browser tabs of one person).
+    other = GradingSession.open(AppOptions(project=db, annotator=ME))
+    try:
+        pid = session.board.holes(25, session.k)[0].pid
+        session.grade(25, pid, 4)
+        mine = other.grade(25, pid, 1)
+        assert session.book.grade_of(25, pid) == 4  # the other window's, once reloaded:
+        session.reload()
+        assert session.book.grade_of(25, pid) == 1
+        change = session.undo()
+        assert change is not None and change.grade == 4
+        undone = session.project.conn.execute(
+            "SELECT target FROM event WHERE kind = 'undo' ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        assert undone == (mine.event_id,)
+    finally:
+        other.close()
+
+
 def test_skip_and_flag_are_marked_and_undone(session: GradingSession) -> None:
     pid = session.board.holes(25, session.k)[0].pid
     session.skip(25, pid, "not in English")
