@@ -407,3 +407,11 @@ def test_one_run_has_no_baseline_section_and_no_warning_about_it(tmp_path: Path,
     assert not any(line.startswith("Against the baseline") for line in text)
     summary = text[text.index("Summary") + 1]
     assert summary.startswith("On ra_nwg@5, bm25 scores 0.693 (95% interval")
+
+
+def test_an_intervals_bounds_are_written_alike() -> None:
+    from raglabel.report.document import _ci
+
+    assert _ci((-10.94, 7.1984)) == "[-10.9, 7.2]"
+    assert _ci((0.51234, 0.7)) == "[0.512, 0.700]"
+    assert _ci(None) == ""

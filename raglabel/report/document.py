@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from raglabel.metrics.names import lower_is_better
 from raglabel.report.charts import Interval, distribution, forest, heatmap, prevalence
 from raglabel.report.model import LEVEL, ReportInput
-from raglabel.report.summary import summary, value
+from raglabel.report.summary import bounds, summary, value
 from raglabel.report.svg import Svg
 
 
@@ -43,7 +43,10 @@ def slug(text: str) -> str:
 
 
 def _ci(ci: tuple[float, float] | None) -> str:
-    return "" if ci is None else f"[{value(ci[0])}, {value(ci[1])}]"
+    if ci is None:
+        return ""
+    low, high = bounds(ci)
+    return f"[{low}, {high}]"
 
 
 def sections(report: ReportInput) -> list[Section]:

@@ -13,14 +13,24 @@ THIN = 0.9
 ADJUSTMENTS = {"holm": "Holm's adjustment", "bh": "the Benjamini-Hochberg adjustment"}
 
 
-def value(x: float | None) -> str:
+def value(x: float | None, scale: float | None = None) -> str:
+    """``x`` with 3 decimals, or 1 from 10 on (``scale``, when given, decides instead:
+    the two bounds of an interval are written alike)."""
     if x is None:
         return "NA"
-    return f"{x:.1f}" if abs(x) >= 10 else f"{x:.3f}"
+    return f"{x:.1f}" if abs(x if scale is None else scale) >= 10 else f"{x:.3f}"
+
+
+def bounds(ci: tuple[float, float]) -> tuple[str, str]:
+    scale = max(abs(ci[0]), abs(ci[1]))
+    return value(ci[0], scale), value(ci[1], scale)
 
 
 def span(ci: tuple[float, float] | None) -> str:
-    return "" if ci is None else f" (95% interval {value(ci[0])} to {value(ci[1])})"
+    if ci is None:
+        return ""
+    low, high = bounds(ci)
+    return f" (95% interval {low} to {high})"
 
 
 def _and(names: list[str]) -> str:
