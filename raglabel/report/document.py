@@ -76,7 +76,7 @@ def _means(report: ReportInput) -> Section:
     rows = []
     for metric in report.metrics:
         points = []
-        cells = [metric]
+        cells = [_named(metric)]
         for name, run in report.data.runs.items():
             mean = run.mean.get(metric)
             ci = (run.ci or {}).get(metric)
@@ -122,7 +122,7 @@ def _differences(report: ReportInput) -> Section:
         for name in others:
             c = report.comparison(name, metric)
             if c is None or c.mean_difference is None:
-                rows.append([metric, name, "NA", "", "", ""])
+                rows.append([_named(metric), name, "NA", "", "", ""])
                 continue
             p = c.p_adjusted if c.p_adjusted is not None else c.p_value
             significant = p is not None and p < LEVEL
@@ -130,7 +130,7 @@ def _differences(report: ReportInput) -> Section:
             points.append(Interval(name, index[name], c.mean_difference, low, high, significant))
             rows.append(
                 [
-                    metric,
+                    _named(metric),
                     name,
                     f"{c.mean_difference:+.4f} {_ci(c.ci)}".strip(),
                     "NA" if p is None else f"{p:.4f}{' *' if significant else ''}",
