@@ -44,3 +44,28 @@ async def test_the_demo_report_renders_every_chart(demo_db: Path, tmp_path: Path
         png = await tab.screenshot("report-demo")
         # A blank page compresses to a few kilobytes; charts and text do not.
         assert len(png) > 50_000
+
+
+async def test_on_a_phone_the_report_fits_its_width(
+    demo_db: Path, tmp_path: Path, cli: Cli
+) -> None:
+    out = tmp_path / "report.html"
+    code, _, err = cli("report", demo_db, "-o", out)
+    assert code == 0, err
+    async with chromium(390, 844) as browser:
+        tab = await browser.tab()
+        await tab.send(
+            "Emulation.setDeviceMetricsOverride",
+            width=390,
+            height=844,
+            deviceScaleFactor=1,
+            mobile=True,
+        )
+        assert await tab.goto(out.as_uri()) in (0, 200)
+        # Charts shrink to the screen; a wide table scrolls in its own box.
+        assert await tab.evaluate("document.documentElement.scrollWidth") == 390
+        widest = await tab.evaluate(
+            "Math.max(...[...document.querySelectorAll('svg')]"
+            ".map(s => s.getBoundingClientRect().right))"
+        )
+        assert widest <= 390

@@ -20,9 +20,11 @@ h2 { font-size: 1.2rem; margin-top: 2.2rem; border-bottom: 1px solid #ddd; paddi
 .summary { font-size: 1.08rem; background: #f3f6fa; border-left: 4px solid #0072B2;
   padding: .8rem 1rem; }
 .charts { display: flex; flex-wrap: wrap; gap: .6rem 1.4rem; margin: .8rem 0; }
-figure { margin: 0; }
+figure { margin: 0; max-width: 100%; }
+figure svg { max-width: 100%; height: auto; }
 figcaption { font-weight: 600; font-size: .85rem; margin-bottom: .1rem; }
 details > summary { cursor: pointer; color: #0a4f85; }
+.table { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; margin: .8rem 0; font-size: .85rem; }
 th, td { border: 1px solid #ddd; padding: .2rem .5rem; text-align: left; vertical-align: top; }
 th { background: #f5f5f5; }
@@ -37,7 +39,11 @@ def _table(table: Table) -> str:
     rows = "".join(
         "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in table.rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+    # Wide tables scroll in their own box on a narrow screen, not the whole page.
+    return (
+        f'<div class="table"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{rows}</tbody></table></div>"
+    )
 
 
 def _section(section: Section, first: bool) -> str:
