@@ -219,7 +219,8 @@ async def test_no_or_a_wrong_token_is_401(client: tuple[TestClient[Any, Any], Pa
         response = await http.get(path, headers=headers)
         assert response.status == 401, (path, headers)
         assert "Set-Cookie" not in response.headers
-        assert "invite" in await response.text()
+        said = await response.text()
+        assert "invite" in said and "the project&#x27;s owner for a new one" in said
 
 
 async def test_the_invite_link_sets_a_strict_http_only_cookie_that_then_opens_the_app(

@@ -131,7 +131,11 @@ class GradingServer:
             annotator = self._annotator(invite)
             if annotator is None:
                 log.info("refused an invite link that is not valid")
-                return self._refuse(401, "This invite link is not valid: revoked or mistyped.")
+                return self._refuse(
+                    401,
+                    "This invite link is not valid: revoked, replaced or mistyped. Ask the "
+                    "project's owner for a new one.",
+                )
             log.info("%s signed in", annotator)
             response = web.Response(
                 text=signed_in_page(annotator=annotator, target=f"{self.site.base_path}/"),
@@ -143,8 +147,9 @@ class GradingServer:
         if annotator is None:
             return self._refuse(
                 401,
-                "This raglabel server grades by invitation: open the invite link the "
-                "project's owner gave you (raglabel serve DB --add-annotator NAME).",
+                "This raglabel server grades by invitation: open the invite link you were "
+                "given. A link that no longer works was revoked or replaced: ask the "
+                "project's owner for a new one.",
             )
         page = terminal_page(
             static_url=f"{self.site.public_url}/static/",
