@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
+import pytest
 from cli_helpers import Cli, child
+
+from raglabel.formats.output import atomic_text
 
 
 def test_a_symlinked_output_replaces_the_file_it_names(demo_db: Path, cli: Cli) -> None:
@@ -44,3 +49,44 @@ def test_the_processs_own_stdout_is_written_through(demo_db: Path) -> None:
     done = child("export", demo_db, "--jsonl", "/proc/self/fd/1")
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("\n") > 100 and done.stdout.startswith("{")
+
+
+def test_the_processs_stdout_keeps_what_was_written_before(demo_db: Path) -> None:
+    # `raglabel export DB --jsonl /dev/stdout >> log`: the log keeps its earlier lines.
+    log = demo_db.with_name("log.txt")
+    log.write_text("previous\n")
+    with log.open("a") as appended:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "raglabel",
+                "export",
+                str(demo_db),
+                "--jsonl",
+                "/proc/self/fd/1",
+            ],
+            stdout=appended,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    text = log.read_text()
+    assert text.startswith("previous\n{") and text.count("\n") > 100
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm here")
+def test_a_regular_file_under_dev_is_still_replaced_whole() -> None:
+    target = Path("/dev/shm") / f"raglabel-{os.getpid()}.txt"
+    target.write_text("kept\n")
+    try:
+        with pytest.raises(RuntimeError), atomic_text(target) as handle:
+            handle.write("HALF")
+            raise RuntimeError("the write fails halfway")
+        assert target.read_text() == "kept\n"
+        with atomic_text(target) as handle:
+            handle.write("whole\n")
+        assert target.read_text() == "whole\n"
+    finally:
+        target.unlink(missing_ok=True)

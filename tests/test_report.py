@@ -166,6 +166,20 @@ def test_the_default_baseline_adjusts_as_naming_the_first_run_does(
     assert default.read_text(encoding="utf-8") == named.read_text(encoding="utf-8")
 
 
+def test_answers_in_the_report_leave_the_runs_p_values_alone(
+    demo_db: Path, tmp_path: Path, cli: Cli
+) -> None:
+    def against_the_baseline(*extra: str) -> list[str]:
+        out = tmp_path / "r.html"
+        assert cli("report", demo_db, *extra, "-o", out)[0] == 0
+        text = parse(out.read_text(encoding="utf-8")).text
+        start = text.index("Against the baseline bm25")
+        end = next(i for i in range(start, len(text)) if text[i].startswith("Per-query "))
+        return text[start:end]
+
+    assert against_the_baseline("--answers") == against_the_baseline()
+
+
 def test_names_are_escaped_everywhere(tmp_path: Path, cli: Cli) -> None:
     out = tmp_path / "report.html"
     odd = 'a<b&"c"'

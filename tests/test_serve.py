@@ -24,7 +24,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from raglabel.storage.invites import add_invite, invited_annotator, invites, revoke_invite
 from raglabel.storage.project import Project
 from raglabel.web import server as server_module
-from raglabel.web.access import Site
+from raglabel.web.access import Site, redact
 from raglabel.web.server import GradingServer, tab_command
 
 if TYPE_CHECKING:
@@ -381,3 +381,20 @@ def test_a_header_too_long_to_parse_is_logged_without_the_token_in_it(demo_db: P
         _, logged = process.communicate(timeout=30)
     assert "raglabel serve:" in logged and "<token>" in logged
     assert token not in logged
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "GET /?invite=TOKEN HTTP/1.1",
+        "GET /?Invite=TOKEN&x=1",
+        "Referer: http://h/?x=1%26invite%3DTOKEN",
+        "b'Cookie: raglabel_0123456789ab=TOKEN; other=x\\r\\n'",
+        'raglabel_0123456789ab="TOKEN"',
+        "{'invite': 'TOKEN'}",
+    ],
+)
+def test_every_form_of_a_token_is_redacted(line: str) -> None:
+    real = "q-9_Zx" * 7
+    said = redact(line.replace("TOKEN", real))
+    assert real not in said and "<token>" in said

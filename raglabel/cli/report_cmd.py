@@ -103,6 +103,7 @@ def build_input(args: argparse.Namespace, warn: Callable[[str], None] = _say) ->
     # The report tests every run against one baseline, so its p-values are adjusted over
     # those tests alone: the same numbers as naming the first run with --baseline.
     args.first_is_baseline = True
+    args.answer_compare = False
     # One run from files has nothing to be compared with; eval would warn that it is so.
     args.compare = bool(getattr(args, "db", None)) or len(args.run) + bool(args.samples) > 1
     report, warnings, _, labels = compute(args)

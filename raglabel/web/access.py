@@ -107,7 +107,13 @@ class Site:
 
 #: A token wherever a log line could quote one: the sign-in link's parameter, or a
 #: cookie of ours in a header (aiohttp logs a whole header line it cannot parse).
-_SECRETS = re.compile(rf"((?:\b{INVITE_PARAMETER}|\braglabel_[0-9a-f]{{12}})=)[^&;\s'\"\\]+")
+#: Any case, ``=`` URL-encoded or not, a quoted cookie value, a dict's ``'invite': '…'``;
+#: the token itself is URL-safe base64.
+_SECRETS = re.compile(
+    rf"((?:{INVITE_PARAMETER}|\braglabel_[0-9a-f]{{12}})(?:=|%3d|['\"]?\s*:\s*)['\"]?)"
+    r"[A-Za-z0-9_-]+",
+    re.IGNORECASE,
+)
 
 
 def redact(text: str) -> str:
