@@ -387,7 +387,7 @@ class GradingApp(App[int]):
             if not path:
                 return
             target = Path(path).expanduser()
-            if not target.exists():
+            if not target.is_file():  # a pipe or a device is written to, not replaced
                 self._export(target)
                 return
 
