@@ -51,3 +51,23 @@ def child(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedPro
         cwd=cwd,
         timeout=300,
     )
+
+
+def start_serving(
+    db: Path, *extra: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    """``raglabel serve DB --port 0`` as a child process, and the URL it says it serves
+    at; the caller stops it (and may read its log, on stderr, after)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "raglabel", "serve", str(db), "--port", "0", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line.startswith("serving "):
+        process.kill()
+        raise AssertionError(f"serve did not start: {line!r} {process.communicate()[1]}")
+    return process, line.rsplit(" at ", 1)[1].strip()

@@ -16,6 +16,8 @@ from pathlib import Path
 from urllib.error import HTTPError
 from urllib.request import urlopen
 
+from cli_helpers import start_serving
+
 from raglabel.storage.demo import build_demo
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,15 +98,8 @@ def test_the_readme_serve_commands_do_what_it_says(tmp_path: Path) -> None:
 def test_an_invite_link_opens_a_page_where_it_is_served(tmp_path: Path) -> None:
     db = tmp_path / "project.db"
     build_demo(db, "owner", answers=False)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "raglabel", "serve", str(db), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    process, url = start_serving(db)
     try:
-        assert process.stdout is not None
-        url = process.stdout.readline().rsplit(" at ", 1)[1].strip()
         invite = run(
             ["raglabel", "serve", str(db), "--add-annotator", "alice", "--public-url", url],
             tmp_path,
@@ -118,4 +113,4 @@ def test_an_invite_link_opens_a_page_where_it_is_served(tmp_path: Path) -> None:
             assert refused.code == 401
     finally:
         process.terminate()
-        process.wait(30)
+        process.communicate(timeout=30)

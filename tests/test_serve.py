@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pytest
 from aiohttp import WSMsgType
 from aiohttp.test_utils import TestClient, TestServer
+from cli_helpers import start_serving
 
 from raglabel.storage.invites import add_invite, invited_annotator, invites, revoke_invite
 from raglabel.storage.project import Project
@@ -354,18 +355,8 @@ async def test_an_open_tab_closes_once_its_invite_is_revoked(
 
 def test_a_header_too_long_to_parse_is_logged_without_the_token_in_it(demo_db: Path) -> None:
     # aiohttp logs a header line it cannot parse, whole: here, one that holds our cookie.
-    import subprocess
-    import sys
-
-    process = subprocess.Popen(
-        [sys.executable, "-m", "raglabel", "serve", str(demo_db), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process, url = start_serving(demo_db)
     try:
-        assert process.stdout is not None
-        url = process.stdout.readline().rsplit(" at ", 1)[1].strip()
         port = int(url.rstrip("/").rsplit(":", 1)[1])
         token = invite(demo_db, "alice")
         cookie = f"{Site.make(demo_db, PUBLIC).cookie_name}={token}; pad={'x' * 9000}"

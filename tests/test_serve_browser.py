@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from browser import Tab, chromium, require_chromium
+from cli_helpers import start_serving
 
 from raglabel.storage.demo import build_demo
 
@@ -59,19 +60,7 @@ def served(tmp_path: Path) -> Iterator[Served]:
     db = tmp_path / "team.db"
     build_demo(db, "owner", answers=False)
     env = {k: v for k, v in os.environ.items() if k != "RAGLABEL_ANNOTATOR"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "raglabel", "serve", str(db), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line.startswith("serving "):
-        process.kill()
-        raise AssertionError(f"serve did not start: {line!r} {process.communicate()[1]}")
-    url = line.rsplit(" at ", 1)[1].strip()
+    process, url = start_serving(db, env=env)
     try:
         yield Served(db, url, process)
     finally:
