@@ -44,16 +44,19 @@ class GradeMap(FrozenRecord):
             raise ValueError(f"grade map: negative labels map to {self.negative}, outside 1-5")
 
     def describe(self) -> str:
-        text = ",".join(f"{k}:{v}" for k, v in sorted(self.mapping.items()))
+        text = self._mapped()
         return text if self.negative is None else text + f",<0:{self.negative}"
+
+    def _mapped(self) -> str:
+        """The mapping as ``--grade-map`` takes it."""
+        return ",".join(f"{k}:{v}" for k, v in sorted(self.mapping.items()))
 
     def uncovered(self, label: int) -> str:
         """Why ``label`` cannot be read, and what to give instead."""
         said = f"relevance {label} is not covered by the grade map ({self.describe()}); "
         if self.mapping == _trec_scale() and self.negative is not None:  # the default
             return said + "give one with --grade-map, e.g. --grade-map 0:2,1:5 for binary qrels"
-        mapped = ",".join(f"{k}:{v}" for k, v in sorted(self.mapping.items()))
-        return said + f"add it to --grade-map: {mapped},{label}:G with G its grade (1-5)"
+        return said + f"add it to --grade-map: {self._mapped()},{label}:G with G its grade (1-5)"
 
     def grade_of(self, label: int) -> int | None:
         """Grade of one label, or None when the map does not cover it."""

@@ -33,6 +33,11 @@ def span(ci: tuple[float, float] | None) -> str:
     return f" (95% interval {low} to {high})"
 
 
+def _queries(n: int, kind: str = "") -> str:
+    """``n`` queries in words (``kind``, such as "paired ", before the noun)."""
+    return f"{n} {kind}{'query' if n == 1 else 'queries'}"
+
+
 def _and(names: list[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
@@ -54,7 +59,7 @@ def summary(report: ReportInput) -> list[str]:
     best = [name for name, m in scored.items() if m == best_mean]
     first = best[0]
     queries = runs[first].valid.get(metric, 0)
-    over = f"over {queries} {'query' if queries == 1 else 'queries'}"
+    over = f"over {_queries(queries)}"
     ci = (runs[first].ci or {}).get(metric)
     said = f"{metric} (lower is better)" if lower else metric
     sentences = []
@@ -99,9 +104,9 @@ def _against(report: ReportInput, best: str, scored: dict[str, float], lower: bo
         ci = None if ci is None else (-ci[1], -ci[0])
         better, worse = worse, better
     p = comparison.p_adjusted if comparison.p_adjusted is not None else comparison.p_value
-    paired = f"{comparison.queries} paired {'query' if comparison.queries == 1 else 'queries'}"
     text = (
-        f"{lead} differs by {difference:+.3f}{span(ci)} on {paired}"
+        f"{lead} differs by {difference:+.3f}{span(ci)}"
+        f" on {_queries(comparison.queries, 'paired ')}"
         f" ({better} better, {comparison.ties} tied, {worse} worse)"
     )
     if p is None:

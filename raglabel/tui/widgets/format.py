@@ -50,8 +50,8 @@ def short_runs(names: Sequence[str], widths: Sequence[int]) -> list[str]:
     for i, (label, width) in enumerate(zip(list(cut), widths, strict=True)):
         if alike[label] > 1 and width >= 3:
             seen[label] += 1
-            number = str(seen[label])
-            cut[i] = names[i][: max(width - 1 - len(number), 0)] + "…" + number
+            suffix = str(seen[label])
+            cut[i] = names[i][: max(width - 1 - len(suffix), 0)] + "…" + suffix
     return cut
 
 
