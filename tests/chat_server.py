@@ -37,8 +37,9 @@ Kinds:
 ``429`` or ``429@S``
     Status 429, ``Retry-After: S`` (seconds, fractional allowed; default the server's
     ``retry_after``) and ``retry-after-ms``, with an OpenAI-style JSON error body.
-``500``, ``502``, ``503``
-    That status with a JSON error body.
+``400``, ``500``, ``501``, ``502``, ``503``
+    That status with a JSON error body (``fault_rate=1.0, fault_kinds=["501"]`` makes a
+    server that answers 501 to every request).
 ``drop``
     Read the request, then close the connection without a byte of response.
 ``truncated``
@@ -49,6 +50,11 @@ Kinds:
     A completion whose content is JSON cut off mid-string.
 ``range``
     A completion whose content is ``{"grade": 7, ...}``, out of the 1-5 scale.
+``shape``
+    A completion whose content is a JSON object of another shape (``{"score": N,
+    "why": "..."}``, no ``grade``).
+``empty``
+    A completion whose content is the empty string.
 ``slow@S``
     Wait S more seconds, then succeed (to make a client time out).
 ``httpjson``
@@ -114,7 +120,9 @@ FAULT_KINDS = frozenset(
     {
         "ok",
         "429",
+        "400",
         "500",
+        "501",
         "502",
         "503",
         "drop",
@@ -122,6 +130,8 @@ FAULT_KINDS = frozenset(
         "nonjson",
         "badjson",
         "range",
+        "shape",
+        "empty",
         "slow",
         "httpjson",
     }
@@ -390,7 +400,7 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             )
             return
-        if name in {"500", "502", "503"}:
+        if name in {"400", "500", "501", "502", "503"}:
             self._send_error(int(name), f"Simulated upstream error {name}.", "server_error")
             return
         if name == "httpjson":
@@ -400,7 +410,7 @@ class _Handler(BaseHTTPRequestHandler):
 
         grade = chat.grader(user_text)
         chunks = chat.chunk_count(user_text)
-        if chunks is not None and name not in {"nonjson", "badjson"}:
+        if chunks is not None and name not in {"nonjson", "badjson", "shape", "empty"}:
             content = chunk_content(chat.chunk_grader(user_text, chunks), name)
         elif name == "nonjson":
             content = f"I would rate this a {grade} because the passage addresses the query."
@@ -408,6 +418,10 @@ class _Handler(BaseHTTPRequestHandler):
             content = f'{{"grade": {grade}, "reason": "cut off'
         elif name == "range":
             content = json.dumps({"grade": 7, "reason": "Out of scale on purpose."})
+        elif name == "shape":
+            content = json.dumps({"score": grade, "why": "Another shape on purpose."})
+        elif name == "empty":
+            content = ""
         else:
             content = json.dumps({"grade": grade, "reason": f"Stub grade {grade}."})
         if name == "fenced":

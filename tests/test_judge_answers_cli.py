@@ -157,7 +157,17 @@ def test_faults_end_graded_or_counted_and_a_second_run_sends_nothing_new(
     no_nan(text)
     # alpha: 9 answer_relevancy + 4 ctx_rank_prec; beta: full (4), injected (1).
     assert "14 answers graded, 4 failed" in text
-    assert "failures by reason: 4 unusable reply after one repair" in text
+    # Counted by kind, each with a reply it got (ties in either order: workers race).
+    assert re.search(
+        r"failures by reason: 2 wrong shape, (1 not JSON, 1 out of range|1 out of range, 1 not"
+        r" JSON)\n",
+        text,
+    ), text
+    assert '  2 wrong shape, e.g. reply: {"chunks": [{"position": 1,' in text
+    assert "  1 not JSON, e.g. reply: I would rate this a 4 because" in text
+    assert (
+        '  1 out of range, e.g. reply: {"grade": 7, "reason": "Out of scale on purpose."}' in text
+    )
     assert "not asked, inputs missing (NA):" in text
     assert "not asked, inputs missing (NA): 46" in text
     assert "  faithfulness: 5 no_answer (the system gave no answer)\n" in text
@@ -174,7 +184,14 @@ def test_faults_end_graded_or_counted_and_a_second_run_sends_nothing_new(
     for (system, sid, criterion), (status, grade, chunks, error) in by_sample.items():
         if sid in FAILING:
             assert status == "failed" and grade is None and chunks is None
-            assert error.startswith("unusable reply after one repair"), error
+            kind = (
+                "not JSON"
+                if sid == "ar-prose2"
+                else "out of range"
+                if sid == "ar-range2"
+                else "wrong shape"
+            )
+            assert error.startswith(f"{kind} after one repair: "), error
         elif criterion == "ctx_rank_prec":
             assert status == "ok" and grade is None
             grades = [c["grade"] for c in json.loads(chunks)]

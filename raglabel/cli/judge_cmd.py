@@ -36,7 +36,6 @@ PASSAGE_ONLY = {
 }
 #: Flagged samples named one per line after a run; the rest are counted.
 SHOW_FLAGGED = 10
-SHOW_REASONS = 5
 CHARS_PER_TOKEN = 4
 # Caps on the options (documented in --help and the README): each is far past any real
 # need and keeps a typo from planning a billion requests or sleeping for ever.
@@ -384,13 +383,6 @@ def answer_summary(finished: AnswerFinished, work: AnswerPlan) -> str:
         f"tokens reported by the endpoint: {usage.prompt_tokens:,} prompt +"
         f" {usage.completion_tokens:,} completion = {both:,} over {usage.requests:,} answers",
     ]
-    if finished.failures:
-        kinds = ", ".join(f"{count} {kind}" for kind, count in finished.failures.most_common())
-        lines.append(f"failures by reason: {kinds}")
-        for reason, count in finished.reasons.most_common(SHOW_REASONS):
-            lines.append(f"  {count} x {reason}")
-        if len(finished.reasons) > SHOW_REASONS:
-            lines.append(f"  ... and {len(finished.reasons) - SHOW_REASONS} other reasons")
     lines.extend(_skipped(work))
     if finished.flagged:
         lines.append(
@@ -444,8 +436,14 @@ def summary(tally: Tally, status: str) -> str:
         f"{head}: {tally.ok} answers graded, {tally.failed} failed, {tally.cached} from cache,"
         f" {tally.retries} retries, {tally.repairs} repairs asked"
     ]
+    if tally.failures:
+        lines.append(f"failures by reason: {tally.failures.brief()}")
+        lines.extend(tally.failures.lines())
     if tally.stopped:
         lines.append(f"stopped because: {tally.stopped}")
+        if tally.done < tally.planned:
+            left = tally.planned - tally.done
+            lines.append(f"not answered: {left} (the next run asks for them)")
     if tally.failed or status != "done":
         lines.append("run the same command again to ask only what is missing or failed")
     return "\n".join(lines)

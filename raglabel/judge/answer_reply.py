@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from raglabel.judge.failures import OUT_OF_RANGE
 from raglabel.judge.reply import MAX_REASON, Problem, load_object
 from raglabel.judge.work import ChunkGrade
 
@@ -60,7 +61,7 @@ def _entry(entry: object, number: int, count: int) -> ChunkGrade | Problem:
         )
     assert isinstance(grade, int)
     if not 1 <= grade <= 5:
-        return Problem(f"chunk {position}: grade {grade} is outside 1..5")
+        return Problem(f"chunk {position}: grade {grade} is outside 1..5", OUT_OF_RANGE)
     if reason is None:
         reason = ""
     if not isinstance(reason, str):

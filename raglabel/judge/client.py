@@ -187,7 +187,10 @@ class ChatClient:
             data = response.json()
             content = data["choices"][0]["message"]["content"]
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise ChatError("the server sent a body that is not JSON", retry=True) from None
+            # Its first words say what answered instead (a proxy's HTML page, say).
+            start = " ".join(self._clean(response.text).split())[:100]
+            reason = "the server sent a body that is not JSON" + (f": {start}" if start else "")
+            raise ChatError(reason, retry=True) from None
         except (KeyError, IndexError, TypeError):
             missing = "the server's JSON has no choices[0].message.content"
             raise ChatError(missing, retry=True) from None

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
+from raglabel.judge.failures import EMPTY, NOT_JSON, OUT_OF_RANGE, WRONG_SHAPE
+
 MAX_REASON = 2000
 
 
@@ -25,20 +27,21 @@ class JudgeReply(BaseModel):
 @dataclass(frozen=True)
 class Problem:
     text: str
+    kind: str = WRONG_SHAPE  # see raglabel.judge.failures: how failures are counted
 
 
 def load_object(content: str) -> dict[str, object] | Problem:
     """The one JSON object a reply must be (a code fence around it tolerated)."""
     body = unfence(content.strip())
     if not body:
-        return Problem("the reply was empty")
+        return Problem("the reply was empty", EMPTY)
     try:
         data = json.loads(body)
     except json.JSONDecodeError as exc:
-        return Problem(f"it is not valid JSON: {exc.msg} (character {exc.pos})")
+        return Problem(f"it is not valid JSON: {exc.msg} (character {exc.pos})", NOT_JSON)
     except RecursionError:
         # A model stuck repeating "[" nests deeper than the parser can follow.
-        return Problem("it is not valid JSON: nested too deeply")
+        return Problem("it is not valid JSON: nested too deeply", NOT_JSON)
     if not isinstance(data, dict):
         return Problem(f"it is JSON but not an object (got {type(data).__name__})")
     return data
@@ -51,7 +54,7 @@ def parse_reply(content: str) -> JudgeReply | Problem:
     try:
         reply = JudgeReply.model_validate(data)
     except ValidationError as exc:
-        return Problem(_describe(exc, data))
+        return _describe(exc, data)
     if len(reply.reason) > MAX_REASON:
         reply = JudgeReply(grade=reply.grade, reason=reply.reason[:MAX_REASON])
     return reply
@@ -68,14 +71,14 @@ def unfence(body: str) -> str:
     return body
 
 
-def _describe(exc: ValidationError, data: dict[str, object]) -> str:
+def _describe(exc: ValidationError, data: dict[str, object]) -> Problem:
     first = exc.errors()[0]
     field = ".".join(str(part) for part in first["loc"]) or "reply"
     if first["type"] == "missing":
-        return f'the field "{field}" is missing'
+        return Problem(f'the field "{field}" is missing')
     value = data.get(field)
     if field == "grade" and isinstance(value, int) and not isinstance(value, bool):
-        return f"grade {value} is outside 1..5"
+        return Problem(f"grade {value} is outside 1..5", OUT_OF_RANGE)
     if field == "grade":
-        return f"grade must be an integer from 1 to 5, got {json.dumps(value)[:40]}"
-    return f'the field "{field}" must be a string'
+        return Problem(f"grade must be an integer from 1 to 5, got {json.dumps(value)[:40]}")
+    return Problem(f'the field "{field}" must be a string')

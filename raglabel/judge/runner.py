@@ -20,6 +20,7 @@ from typing import Any
 
 from raglabel.judge.asking import AnswerAsking, Asking, PassageAsking, Reading
 from raglabel.judge.client import ChatClient, ChatError, Completion
+from raglabel.judge.failures import REPAIR_SEPARATOR, early_stop, reply_failure
 from raglabel.judge.prompt import Template
 from raglabel.judge.reply import Problem
 from raglabel.judge.work import AnswerSlot, Outcome, RunLimits, Slot, Tally
@@ -108,8 +109,18 @@ class JudgeRun:
                 self.tally.ok += 1
             else:
                 self.tally.failed += 1
+                self.tally.failures.add(outcome.error or "", outcome.raw)
             self.on_outcome(outcome)
             self._progress()
+            t = self.tally
+            why = early_stop(t.failures, t.ok, t.done, t.planned)
+            if why is not None:
+                # Said here, not only when ``run`` catches it: a worker that has not
+                # yielded since must not take another slot. The answers back are kept
+                # (``on_outcome`` has them); those in flight are cancelled with the
+                # rest, to be asked by the next run.
+                self.tally.stopped = why
+                raise JudgeStoppedError(why)
 
     def _read(self, slot: AnySlot, content: str) -> Reading | Problem:
         if isinstance(slot, Slot):
@@ -154,7 +165,7 @@ class JudgeRun:
                     parsed.chunks,
                 )
             if len(replies) > 1:
-                reason = f"unusable reply after one repair: {parsed.text}"
+                reason = reply_failure(parsed.kind, parsed.text)
                 spent = (latency, prompt_tokens, completion_tokens)
                 return self._failed(slot, reason, replies, attempts, spent)
             self.tally.repairs += 1
@@ -263,4 +274,4 @@ class JudgeRun:
 
 def _joined(replies: list[str]) -> str:
     # The repair's reply follows the first, so a reviewer sees both.
-    return "\n\n--- repair ---\n\n".join(replies)
+    return REPAIR_SEPARATOR.join(replies)

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 
 from raglabel.judge.backoff import RetryPolicy
+from raglabel.judge.failures import Failures
 from raglabel.metrics.criteria import missing_input
 
 
@@ -152,6 +153,7 @@ class Tally:
     in_flight: int = 0
     started: float = field(default_factory=time.monotonic)
     stopped: str | None = None  # why the run stopped early, if it did
+    failures: Failures = field(default_factory=Failures)  # why answers failed, by kind
 
     @property
     def done(self) -> int:
@@ -172,8 +174,12 @@ class Tally:
         eta = f", about {left / rate:.0f} s left" if rate > 0 and left > 0 else ""
         return (
             f"{self.done}/{self.planned} answers, {rate:.1f}/s, {self.ok} graded,"
-            f" {self.failed} failed, {self.retries} retries{eta}"
+            f" {self.failed} failed{self.failed_why()}, {self.retries} retries{eta}"
         )
+
+    def failed_why(self) -> str:
+        """`` (27 HTTP 501)``: the failures by kind, or nothing when none failed."""
+        return f" ({self.failures.brief()})" if self.failures else ""
 
 
 @dataclass(frozen=True)
@@ -182,21 +188,3 @@ class RunLimits:
     requests_per_minute: float | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeout_s: float = 60.0  # per request, the whole exchange
-
-
-def failure_kind(error: str) -> str:
-    """The kind of a slot's failure, for counting: the reason without the details that
-    differ from slot to slot (which attempt, the server's own words, the parse error)."""
-    for prefix in (
-        "unusable reply after one repair",
-        "timed out",
-        "connection dropped",
-        "cannot connect",
-        "unexpected error",
-    ):
-        if error.startswith(prefix):
-            return prefix
-    if error.startswith("HTTP "):
-        return error[:8]  # "HTTP 503"
-    head = error.split(":", 1)[0].split(" (", 1)[0]
-    return head[:60]

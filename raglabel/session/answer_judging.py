@@ -6,7 +6,6 @@ For the CLI (``raglabel judge DB --answers``) and the grading app alike.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 from raglabel.errors import UsageError
 from raglabel.judge.answer_prompt import answers_template
 from raglabel.judge.flags import flag_sample
-from raglabel.judge.work import AnswerItem, RunLimits, Tally, failure_kind
+from raglabel.judge.work import AnswerItem, RunLimits, Tally
 from raglabel.metrics.criteria import CRITERIA, RANKING
 from raglabel.session.judging import Finished, JudgeSetup, drive, limits_to_json
 from raglabel.storage.answer_items import answer_items, require_systems
@@ -24,7 +23,6 @@ from raglabel.storage.answer_judgments import (
     AnswerPlan,
     Usage,
     plan_answers,
-    run_failures,
     run_usage,
 )
 from raglabel.storage.judgments import Setting
@@ -95,11 +93,8 @@ class Flagged:
 
 @dataclass(frozen=True)
 class AnswerFinished(Finished):
+    # The failures by kind, with an excerpt of each, are the tally's (``tally.failures``).
     usage: Usage = field(default_factory=lambda: Usage(0, 0, 0))
-    #: failure kind (see ``failure_kind``) -> slots that ended on it
-    failures: Counter[str] = field(default_factory=Counter)
-    #: each distinct failure reason -> slots that ended on it
-    reasons: Counter[str] = field(default_factory=Counter)
     flagged: tuple[Flagged, ...] = ()
 
 
@@ -130,7 +125,7 @@ def execute(
 ) -> AnswerFinished:
     """Ask for every slot of ``work``, as a passage run does (same workers, retries,
     pauses, flushing and run record, with ``kind = 'answers'``), then read back what the
-    run cost and how its failures went."""
+    run cost."""
     api_key = setup.api_key()  # refused here, before the run is recorded as started
     flagged = flagged_samples(work)
     log = AnswerJudgmentLog.start(
@@ -154,17 +149,8 @@ def execute(
         should_stop=should_stop,
         transport=transport,
     )
-    reasons = run_failures(project.conn, log.run_id)
-    kinds: Counter[str] = Counter()
-    for reason, count in reasons.items():
-        kinds[failure_kind(reason)] += count
     return AnswerFinished(
-        finished.tally,
-        finished.status,
-        run_usage(project.conn, log.run_id),
-        kinds,
-        reasons,
-        flagged,
+        finished.tally, finished.status, run_usage(project.conn, log.run_id), flagged
     )
 
 

@@ -254,3 +254,13 @@ def judge_query(
         return execute(
             project, work, setup, limits, on_progress=on_progress, should_stop=should_stop
         )
+
+
+def status_line(qid: str, finished: Finished) -> str:
+    """The grading app's line after ``J`` on query ``qid``: what came back, and why
+    answers failed, by kind (as the CLI's summary counts them)."""
+    t = finished.tally
+    failed = f"{t.failed} failed{t.failed_why()}"
+    if t.stopped:
+        return f"judge {qid}: stopped, {t.ok} new suggestions, {failed}"
+    return f"judge {qid}: {t.ok} new suggestions, {failed}, {t.cached} already there"

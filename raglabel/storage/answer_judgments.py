@@ -214,17 +214,3 @@ def run_usage(conn: sqlite3.Connection, run_id: int) -> Usage:
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def run_failures(conn: sqlite3.Connection, run_id: int) -> Counter[str]:
-    """Each failure reason of one run, with how many slots ended on it."""
-    return Counter(
-        {
-            error: int(count)
-            for error, count in conn.execute(
-                "SELECT error, count(*) FROM answer_judgment WHERE run_id = ? AND status ="
-                " 'failed' GROUP BY error",
-                (run_id,),
-            )
-        }
-    )

@@ -13,6 +13,7 @@ from raglabel.errors import UsageError
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.output import atomic_text
 from raglabel.formats.suggestion_line import SuggestionLine
+from raglabel.judge.failures import failure_kind
 from raglabel.storage.labelfile import FIELDS
 from raglabel.storage.labels import LabelChoice, resolved_labels
 
@@ -116,16 +117,83 @@ def _suggestion_records(conn: sqlite3.Connection) -> Iterator[dict[str, Any]]:
         yield line.model_dump(mode="json")
 
 
-def export_jsonl(
-    conn: sqlite3.Connection, path: Path, *, history: bool, suggestions: bool = False
-) -> int:
+_FAILED_PASSAGES = (
+    "SELECT j.id, q.ext_id, p.ext_id, j.model, j.repeat, j.error, j.raw, j.attempts,"
+    " j.run_id, r.endpoint, r.prompt_version, r.params, j.created_at,"
+    " EXISTS (SELECT 1 FROM judgment k WHERE k.cache_key = j.cache_key AND k.status = 'ok'"
+    " AND k.id > j.id)"
+    " FROM judgment j JOIN judge_run r ON r.id = j.run_id"
+    " JOIN query q ON q.id = j.query_id JOIN passage p ON p.id = j.passage_id"
+    " WHERE j.status = 'failed'"
+)
+_FAILED_ANSWERS = (
+    "SELECT j.id, q.ext_id, y.name, j.sample_id, j.criterion, j.model, j.repeat, j.error,"
+    " j.raw, j.attempts, j.run_id, r.endpoint, r.prompt_version, r.params, j.created_at,"
+    " EXISTS (SELECT 1 FROM answer_judgment k WHERE k.cache_key = j.cache_key"
+    " AND k.status = 'ok' AND k.id > j.id)"
+    " FROM answer_judgment j JOIN judge_run r ON r.id = j.run_id"
+    " JOIN answer_system y ON y.id = j.system_id"
+    " JOIN answer_sample s ON s.system_id = j.system_id AND s.sample_id = j.sample_id"
+    " JOIN query q ON q.id = s.query_id WHERE j.status = 'failed'"
+)
+
+
+def _failure_records(conn: sqlite3.Connection) -> Iterator[dict[str, Any]]:
+    """Every judge answer that failed, passage runs' then answer runs', each oldest
+    first: ``failed`` true, the failure's kind and reason, and every reply received
+    (the repair's too), for whoever debugs the prompt or the endpoint."""
+    for _, qid, pid, *rest in conn.execute(_FAILED_PASSAGES + " ORDER BY j.id"):
+        yield _failure_line({"query_id": qid, "passage_id": pid}, rest)
+    for _, qid, system, sample, criterion, *rest in conn.execute(
+        _FAILED_ANSWERS + " ORDER BY j.id"
+    ):
+        about = {"query_id": qid, "system": system, "sample_id": sample, "criterion": criterion}
+        yield _failure_line(about, rest)
+
+
+def _failure_line(about: dict[str, Any], row: list[Any]) -> dict[str, Any]:
+    """``row``: the columns both queries end with, from the model on."""
+    model, repeat, error, raw, attempts, run, endpoint, version, params, created, later = row
+    return {
+        **about,
+        "model": model,
+        "source": "judge",
+        "failed": True,
+        "failure": failure_kind(error),
+        "error": error,
+        "replies": raw,
+        "repeat": repeat,
+        "attempts": attempts,
+        # A good answer for the same slot came in a later run: this failure is history.
+        "answered_later": bool(later),
+        "run": run,
+        "endpoint": endpoint,
+        "prompt_version": version,
+        "params": json.loads(params),
+        "created_at": created,
+    }
+
+
+def export_suggestions(
+    conn: sqlite3.Connection, path: Path, *, with_failures: bool = False
+) -> tuple[int, int]:
+    """The judge's suggestions as JSON Lines, then (``with_failures``) one line per
+    failed answer; returns how many of each were written."""
+    suggestions = failures = 0
+    with atomic_text(path) as handle:
+        for record in _suggestion_records(conn):
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            suggestions += 1
+        if with_failures:
+            for record in _failure_records(conn):
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                failures += 1
+    return suggestions, failures
+
+
+def export_jsonl(conn: sqlite3.Connection, path: Path, *, history: bool) -> int:
     count = 0
     with atomic_text(path) as handle:
-        if suggestions:
-            for record in _suggestion_records(conn):
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-                count += 1
-            return count
         for record in _records(conn, history):
             compact = {key: value for key, value in record.items() if value is not None}
             handle.write(json.dumps(compact, ensure_ascii=False) + "\n")

@@ -12,7 +12,7 @@ from raglabel.judge.answer_prompt import answers_template, render, repair_reques
 from raglabel.judge.answer_reply import parse_chunks
 from raglabel.judge.flags import flag_sample
 from raglabel.judge.reply import Problem
-from raglabel.judge.work import AnswerItem, Chunk, ChunkGrade, failure_kind
+from raglabel.judge.work import AnswerItem, Chunk, ChunkGrade
 from raglabel.metrics.criteria import CRITERIA, LENGTH_RULE, RANKING, RUBRICS
 
 from .conftest import FENCE_RE
@@ -213,24 +213,3 @@ def test_a_bad_chunk_reply_is_a_problem_never_a_guess(reply: str, problem: str) 
     read = parse_chunks(reply, 3)
     assert isinstance(read, Problem)
     assert problem in read.text
-
-
-@pytest.mark.parametrize(
-    ("error", "kind"),
-    [
-        (
-            "unusable reply after one repair: grade 7 is outside 1..5",
-            "unusable reply after one repair",
-        ),
-        ("HTTP 500: Simulated upstream error 500. (attempt 3 of 3)", "HTTP 500"),
-        ("timed out after 0.5 s (attempt 2 of 2)", "timed out"),
-        ("connection dropped (RemoteProtocolError: closed)", "connection dropped"),
-        ("HTTP 400: prompt too long", "HTTP 400"),
-        (
-            "the reply is over 1 MiB; no judge answer is that long",
-            "the reply is over 1 MiB; no judge answer is that long",
-        ),
-    ],
-)
-def test_failures_are_counted_by_kind(error: str, kind: str) -> None:
-    assert failure_kind(error) == kind
