@@ -8,6 +8,7 @@ a recorder, so each check runs in milliseconds.
 from __future__ import annotations
 
 import asyncio
+import html
 import logging
 import os
 import shlex
@@ -16,6 +17,7 @@ import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import quote
 
 import pytest
 from aiohttp import WSMsgType
@@ -26,7 +28,9 @@ from raglabel.storage.invites import add_invite, invited_annotator, invites, rev
 from raglabel.storage.project import Project
 from raglabel.web import server as server_module
 from raglabel.web.access import Site, redact
-from raglabel.web.server import GradingServer, tab_command
+from raglabel.web.pages import ENDED
+from raglabel.web.server import GradingServer
+from raglabel.web.tab import tab_command
 
 if TYPE_CHECKING:
     from cli_helpers import Cli
@@ -155,7 +159,8 @@ def test_serve_help_shows_the_invite_workflow(cli: Cli) -> None:
 
 
 class Recorder:
-    """Stands in for textual-serve's AppService: records what each tab would run."""
+    """Stands in for the tab's app service (raglabel/web/tab.py): records what each tab
+    would run."""
 
     started: ClassVar[list[tuple[str, int, int]]] = []
     received: ClassVar[list[bytes]] = []
@@ -187,7 +192,7 @@ class Recorder:
 @pytest.fixture
 def recorder(monkeypatch: pytest.MonkeyPatch) -> type[Recorder]:
     Recorder.started, Recorder.received, Recorder.environments = [], [], []
-    monkeypatch.setattr(server_module, "AppService", Recorder)
+    monkeypatch.setattr(server_module, "TabApp", Recorder)
     return Recorder
 
 
@@ -204,8 +209,13 @@ def invite(db: Path, name: str) -> str:
         return add_invite(project, name)[0]
 
 
-def cookie_of(db: Path, token: str) -> dict[str, str]:
-    return {"Cookie": f"{Site.make(db, PUBLIC).cookie_name}={token}"}
+def cookie_of(db: Path, token: str, name: str | None = None) -> dict[str, str]:
+    """The Cookie header of a signed-in browser: the token, and whose it is if given."""
+    site = Site.make(db, PUBLIC)
+    cookie = f"{site.cookie_name}={token}"
+    if name is not None:
+        cookie += f"; {site.name_cookie}={quote(name, safe='')}"
+    return {"Cookie": cookie}
 
 
 async def test_no_or_a_wrong_token_is_401(client: tuple[TestClient[Any, Any], Path]) -> None:
@@ -238,6 +248,10 @@ async def test_the_invite_link_sets_a_strict_http_only_cookie_that_then_opens_th
         for attribute in ("HttpOnly", "SameSite=Strict", "Path=/", "Max-Age="):
             assert attribute in cookie
         assert "Secure" not in cookie  # plain http: a Secure cookie would never come back
+        # The second cookie remembers whose token it is, for a page refused after a revoke.
+        remembered = response.headers.getall("Set-Cookie")[1]
+        assert remembered.startswith(f"{name}_name=ali%3Cce%3E;")
+        assert "HttpOnly" in remembered and "SameSite=Strict" in remembered
         assert response.headers["Referrer-Policy"] == "no-referrer"
         assert response.headers["Cache-Control"] == "no-store"
         body = await response.text()
@@ -277,6 +291,36 @@ async def test_a_revoked_invite_is_refused_at_the_next_request(
     with Project.open(db) as project:
         revoke_invite(project, "alice")
     assert (await http.get("/", headers=cookie_of(db, token))).status == 401
+
+
+async def test_a_reload_after_a_revoke_or_a_new_link_says_which_and_what_to_do(
+    client: tuple[TestClient[Any, Any], Path],
+) -> None:
+    http, db = client
+    token = invite(db, "bob o'brien")
+    assert (await http.get("/", headers=cookie_of(db, token, "bob o'brien"))).status == 200
+    with Project.open(db) as project:
+        revoke_invite(project, "bob o'brien")
+    refused = await http.get("/", headers=cookie_of(db, token, "bob o'brien"))
+    assert refused.status == 401
+    said = html.unescape(await refused.text())
+    assert "<h1>Invite revoked</h1>" in said
+    assert "bob o'brien's invite was revoked by the project's owner" in said
+    assert "ask the project's owner for a new invite link" in said
+
+    old = invite(db, "bob o'brien")
+    invite(db, "bob o'brien")  # a newer link: the old one is replaced, not revoked
+    refused = await http.get("/", headers=cookie_of(db, old, "bob o'brien"))
+    assert refused.status == 401
+    said = html.unescape(await refused.text())
+    assert "<h1>Invite replaced</h1>" in said
+    assert "replaced by a newer one" in said and "Open the newest link" in said
+
+    # Without the name cookie (a browser signed in before it existed, or a forged
+    # token), the page cannot know whose invite it was: it says what a link may be.
+    refused = await http.get("/", headers=cookie_of(db, old))
+    assert refused.status == 401
+    assert "revoked or replaced" in await refused.text()
 
 
 async def test_a_websocket_from_another_origin_is_403_and_without_invite_401(
@@ -319,7 +363,8 @@ async def test_each_websocket_runs_its_own_locked_app_under_its_own_name(
     assert names == ["alice", "bob o'brien"]
     for command in commands:
         argv = shlex.split(command)
-        assert argv[2:4] == ["raglabel", "label"] and "--locked" in argv
+        start = argv.index("-m")
+        assert argv[start : start + 3] == ["-m", "raglabel", "label"] and "--locked" in argv
         assert argv[argv.index("-k") + 1] == "5,10"
     assert ("resize", 1000, 24) in recorder.started  # clamped, and a bad height defaults
     assert sorted(recorder.received) == [b"keys of alice", b"keys of bob o'brien"]
@@ -332,7 +377,7 @@ def test_the_tab_command_quotes_every_argument() -> None:
     command = tab_command(Path("/data/my project.db"), "o'neil; rm -rf /", "5")
     argv = shlex.split(command)
     assert argv[-5:] == ["--annotator", "o'neil; rm -rf /", "--locked", "-k", "5"]
-    assert argv[4] == "/data/my project.db"
+    assert argv[argv.index("label") + 1] == "/data/my project.db"
 
 
 async def test_an_open_tab_closes_once_its_invite_is_revoked(
@@ -348,9 +393,37 @@ async def test_an_open_tab_closes_once_its_invite_is_revoked(
     assert (await socket.receive()).json() == ["pong", "1"]
     with Project.open(db) as project:
         revoke_invite(project, "alice")
+    notice = await asyncio.wait_for(socket.receive(), 10)
+    assert notice.type == WSMsgType.TEXT
+    kind, said = notice.json()
+    assert kind == ENDED and said["kind"] == "revoked"
+    assert said["text"].startswith("This tab has closed. alice's invite was revoked")
+    assert "ask the project's owner for a new invite link" in said["text"]
+    # The close frame's own code: the server may drop the connection before this
+    # client's reply goes out, which leaves the client's close_code at 1006.
     closing = await asyncio.wait_for(socket.receive(), 10)
-    assert closing.type in (WSMsgType.CLOSE, WSMsgType.CLOSED, WSMsgType.CLOSING)
-    assert socket.close_code == 4001
+    assert closing.type == WSMsgType.CLOSE and closing.data == 4001
+
+
+async def test_an_open_tab_whose_invite_was_replaced_says_to_open_the_newest_link(
+    client: tuple[TestClient[Any, Any], Path],
+    recorder: type[Recorder],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(server_module, "RECHECK_SECONDS", 0.05)
+    http, db = client
+    token = invite(db, "alice")
+    socket = await http.ws_connect("/ws", headers=cookie_of(db, token) | {"Origin": PUBLIC})
+    invite(db, "alice")
+    notice = await asyncio.wait_for(socket.receive(), 10)
+    kind, said = notice.json()
+    assert kind == ENDED and said["kind"] == "revoked"
+    assert said["text"].startswith(
+        "This tab has closed. alice's invite link was replaced by a newer one"
+    )
+    assert "Open the newest link the project's owner sent you" in said["text"]
+    closing = await asyncio.wait_for(socket.receive(), 10)
+    assert closing.type == WSMsgType.CLOSE and closing.data == 4001
 
 
 def test_a_header_too_long_to_parse_is_logged_without_the_token_in_it(demo_db: Path) -> None:

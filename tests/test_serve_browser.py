@@ -171,6 +171,72 @@ async def test_two_annotators_grading_at_once_both_land_under_their_own_names(
     assert sorted(grades(served.db)) == [("alice", 5), ("bob", 2)]
 
 
+def revoke(db: Path, name: str) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "raglabel", "serve", str(db), "--revoke", name],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+
+async def page_says(tab: Tab, words: str, patience: float = PATIENCE) -> str:
+    """The page's visible text once it holds ``words``."""
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        text = await tab.text()
+        if words in text:
+            return text
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"the page never said {words!r}: {await tab.text()!r}")
+
+
+async def test_a_revoked_tab_says_it_was_revoked_and_so_does_its_reload(
+    served: Served,
+) -> None:
+    invite = served.invite("alice")
+    async with chromium() as browser:
+        tab = await browser.tab()
+        await open_app(tab, invite)
+        assert "revoked" not in await tab.text()
+        revoke(served.db, "alice")
+        # The server checks open tabs' invites every 10 seconds.
+        said = await page_says(tab, "alice's invite was revoked", PATIENCE + 10)
+        assert "This tab has closed." in said
+        assert "ask the project's owner for a new invite link" in said
+        assert "Open it again" not in said  # it would open nothing
+        await tab.screenshot("serve-alice-revoked")
+        assert await tab.goto(served.url) == 401
+        said = await tab.text()
+        assert "Invite revoked" in said
+        assert "alice's invite was revoked by the project's owner" in said
+        assert "ask the project's owner for a new invite link" in said
+
+
+async def test_a_tab_whose_app_cannot_start_shows_the_error_on_the_page(tmp_path: Path) -> None:
+    db = tmp_path / "team.db"
+    build_demo(db, "owner", answers=False)
+    # The owner's key file has a mistake: every tab's app reads it, the server does not.
+    keys = tmp_path / "keys.toml"
+    keys.write_text("[keys]\nundo = 5\n")
+    env = {k: v for k, v in os.environ.items() if k != "RAGLABEL_ANNOTATOR"}
+    process, url = start_serving(db, env=env | {"RAGLABEL_KEYS": str(keys)})
+    try:
+        invite = Served(db, url, process).invite("alice")
+        async with chromium() as browser:
+            tab = await browser.tab()
+            assert await tab.goto(invite) == 200
+            said = await page_says(tab, "could not start")
+            assert f"{keys}:2: keys.undo: expected a key string" in said
+            assert "Starting the grading app" not in said
+            assert "Open it again" in said
+            await tab.screenshot("serve-app-failed")
+    finally:
+        process.terminate()
+        _, log = process.communicate(timeout=30)
+    assert "alice's tab: the grading app could not start (exit status 2)" in log
+
+
 def readme_nginx_location() -> str:
     """The README's nginx example, its ``location / { ... }`` block."""
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")

@@ -4,7 +4,8 @@ The invite URL carries the token once; the server answers it with an HttpOnly,
 SameSite=Strict cookie holding the same token, so scripts cannot read it and other
 sites cannot make the browser send it. Every page load and websocket then proves the
 cookie again against the project's stored hashes, so a revoked invite stops working at
-the next request without restarting the server.
+the next request without restarting the server. A second cookie remembers whose token
+it is, so a page refused after a revoke can say that the invite was revoked.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from raglabel.errors import UsageError
 
@@ -74,9 +75,23 @@ class Site:
         scheme = "wss" if self.secure else "ws"
         return f"{scheme}:{self.public_url.split(':', 1)[1]}/ws"
 
+    @property
+    def name_cookie(self) -> str:
+        """The cookie that remembers whose token the browser holds: once the token stops
+        working, the page can say that this annotator's invite was revoked or replaced
+        rather than only that it is not valid. The name is no secret (pages show it)."""
+        return f"{self.cookie_name}_name"
+
     def set_cookie_header(self, token: str) -> str:
+        return self._set_cookie(self.cookie_name, token)
+
+    def set_name_cookie_header(self, annotator: str) -> str:
+        # Names may hold spaces, quotes and semicolons: percent-encoded, the value is plain.
+        return self._set_cookie(self.name_cookie, quote(annotator, safe=""))
+
+    def _set_cookie(self, name: str, value: str) -> str:
         parts = [
-            f"{self.cookie_name}={token}",
+            f"{name}={value}",
             f"Path={self.base_path or '/'}",
             f"Max-Age={COOKIE_SECONDS}",
             "HttpOnly",
@@ -88,21 +103,31 @@ class Site:
 
     def cookie_token(self, header: str | None) -> str | None:
         """The token in a Cookie header, or None; a malformed header is no token."""
-        if not header:
-            return None
-        jar: SimpleCookie = SimpleCookie()
-        try:
-            jar.load(header)
-        except Exception:  # http.cookies raises CookieError and others on odd input
-            return None
-        morsel = jar.get(self.cookie_name)
-        return None if morsel is None or not morsel.value else morsel.value
+        return _cookie(header, self.cookie_name)
+
+    def cookie_annotator(self, header: str | None) -> str | None:
+        """The annotator the name cookie remembers, or None."""
+        value = _cookie(header, self.name_cookie)
+        return None if value is None else unquote(value)
 
     def same_origin(self, origin: str | None) -> bool:
         """Whether a websocket's Origin header is this server's own. A browser always
         sends one; its absence means no browser, and no browser means no cookie theft
         to guard against, but there is no reason to allow it either."""
         return origin is not None and origin.rstrip("/").lower() == self.origin.lower()
+
+
+def _cookie(header: str | None, name: str) -> str | None:
+    """One cookie's value in a Cookie header, or None; a malformed header holds none."""
+    if not header:
+        return None
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(header)
+    except Exception:  # http.cookies raises CookieError and others on odd input
+        return None
+    morsel = jar.get(name)
+    return None if morsel is None or not morsel.value else morsel.value
 
 
 #: A token wherever a log line could quote one: the sign-in link's parameter, or a

@@ -1,12 +1,17 @@
 """``raglabel serve``: an aiohttp server that gives each signed-in browser tab its own app.
 
 Each websocket starts ``raglabel label DB --annotator NAME --locked`` through
-textual-serve's ``AppService``, which runs the command with Textual's web driver and
-relays the terminal stream. The annotator travels in that command line, built for the
-one connection: nothing process-wide changes, so two tabs connecting at once cannot
-swap names. The routes are raglabel's own (textual-serve's ``Server`` would serve
-anyone, and its page fetches a font from the internet); only ``AppService``, the
-script, the stylesheet and the fonts are textual-serve's, hence the pinned version.
+textual-serve's ``AppService`` (see raglabel/web/tab.py), which runs the command with
+Textual's web driver and relays the terminal stream. The annotator travels in that
+command line, built for the one connection: nothing process-wide changes, so two tabs
+connecting at once cannot swap names. The routes are raglabel's own (textual-serve's
+``Server`` would serve anyone, and its page fetches a font from the internet); only
+``AppService``, the script, the stylesheet and the fonts are textual-serve's, hence the
+pinned version.
+
+A tab the server ends for a reason (its invite revoked, its app failed) first gets an
+ENDED message the page shows, then a close code of its own: 4001 for the invite, 4002
+for the app.
 """
 
 from __future__ import annotations
@@ -15,23 +20,28 @@ import asyncio
 import contextlib
 import json
 import logging
-import shlex
 import signal
 import socket
-import sys
 from collections.abc import Awaitable, Callable
 from functools import partial
 from importlib.resources import files
 from pathlib import Path
 
 from aiohttp import WSMsgType, web
-from textual_serve.app_service import AppService
 from textual_serve.download_manager import DownloadManager
 
-from raglabel.storage.invites import invited_annotator
+from raglabel.storage.invites import invited_annotator, invites
 from raglabel.storage.project import Project
 from raglabel.web.access import INVITE_PARAMETER, Site
-from raglabel.web.pages import refusal_page, signed_in_page, terminal_page
+from raglabel.web.pages import (
+    ENDED,
+    app_failed,
+    invite_gone,
+    refusal_page,
+    signed_in_page,
+    terminal_page,
+)
+from raglabel.web.tab import Ending, TabApp, tab_command
 
 log = logging.getLogger("raglabel.serve")
 
@@ -47,24 +57,9 @@ HEADERS = {
 }
 
 STATIC = Path(str(files("textual_serve") / "static"))
-
-
-def tab_command(project: Path, annotator: str, cutoffs: str) -> str:
-    """The shell command that runs one tab's app, every argument quoted."""
-    return shlex.join(
-        [
-            sys.executable,
-            "-m",
-            "raglabel",
-            "label",
-            str(project),
-            "--annotator",
-            annotator,
-            "--locked",
-            "-k",
-            cutoffs,
-        ]
-    )
+#: Close codes of a tab the server ended: its invite is gone; its app failed.
+CLOSE_REVOKED = 4001
+CLOSE_FAILED = 4002
 
 
 def _size(value: str | None, default: int) -> int:
@@ -120,10 +115,14 @@ class GradingServer:
     def _annotator(self, token: str | None) -> str | None:
         return None if not token else invited_annotator(self._invites, token)
 
-    def _refuse(self, status: int, message: str) -> web.Response:
+    def _refuse(self, status: int, message: str, heading: str | None = None) -> web.Response:
         return web.Response(
-            status=status, text=refusal_page(status, message), content_type="text/html"
+            status=status, text=refusal_page(status, message, heading), content_type="text/html"
         )
+
+    def _replaced(self, annotator: str) -> bool:
+        """Whether the annotator, whose token no longer works, holds a newer invite."""
+        return any(invite.annotator == annotator for invite in invites(self._invites))
 
     async def index(self, request: web.Request) -> web.StreamResponse:
         invite = request.query.get(INVITE_PARAMETER)
@@ -141,9 +140,23 @@ class GradingServer:
                 text=signed_in_page(annotator=annotator, target=f"{self.site.base_path}/"),
                 content_type="text/html",
             )
-            response.headers["Set-Cookie"] = self.site.set_cookie_header(invite)
+            response.headers.add("Set-Cookie", self.site.set_cookie_header(invite))
+            response.headers.add("Set-Cookie", self.site.set_name_cookie_header(annotator))
             return response
-        annotator = self._annotator(self.site.cookie_token(request.headers.get("Cookie")))
+        cookies = request.headers.get("Cookie")
+        token = self.site.cookie_token(cookies)
+        annotator = self._annotator(token)
+        remembered = self.site.cookie_annotator(cookies)
+        if annotator is None and token is not None and remembered is not None:
+            # A token that once signed this browser in as ``remembered``, and no longer
+            # works: the owner revoked or replaced that invite.
+            replaced = self._replaced(remembered)
+            log.info("refused %s's %s invite", remembered, "replaced" if replaced else "revoked")
+            return self._refuse(
+                401,
+                invite_gone(remembered, replaced=replaced),
+                "Invite replaced" if replaced else "Invite revoked",
+            )
         if annotator is None:
             return self._refuse(
                 401,
@@ -174,8 +187,9 @@ class GradingServer:
         await socket.prepare(request)
         width = _size(request.query.get("width"), 80)
         height = _size(request.query.get("height"), 24)
-        service = AppService(
+        service = TabApp(
             tab_command(self.project, annotator, self.cutoffs),
+            ended=partial(self._app_ended, socket, annotator),
             write_bytes=socket.send_bytes,
             write_str=socket.send_str,
             close=partial(self._close, socket),
@@ -199,10 +213,43 @@ class GradingServer:
 
     @staticmethod
     async def _close(socket: web.WebSocketResponse) -> None:
-        """The app ended (its quit key, or a crash): the tab shows that it has."""
+        """The app ended: the tab shows that it has."""
         await socket.close()
 
-    async def _relay(self, socket: web.WebSocketResponse, service: AppService) -> None:
+    @staticmethod
+    async def _end(socket: web.WebSocketResponse, kind: str, text: str, code: int) -> None:
+        """Tell the page why its tab ends, then close it with ``code``."""
+        if socket.closed:
+            return
+        with contextlib.suppress(ConnectionError, RuntimeError):  # the browser left
+            await socket.send_json([ENDED, {"kind": kind, "text": text}])
+        await socket.close(code=code, message=kind.encode())
+
+    async def _app_ended(
+        self, socket: web.WebSocketResponse, annotator: str, ending: Ending
+    ) -> None:
+        """The tab's app process is gone: close the tab, saying why if it failed; the
+        log has whatever the app wrote on stderr."""
+        output = ending.output.strip()
+        if not ending.failed:
+            if output:
+                log.warning("%s's tab's app wrote on ending:\n%s", annotator, output)
+            await self._close(socket)
+            return
+        what = "stopped with an error" if ending.started else "could not start"
+        log.error(
+            "%s's tab: the grading app %s (exit status %d): %s%s",
+            annotator,
+            what,
+            ending.status,
+            ending.line,
+            f"\n{output}" if output else "",
+        )
+        await self._end(
+            socket, "failed", app_failed(ending.line, started=ending.started), CLOSE_FAILED
+        )
+
+    async def _relay(self, socket: web.WebSocketResponse, service: TabApp) -> None:
         """The browser's keys, sizes and focus changes, to the app process."""
         async for message in socket:
             if message.type != WSMsgType.TEXT:
@@ -230,8 +277,11 @@ class GradingServer:
         while not socket.closed:
             await asyncio.sleep(RECHECK_SECONDS)
             if self._annotator(token) != annotator:
-                log.info("%s's invite was revoked: closing the tab", annotator)
-                await socket.close(code=4001, message=b"invite revoked")
+                replaced = self._replaced(annotator)
+                how = "replaced" if replaced else "revoked"
+                log.info("%s's invite was %s: closing the tab", annotator, how)
+                gone = invite_gone(annotator, replaced=replaced)
+                await self._end(socket, "revoked", f"This tab has closed. {gone}", CLOSE_REVOKED)
                 return
 
     async def _close_tabs(self, app: web.Application) -> None:
