@@ -374,7 +374,7 @@ def test_bad_answer_lines_write_nothing(  # noqa: PLR0917 (parametrised)
     assert code == 2, err
     assert f"bad.jsonl:2: {message}" in err or (
         problem in ("NUL byte", "bad UTF-8", "100 MB line", "malformed JSON")
-        and "bad.jsonl:2: " in err
+        and "bad.jsonl:2:" in err
         and message in err
     ), err
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before

@@ -159,8 +159,8 @@ def attempt(
             assert f"raglabel import: error: {path}" in errors[0], err
             if body.strip() and b"\n" in body.rstrip(b"\n") + b"\n":
                 # A file with lines: the error says which (a whole-file problem, such as
-                # "only comments", says the file).
-                assert re.search(rf"{re.escape(str(path))}(:\d+)?: ", errors[0]), err
+                # "only comments", says the file); JSON's errors give the column too.
+                assert re.search(rf"{re.escape(str(path))}(:\d+){{0,2}}: ", errors[0]), err
             assert checksum(db) == before
         else:
             assert_sound(db)
@@ -269,7 +269,7 @@ def test_each_kind_of_damage_is_refused(
     code, err, path = attempt(base, tmp_path, kind, REFUSED[damage](kind))
     assert code == 2, f"{damage} was accepted: {err}"
     if damage not in ("empty",):
-        assert re.search(rf"{re.escape(str(path))}:\d+: ", err), err
+        assert re.search(rf"{re.escape(str(path))}:\d+(:\d+)?: ", err), err
 
 
 @pytest.mark.parametrize(

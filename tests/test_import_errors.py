@@ -173,7 +173,7 @@ CORPUS_ERRORS = [
         "queries-bad-json",
         {"queries.jsonl": '{"id": "q1", "text": "a"}\n{"id": "q2", "text": \n'},
         ["--queries", "queries.jsonl"],
-        "queries.jsonl:2: not valid JSON (Expecting value)",
+        "queries.jsonl:2:22: not valid JSON (Expecting value)",
     ),
     Case(
         "queries-missing-text",
@@ -236,7 +236,7 @@ SAMPLES_ERRORS = [
         "samples-bad-json",
         {"s.jsonl": sample() + "not json\n"},
         ["--samples", "s.jsonl"],
-        "s.jsonl:2: not valid JSON (Expecting value)",
+        "s.jsonl:2:1: not valid JSON (Expecting value)",
     ),
     Case(
         "samples-missing-question",

@@ -1,4 +1,4 @@
-"""Answer files: a RAG system's answers with the contexts it retrieved, in five layouts.
+"""Answer files: a RAG system's answers with the contexts it retrieved, in six layouts.
 
 Each sample is recognised by its fields (see ``FORMATS``); a file holds one format.
 A field whose value is empty (an empty answer, no contexts, no reference) is kept as
@@ -9,17 +9,28 @@ answer field at all is not a sample and is refused with its line.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
 from raglabel.errors import InputError
-from raglabel.formats.jsonl import Identifier, objects
-from raglabel.formats.limits import check_line
+from raglabel.formats.jsonl import Identifier, JsonDocument, document_text, json_error, objects
 from raglabel.formats.lines import check_readable
+
+#: What a context id names. "global": a passage, the same one in every sample (raglabel's
+#: own ids; ragas' retrieved_context_ids, which its docs compare with reference ids as
+#: document ids). "local": a chunk within its own sample only (RAGChecker's optional
+#: doc_id, which its metrics never read and its example numbers from 000 in every
+#: sample). None: the format has no context ids.
+IdScope = Literal["global", "local"] | None
+
+#: The custom-run request of the ``ctx_rank_prec`` service (seed 003): no question and no
+#: answer, a golden answer and the chunks, ``metric_args.ranks`` on the row or the metric.
+AEGIS = "Aegis"
+RANKING_METRIC = "ctx_rank_prec"
 
 
 @dataclass(frozen=True)
@@ -28,17 +39,20 @@ class Layout:
 
     name: str
     question: str
-    answer: str
+    answer: str | None  # None: the format carries no generated answer
     contexts: str
     references: tuple[str, ...]
     extra: tuple[str, ...] = ()  # further fields only this layout has
+    ids: IdScope = None
+    lone_string: bool = False  # a single string is one context
 
     def fields(self) -> set[str]:
-        return {self.question, self.answer, self.contexts, *self.references, *self.extra}
+        answer = () if self.answer is None else (self.answer,)
+        return {self.question, *answer, self.contexts, *self.references, *self.extra}
 
 
 FORMATS: tuple[Layout, ...] = (
-    Layout("raglabel", "question", "answer", "contexts", ("reference",), ("query_id",)),
+    Layout("raglabel", "question", "answer", "contexts", ("reference",), ("query_id",), "global"),
     Layout(
         "ragas v2",
         "user_input",
@@ -46,10 +60,30 @@ FORMATS: tuple[Layout, ...] = (
         "retrieved_contexts",
         ("reference",),
         ("retrieved_context_ids",),
+        "global",
     ),
     Layout("ragas v1", "question", "answer", "contexts", ("ground_truth", "ground_truths")),
     Layout("DeepEval", "input", "actual_output", "retrieval_context", ("expected_output",)),
-    Layout("RAGChecker", "query", "response", "retrieved_context", ("gt_answer",), ("query_id",)),
+    Layout(
+        "RAGChecker",
+        "query",
+        "response",
+        "retrieved_context",
+        ("gt_answer",),
+        ("query_id",),
+        "local",
+    ),
+    # The golden answer is the reference the chunks are graded against, and also the
+    # only text there is to name the query by.
+    Layout(
+        AEGIS,
+        "golden_answer",
+        None,
+        "context",
+        ("golden_answer",),
+        ("metric_args",),
+        lone_string=True,
+    ),
 )
 _BY_NAME = {layout.name: layout for layout in FORMATS}
 _ID = TypeAdapter(Identifier)
@@ -85,6 +119,18 @@ class AnswerSample:
 class AnswerFile:
     format: str
     samples: list[AnswerSample]
+    ids: IdScope = None  # what the contexts' ids name (see IdScope)
+
+
+@dataclass(frozen=True)
+class _Record:
+    """One sample as read, with the ranks its request gave every row (seed 003's
+    ``metric_args`` on the metric) and the line they are on."""
+
+    line: int
+    value: Any
+    shared_ranks: Any = None
+    ranks_line: int | None = None
 
 
 def candidates(record: dict[str, Any]) -> list[str]:
@@ -97,21 +143,22 @@ def candidates(record: dict[str, Any]) -> list[str]:
 
 def read_answers(path: Path) -> AnswerFile:
     """Every sample of a JSONL file or JSON document, checked; the first bad line is an error."""
-    records = list(_records(path))
+    records = _records(path)
     if not records:
         raise InputError(path, "has no samples (the file is empty)")
     possible: list[str] | None = None
     first_line = 0
-    for number, record in records:
-        if not isinstance(record, dict):
-            raise InputError(path, f"not an answer sample: a JSON {_kind(record)}", number)
-        fits = candidates(record)
+    for record in records:
+        number = record.line
+        if not isinstance(record.value, dict):
+            raise InputError(path, f"not an answer sample: {_kind(record.value)} in JSON", number)
+        fits = candidates(record.value)
         if not fits:
             raise InputError(
                 path,
                 "no known answer format: expected the fields of raglabel, ragas v1 or v2,"
-                " DeepEval or RAGChecker (a question such as question, user_input, input or"
-                " query)",
+                f" DeepEval, RAGChecker or {AEGIS} (a question such as question, user_input,"
+                " input, query or golden_answer)",
                 number,
             )
         if possible is None:
@@ -128,7 +175,7 @@ def read_answers(path: Path) -> AnswerFile:
         possible = common
     assert possible is not None
     layout = _BY_NAME[possible[0]]
-    samples = [_sample(path, number, record, layout) for number, record in records]
+    samples = [_sample(path, record, layout) for record in records]
     seen: dict[str, int] = {}
     for sample in samples:
         if sample.sample_id is None:
@@ -140,120 +187,98 @@ def read_answers(path: Path) -> AnswerFile:
                 sample.line,
             )
         seen[sample.sample_id] = sample.line
-    return AnswerFile(layout.name, samples)
+    return AnswerFile(layout.name, samples, layout.ids)
 
 
 def _kind(value: Any) -> str:
-    return {list: "list", str: "string", bool: "boolean", type(None): "null"}.get(
-        type(value), "number"
-    )
+    """What a JSON value is, with its article: "a list", "an object"."""
+    kinds = {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return "an object" if isinstance(value, dict) else kinds.get(type(value), "a number")
 
 
-def _records(path: Path) -> Iterator[tuple[int, Any]]:
-    """(line, value) of each sample: JSONL lines, or the items of a JSON document."""
+def _records(path: Path) -> list[_Record]:
+    """Each sample with its line: JSONL lines, or the items of a JSON document (a list,
+    RAGChecker's ``{"results": [...]}``, a ``ctx_rank_prec`` request, or one object)."""
     check_readable(path)
     with path.open("rb") as handle:
         head = handle.read(4096).lstrip()
     if head.startswith(b"\xef\xbb\xbf"):
         head = head[3:].lstrip()
-    if head.startswith(b"["):
-        yield from _document(path)
-        return
-    if head.startswith(b"{"):
-        whole = _whole(path)
-        if whole is not None:
-            yield from whole
-            return
-    yield from objects(path)
-
-
-def _text_of(path: Path) -> str:
-    raw = path.read_bytes()
-    for number, line in enumerate(raw.split(b"\n"), start=1):
-        check_line(path, line, number)
+    if not head.startswith((b"[", b"{")):
+        return [_Record(number, value) for number, value in objects(path)]
+    text = document_text(path)
     try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        number = raw.count(b"\n", 0, exc.start) + 1
-        raise InputError(path, "is not valid UTF-8", number) from None
+        doc = JsonDocument(path, text)
+    except (ValueError, RecursionError) as exc:
+        if head.startswith(b"{") and _first_line_is_json(text):
+            # JSON Lines: each line is a document of its own, and errors are by line.
+            return [_Record(number, value) for number, value in objects(path)]
+        if isinstance(exc, json.JSONDecodeError):
+            raise json_error(path, exc) from None
+        # Nested too deeply, or a number of more than 4300 digits: json gives no position.
+        what = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise InputError(path, f"not valid JSON ({what})") from None
+    value = doc.value
+    if isinstance(value, list):
+        return [_Record(doc.line(at), item) for at, item in doc.items(doc.start)]
+    if isinstance(value, dict) and "results" in value:
+        return [_Record(line, item) for line, item in _list_at(doc, doc.start, "results")]
+    if isinstance(value, dict) and "evaluations" in value:
+        return _request(doc)
+    return [_Record(doc.line(doc.start), value)]
 
 
-def _whole(path: Path) -> list[tuple[int, Any]] | None:
-    """A RAGChecker ``{"results": [...]}`` document, or None for JSONL (objects by line)."""
-    text = _text_of(path)
+def _first_line_is_json(text: str) -> bool:
+    start = len(text) - len(text.lstrip())  # the first line that is not blank
+    start = text.rfind("\n", 0, start) + 1
+    end = text.find("\n", start)
+    line = text[start:] if end < 0 else text[start:end]
     try:
-        value = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return None
-    if not (isinstance(value, dict) and "results" in value):
-        return None
-    if not isinstance(value["results"], list):
-        raise InputError(path, "field results: must be a list of samples", 1)
-    return _items(path, text, _array_start(text))[0]
+        json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
-def _document(path: Path) -> list[tuple[int, Any]]:
-    text = _text_of(path)
-    start = len(text) - len(text.lstrip())
-    items, end = _items(path, text, start)
-    if text[end:].strip():
-        raise InputError(path, "not valid JSON (extra data after the list)", _line(text, end))
-    return items
+def _list_at(doc: JsonDocument, offset: int, key: str, where: str = "") -> list[tuple[int, Any]]:
+    """(line, item) of the list under ``key`` of the object at ``offset``."""
+    at = doc.member(offset, key)
+    assert at is not None  # json.loads found the key
+    if not doc.text.startswith("[", at):
+        raise InputError(doc.path, f"field {where}{key}: must be a list", doc.line(at))
+    return [(doc.line(item_at), item) for item_at, item in doc.items(at)]
 
 
-def _line(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
+def _request(doc: JsonDocument) -> list[_Record]:
+    """The rows of a ``ctx_rank_prec`` request: ``{"evaluations": [{"data": [...],
+    "metrics": [{"metric": "ctx_rank_prec", "metric_args": {"ranks": [...]}}]}]}``.
 
-
-_DECODER = json.JSONDecoder()
-
-
-def _skip(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in " \t\r\n":
-        pos += 1
-    return pos
-
-
-def _bad(path: Path, text: str, pos: int, what: str) -> InputError:
-    return InputError(path, f"not valid JSON ({what})", _line(text, min(pos, len(text))))
-
-
-def _items(path: Path, text: str, start: int) -> tuple[list[tuple[int, Any]], int]:
-    """The values of the JSON array at ``start``, each with the line it starts on, and
-    the offset just past the array."""
-    items: list[tuple[int, Any]] = []
-    pos = _skip(text, start + 1)
-    if pos < len(text) and text[pos] == "]":
-        return items, pos + 1
-    while True:
-        try:
-            value, end = _DECODER.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
-            raise _bad(path, text, exc.pos, exc.msg) from None
-        except RecursionError:
-            raise _bad(path, text, pos, "nested too deeply") from None
-        items.append((_line(text, pos), value))
-        pos = _skip(text, end)
-        if pos < len(text) and text[pos] == ",":
-            pos = _skip(text, pos + 1)
-            continue
-        if pos < len(text) and text[pos] == "]":
-            return items, pos + 1
-        raise _bad(path, text, pos, "expecting ',' or ']' between samples")
-
-
-def _array_start(text: str) -> int:
-    """Where the ``results`` array of a top-level object begins."""
-    pos = _skip(text, _skip(text, 0) + 1)
-    while pos < len(text):
-        key, pos = _DECODER.raw_decode(text, pos)
-        pos = _skip(text, pos) + 1  # past ':'
-        pos = _skip(text, pos)
-        if key == "results":
-            return pos
-        _, pos = _DECODER.raw_decode(text, pos)
-        pos = _skip(text, _skip(text, pos) + 1)  # past ','
-    raise AssertionError("results was found by json.loads")
+    The ranks on the metric apply to every row of its evaluation that gives none; the
+    request's other settings (threshold, model) are the service's and are not read."""
+    at = doc.member(doc.start, "evaluations")
+    assert at is not None
+    if not doc.text.startswith("[", at):
+        raise InputError(doc.path, "field evaluations: must be a list", doc.line(at))
+    records: list[_Record] = []
+    for i, (eval_at, evaluation) in enumerate(doc.items(at)):
+        where = f"evaluations.{i}."
+        if not isinstance(evaluation, dict):
+            raise InputError(doc.path, f"field {where[:-1]}: must be an object", doc.line(eval_at))
+        if "data" not in evaluation:
+            raise InputError(doc.path, f"field {where}data: missing", doc.line(eval_at))
+        ranks, ranks_line = None, None
+        if "metrics" in evaluation:
+            for line, metric in _list_at(doc, eval_at, "metrics", where):
+                if not (isinstance(metric, dict) and metric.get("metric") == RANKING_METRIC):
+                    continue
+                args = metric.get("metric_args")
+                if isinstance(args, dict) and args.get("ranks") is not None:
+                    ranks, ranks_line = args["ranks"], line
+        records.extend(
+            _Record(line, row, ranks, ranks_line)
+            for line, row in _list_at(doc, eval_at, "data", where)
+        )
+    return records
 
 
 def _text(path: Path, number: int, record: dict[str, Any], name: str) -> str | None:
@@ -261,37 +286,45 @@ def _text(path: Path, number: int, record: dict[str, Any], name: str) -> str | N
     if value is None:
         return None
     if not isinstance(value, str):
-        raise InputError(path, f"field {name}: must be a string, not a {_kind(value)}", number)
+        raise InputError(path, f"field {name}: must be a string, not {_kind(value)}", number)
     return value if value.strip() else None
 
 
-def _sample(path: Path, number: int, record: dict[str, Any], layout: Layout) -> AnswerSample:
+def _sample(path: Path, record: _Record, layout: Layout) -> AnswerSample:
+    number, value = record.line, record.value
+
     def need(name: str, what: str) -> None:
-        if name not in record:
+        if name not in value:
             raise InputError(path, f"missing {what} (field {name}, {layout.name} format)", number)
 
     need(layout.question, "the question")
-    need(layout.answer, "the answer")
-    question = _text(path, number, record, layout.question)
-    query_id = _identifier(path, number, record, "query_id") if "query_id" in layout.extra else None
+    if layout.answer is not None:
+        need(layout.answer, "the answer")
+    question = _text(path, number, value, layout.question)
+    query_id = _identifier(path, number, value, "query_id") if "query_id" in layout.extra else None
     if question is None and query_id is None:
-        raise InputError(path, f"field {layout.question}: the question is empty", number)
+        what = "golden answer" if layout.name == AEGIS else "question"
+        raise InputError(path, f"field {layout.question}: the {what} is empty", number)
     sample = AnswerSample(
         line=number,
         format=layout.name,
         question=question,
-        answer=_text(path, number, record, layout.answer),
-        contexts=_contexts(path, number, record, layout),
-        reference=_reference(path, number, record, layout),
-        sample_id=_identifier(path, number, record, "id"),
+        answer=None if layout.answer is None else _text(path, number, value, layout.answer),
+        contexts=_contexts(path, number, value, layout),
+        reference=_reference(path, number, value, layout),
+        sample_id=_identifier(path, number, value, "id"),
         query_id=query_id,
     )
-    sample.ranks = _ranks(path, number, record, len(sample.contexts))
-    metadata = record.get("metadata")
+    sample.ranks = _ranks(path, number, value, len(sample.contexts))
+    if layout.name == AEGIS:
+        given = _metric_ranks(path, record, len(sample.contexts))
+        if given is not None and sample.ranks is not None:
+            raise InputError(path, "give ranks or metric_args.ranks, not both", number)
+        if given is not None:
+            sample.ranks = given
+    metadata = value.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
-        raise InputError(
-            path, f"field metadata: must be an object, not a {_kind(metadata)}", number
-        )
+        raise InputError(path, f"field metadata: must be an object, not {_kind(metadata)}", number)
     sample.metadata = metadata
     return sample
 
@@ -311,8 +344,10 @@ def _contexts(path: Path, number: int, record: dict[str, Any], layout: Layout) -
     value = record.get(name)
     if value is None:
         return []
+    if layout.lone_string and isinstance(value, str):
+        value = [value] if value.strip() else []
     if not isinstance(value, list):
-        raise InputError(path, f"field {name}: must be a list, not a {_kind(value)}", number)
+        raise InputError(path, f"field {name}: must be a list, not {_kind(value)}", number)
     ids: list[Any] | None = None
     if "retrieved_context_ids" in layout.extra and record.get("retrieved_context_ids") is not None:
         ids = record["retrieved_context_ids"]
@@ -346,6 +381,14 @@ def _contexts(path: Path, number: int, record: dict[str, Any], layout: Layout) -
             ident = _identifier(path, number, {"id": ids[i]}, "id")
         if not (text and text.strip()):
             text = None
+        if text is None and ident is not None and layout.ids == "local":
+            # An id that names a chunk only within its sample cannot find a passage.
+            raise InputError(
+                path,
+                f"field {where}.text: a {layout.name} context needs its text ({id_key} names"
+                " a chunk only within its own sample)",
+                number,
+            )
         if ident is None and text is None:
             raise InputError(path, f"field {where}: a context needs a text or an id", number)
         contexts.append(Context(ident, text))
@@ -386,6 +429,41 @@ def _ranks(path: Path, number: int, record: dict[str, Any], count: int) -> list[
             number,
         )
     return list(value)
+
+
+def _metric_ranks(path: Path, record: _Record, count: int) -> list[int] | None:
+    """``metric_args.ranks`` of a ``ctx_rank_prec`` row, else of its request's metric, as
+    0-based distinct ranks: any numbers, chunks ordered by them, ties by position."""
+    args = record.value.get("metric_args")
+    if args is not None and not isinstance(args, dict):
+        raise InputError(
+            path, f"field metric_args: must be an object, not {_kind(args)}", record.line
+        )
+    given, where = None, "field metric_args.ranks"
+    if args is not None and args.get("ranks") is not None:
+        given = args["ranks"]
+    elif record.shared_ranks is not None:
+        given = record.shared_ranks
+        where += f" of the {RANKING_METRIC} metric on line {record.ranks_line}"
+    if given is None:
+        return None
+    if not (
+        isinstance(given, list)
+        and len(given) == count
+        and all(
+            (isinstance(r, int) and not isinstance(r, bool))
+            or (isinstance(r, float) and math.isfinite(r))
+            for r in given
+        )
+    ):
+        raise InputError(
+            path, f"{where}: must be one number per chunk ({count} chunks here)", record.line
+        )
+    order = sorted(range(count), key=lambda i: (given[i], i))
+    ranks = [0] * count
+    for rank, position in enumerate(order):
+        ranks[position] = rank
+    return ranks
 
 
 def ordered(sample: AnswerSample) -> list[int]:

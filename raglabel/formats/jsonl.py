@@ -1,8 +1,11 @@
-"""JSON Lines reading with errors that name the line, and the field when a model rejects it."""
+"""JSON Lines and JSON documents read with errors that name the line (and the column, where
+the parser knows it), and the field when a model rejects it."""
 
 from __future__ import annotations
 
+import bisect
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -61,17 +64,102 @@ def objects(path: Path) -> Iterator[tuple[int, Any]]:
         for number, raw in enumerate(handle, start=1):
             check_line(path, raw, number)
             try:
-                text = raw.decode("utf-8")
+                # Editors on Windows start a UTF-8 file with a byte order mark.
+                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
             except UnicodeDecodeError:
                 raise InputError(path, "is not valid UTF-8", number) from None
             if not text.strip():
                 continue
             try:
-                yield number, json.loads(text)
+                # Without its line break, an error at the end of the line stays on it.
+                yield number, json.loads(text.rstrip("\r\n"))
             except json.JSONDecodeError as exc:
-                raise InputError(path, f"not valid JSON ({exc.msg})", number) from None
+                raise json_error(path, exc, first_line=number) from None
             except RecursionError:
                 raise InputError(path, "not valid JSON (nested too deeply)", number) from None
+            except ValueError as exc:  # a number of more than 4300 digits
+                raise InputError(path, f"not valid JSON ({exc})", number) from None
+
+
+def json_error(path: Path, exc: json.JSONDecodeError, first_line: int = 1) -> InputError:
+    """The parser's own words at its own line and column (``file:line:col:``); the text it
+    parsed starts at ``first_line`` of the file."""
+    return InputError(
+        path, f"not valid JSON ({exc.msg})", first_line + exc.lineno - 1, column=exc.colno
+    )
+
+
+class JsonDocument:
+    """A whole JSON document, parsed, that can say on which line any of its values starts
+    (json.loads keeps no positions; the values are found again with raw_decode)."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        """Raises json.JSONDecodeError, RecursionError or ValueError (a number of more
+        than 4300 digits): the caller may try another reading (JSON Lines) first."""
+        self.path = path
+        self.text = text
+        self.value: Any = json.loads(text)
+        self.start = _skip(text, 0)
+        self._newlines: list[int] | None = None
+
+    def line(self, offset: int) -> int:
+        if self._newlines is None:
+            self._newlines = [m.start() for m in _NEWLINE.finditer(self.text)]
+        return bisect.bisect_left(self._newlines, offset) + 1
+
+    def items(self, offset: int) -> list[tuple[int, Any]]:
+        """(offset, value) of each item of the array that starts at ``offset``."""
+        text = self.text
+        out: list[tuple[int, Any]] = []
+        pos = _skip(text, offset + 1)
+        while text[pos] != "]":
+            value, end = _DECODER.raw_decode(text, pos)
+            out.append((pos, value))
+            pos = _skip(text, end)
+            if text[pos] == ",":
+                pos = _skip(text, pos + 1)
+        return out
+
+    def member(self, offset: int, key: str) -> int | None:
+        """Where the value of ``key`` starts in the object at ``offset`` (its last
+        occurrence, the one json.loads keeps), or None."""
+        text = self.text
+        found: int | None = None
+        pos = _skip(text, offset + 1)
+        while text[pos] != "}":
+            name, pos = _DECODER.raw_decode(text, pos)
+            pos = _skip(text, _skip(text, pos) + 1)  # past ':'
+            if name == key:
+                found = pos
+            _, pos = _DECODER.raw_decode(text, pos)
+            pos = _skip(text, pos)
+            if text[pos] == ",":
+                pos = _skip(text, pos + 1)
+        return found
+
+
+_DECODER = json.JSONDecoder()
+_NEWLINE = re.compile("\n")
+
+
+def _skip(text: str, pos: int) -> int:
+    """Past JSON's white space (only these four characters are white space to JSON)."""
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+def document_text(path: Path) -> str:
+    """A whole file as text for a JSON document: lines checked as JSONL lines are, a byte
+    order mark dropped, bad UTF-8 refused at its line."""
+    raw = path.read_bytes()
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        check_line(path, line, number)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        number = raw.count(b"\n", 0, exc.start) + 1
+        raise InputError(path, "is not valid UTF-8", number) from None
 
 
 M = TypeVar("M", bound=BaseModel)

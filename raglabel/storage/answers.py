@@ -19,9 +19,9 @@ from typing import Any, Literal
 
 from raglabel.errors import InputError
 from raglabel.formats.answer_grades import AnswerGrade
-from raglabel.formats.answers import AnswerFile, ordered
+from raglabel.formats.answers import AEGIS, AnswerFile, Context, ordered
 from raglabel.formats.sentences import Span
-from raglabel.formats.text import content_id, normalize
+from raglabel.formats.text import content_id, normalize, normalize_passage
 from raglabel.metrics.criteria import CRITERIA
 from raglabel.storage.grades import EventRow, replay
 from raglabel.storage.items import annotator_id, ensure_passages
@@ -37,6 +37,7 @@ class Written:
     queries_added: int = 0
     repeated_queries: list[str] = field(default_factory=list)
     matched_queries: Counter[str] = field(default_factory=Counter)
+    warnings: list[str] = field(default_factory=list)
 
 
 def _json(value: Any) -> str | None:
@@ -94,6 +95,7 @@ def write_system(
         if text:
             by_text.setdefault(normalize(text), ext_id)
 
+    identity = _ContextIdentity(answers, index)
     seen: dict[str, int] = {}
     rankings: dict[str, Ranking] = {}
     texts: dict[str, str] = {}
@@ -127,14 +129,7 @@ def write_system(
         seen[sample_id] = sample.line
         passages: list[str] = []
         for context in sample.contexts:
-            if context.id is not None:
-                index.note_id()
-                passages.append(context.id)
-                if context.text:
-                    index.remember(context.id, context.text)
-            else:
-                assert context.text is not None
-                passages.append(index.match(context.text)[0])
+            passages.append(identity.passage(context))
             if context.text and passages[-1] not in texts:
                 texts[passages[-1]] = context.text
         ids = ensure_passages(conn, passages)
@@ -175,6 +170,14 @@ def write_system(
         else:
             rankings[query] = Ranking(query, ranked, None)
         done.samples += 1
+    done.warnings.extend(identity.warnings(name, answers.format))
+    if answers.format == AEGIS:
+        # The request names no question: raglabel chose what stands for it, so it says so.
+        done.warnings.append(
+            f"answers {name!r} ({AEGIS} requests): no question is given, so each sample's"
+            " golden answer is its question as well as its reference, and it has no"
+            " generated answer (faithfulness, answer_relevancy and context_recall are NA)"
+        )
     # Retrieved text fills passages that have none; it never overwrites a stored text.
     conn.executemany(
         "UPDATE passage SET text = ? WHERE ext_id = ? AND text IS NULL",
@@ -187,6 +190,79 @@ def write_system(
         replace=row is not None or replace_run,
     )
     return done
+
+
+class _ContextIdentity:
+    """Which passage each context of one answer file is.
+
+    A context id is taken as a passage id only where the format says ids name passages
+    (``AnswerFile.ids == "global"``), and only while the id keeps one text: an id that
+    comes with two different texts (in two samples, or unlike the text its passage
+    already has, a span of it aside) is a numbering, not a name, and those of its
+    contexts that are not its passage's text are matched by their text. Where ids are
+    local to a sample (RAGChecker), every context is matched by its text, the id only
+    preferred when its passage holds that text.
+    """
+
+    def __init__(self, answers: AnswerFile, index: PassageIndex) -> None:
+        self._index = index
+        self._local = answers.ids == "local"
+        texts: dict[str, set[str]] = {}
+        carried: Counter[str] = Counter()
+        for sample in answers.samples:
+            for context in sample.contexts:
+                if context.id is not None and context.text:
+                    texts.setdefault(context.id, set()).add(normalize_passage(context.text))
+                    carried[context.id] += 1
+        self.clashing: dict[str, int] = {}  # id -> how many contexts carry it
+        for ident, norms in texts.items():
+            # Chunks of one passage may differ: each a span of the text it has is no clash.
+            known = None if self._local else index.known_text(ident)
+            if any(norm not in known for norm in norms) if known else len(norms) > 1:
+                self.clashing[ident] = carried[ident]
+        self.rekeyed = 0  # contexts matched by text although they carry an id
+
+    def passage(self, context: Context) -> str:
+        index = self._index
+        if context.id is None:
+            assert context.text is not None
+            return index.match(context.text)[0]
+        if self._local:
+            assert context.text is not None  # the reader requires it
+            return index.match(context.text, prefer=[context.id])[0]
+        if context.id in self.clashing and context.text:
+            known = index.known_text(context.id)
+            norm = normalize_passage(context.text)
+            if not (known and norm and norm in known):
+                self.rekeyed += 1
+                return index.match(context.text)[0]
+        index.note_id()
+        if context.text:
+            index.remember(context.id, context.text)
+        return context.id
+
+    def warnings(self, name: str, fmt: str) -> list[str]:
+        if not self.clashing:
+            return []
+        shown = ", ".join(repr(ident) for ident in list(self.clashing)[:3])
+        more = ", ..." if len(self.clashing) > 3 else ""
+        count = len(self.clashing)
+        contexts = sum(self.clashing.values())
+        head = (
+            f"answers of {name!r}: {count} context id{'s' if count > 1 else ''}"
+            f" ({shown}{more}) came with different texts"
+        )
+        if self._local:
+            return [
+                f"{head} in different samples; {fmt}'s ids number the contexts of one"
+                f" sample only, so all {contexts} contexts carrying them were matched by"
+                " their text, not by id"
+            ]
+        return [
+            f"{head} (in different samples, or unlike the text their passage has);"
+            f" {self.rekeyed} of their {contexts} contexts, whose text is not the named"
+            " passage's, were matched by their text, not by id"
+        ]
 
 
 def write_answer_grades(

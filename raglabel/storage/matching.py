@@ -45,6 +45,7 @@ class PassageIndex:
         # single C-speed find() scans the whole corpus for a span.
         self._haystack = "\x00".join(parts)
         self._added: dict[str, str] = {}
+        self._remembered: dict[str, str] = {}  # ext_id -> normalised text, this import's
         self.counts: Counter[How] = Counter()
 
     def match(self, text: str, prefer: Iterable[str] = ()) -> tuple[str, How]:
@@ -78,8 +79,17 @@ class PassageIndex:
         """A passage stored during this import under its own id: later text equal to
         it (another file of the same import) is that passage, not a new one."""
         norm = normalize_passage(text)
+        if norm:
+            self._remembered.setdefault(ext_id, norm)
         if norm and norm not in self._exact:
             self._added.setdefault(norm, ext_id)
+
+    def known_text(self, ext_id: str) -> str | None:
+        """The normalised text of passage ``ext_id``: the project's, else the first one
+        this import stored under that id; None when there is neither."""
+        if ext_id in self._position:
+            return self._text_of(ext_id)
+        return self._remembered.get(ext_id)
 
     def note_id(self) -> None:
         """Count a passage the run named by id, so the report covers every entry."""
