@@ -56,7 +56,7 @@ def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_json_report_matches_the_contract(files: dict[str, Path]) -> None:
-    report = eval_json(files, "-k", "2", "--metrics", "ra_nwg,ndcg,mrr,judged")
+    report = eval_json(files, "-k", "2", "--metrics", "ra_nwg,ndcg@2,mrr,judged")
     assert report.labels.queries == 3 and report.labels.graded == 7
     assert report.labels.fingerprint.startswith("sha256:")
     assert set(report.runs) == {"good", "weak"}
@@ -70,7 +70,7 @@ def test_json_report_matches_the_contract(files: dict[str, Path]) -> None:
 
 
 def test_missing_query_scores_zero(files: dict[str, Path]) -> None:
-    report = eval_json(files, "-k", "2", "--metrics", "ndcg,recall", "--per-query")
+    report = eval_json(files, "-k", "2", "--metrics", "ndcg@2,recall", "--per-query")
     q3 = report.runs["good"].per_query["q3"]  # type: ignore[index]
     assert q3["ndcg@2"] == 0.0
     assert q3["recall@2"] is None  # no relevant passage: NA, not 0

@@ -58,7 +58,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("module", "imported"),
     [
         # A lower layer reaching up, at each step of the stack.
-        ("metrics/names.py", "raglabel.formats.text"),
+        ("metrics/names.py", "raglabel.formats.notices"),
         ("formats/text.py", "raglabel.storage.items"),
         ("storage/items.py", "raglabel.analysis.evaluation"),
         ("analysis/evaluation.py", "raglabel.session.grading"),

@@ -140,7 +140,7 @@ def raglabel_eval(
     """Per query: {metric name: value (NaN = NA)} through the file-level path."""
     align = Alignment.from_qrels(read_qrels(qrels_path, grade_map))
     run = align.run("x", read_run(run_path))
-    keys = parse_metric_list("ndcg,recall,precision,hit,mrr", ks=list(CUTOFFS))
+    keys = parse_metric_list("ndcg@k,recall,precision,hit,mrr", ks=list(CUTOFFS))
     values = evaluate_runs(align.labels, [run], keys, config=config or MetricConfig())["x"]
     return {
         qid: {key.name: float(values[key][i]) for key in keys}

@@ -7,8 +7,11 @@ a file (a few kilobytes read), never a second pass over a large input.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 
+from raglabel.formats.trec_shape import first_data_line, is_number, run_given_as_qrels
 from raglabel.metrics.evaluate import QueryStats
 from raglabel.metrics.run import RankedRun
 
@@ -18,24 +21,8 @@ MISSING_SHARE = 0.5
 
 def first_fields(path: Path) -> list[str] | None:
     """The fields of the first line that is neither blank nor a ``#`` comment."""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(65536)
-    except OSError:
-        return None
-    for raw in head.splitlines():
-        line = raw.decode("utf-8", "replace").strip()
-        if line and not line.startswith("#"):
-            return line.split()
-    return None
-
-
-def _number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+    line = first_data_line(path)
+    return None if line is None else line[1]
 
 
 def run_file_hint(path: Path) -> str | None:
@@ -43,18 +30,13 @@ def run_file_hint(path: Path) -> str | None:
     fields = first_fields(path)
     if not fields:
         return None
-    if len(fields) == 4 and fields[1] != "Q0" and _number(fields[3]):
-        return (
-            f"{path} looks like qrels (qid iteration docid relevance), not a run: "
-            "give it as --qrels"
-        )
-    if len(fields) >= 6 and _number(fields[2]) and not _number(fields[4]):
+    if len(fields) >= 6 and is_number(fields[2]) and not is_number(fields[4]):
         return (
             f"{path}: the third column holds a number ({fields[2]}) and the fifth does not "
             f"({fields[4]}): are docid and score swapped? A run line is "
             "'qid Q0 docid rank score tag'"
         )
-    if len(fields) >= 6 and not _number(fields[4]) and _number(fields[5]):
+    if len(fields) >= 6 and not is_number(fields[4]) and is_number(fields[5]):
         return (
             f"{path}: the score seems to be in the sixth column ({fields[5]}); a run line is "
             "'qid Q0 docid rank score tag'"
@@ -63,14 +45,32 @@ def run_file_hint(path: Path) -> str | None:
 
 
 def qrels_file_hint(path: Path) -> str | None:
-    """Why a file given as qrels may be a run instead."""
-    fields = first_fields(path)
-    if fields and len(fields) >= 6 and fields[1].upper() == "Q0":
-        return (
-            f"{path} looks like a run (qid Q0 docid rank score tag), not qrels: give runs "
-            "as --run and the labels as --qrels"
-        )
-    return None
+    """Why a file given as qrels may be a run instead (the qrels readers refuse such a
+    file before reading it; this says so for any other caller)."""
+    return run_given_as_qrels(path)
+
+
+def command_line_option(name: str, value: str | None) -> str:
+    """``--grade-map 0:2,1:5``: an option as the command line takes it."""
+    return f"--{name}" if value is None else f"--{name} {value}"
+
+
+def keyword_argument(name: str, value: str | None) -> str:
+    """``grade_map="0:2,1:5"``: the same option as the Python API's keyword."""
+    key = name.replace("-", "_")
+    if value is None:
+        return key
+    return f"{key}={value}" if is_number(value) else f'{key}="{value}"'
+
+
+#: How a warning names the option that fixes it. The command line's words by default;
+#: ``raglabel.evaluate`` sets :func:`keyword_argument` while it runs the command's own
+#: evaluation, so its warnings name what a notebook would type, from the same sentence.
+#: A context variable, because the warning is made layers below the call that knows
+#: who will read it, and concurrent calls (threads, tasks) must not see each other's.
+OPTION_WORDS: ContextVar[Callable[[str, str | None], str]] = ContextVar(
+    "option_words", default=command_line_option
+)
 
 
 def label_warnings(stats: QueryStats, *, default_map: bool) -> list[str]:
@@ -78,6 +78,7 @@ def label_warnings(stats: QueryStats, *, default_map: bool) -> list[str]:
     counts = stats.labels.counts
     if counts.shape[0] == 0 or stats.relevant.any():
         return []
+    option = OPTION_WORDS.get()
     threshold = stats.config.relevance_threshold
     used = [g for g in range(1, 6) if counts[:, g].any()]
     message = (
@@ -87,12 +88,15 @@ def label_warnings(stats: QueryStats, *, default_map: bool) -> list[str]:
     if default_map and used and set(used) <= {2, 3}:
         message += (
             "; the labels are 0 and 1, which the default map reads as grades 2 and 3 "
-            "(0->2, 1->3, 2->4, 3->5). Binary qrels want --grade-map 0:2,1:5"
+            "(0->2, 1->3, 2->4, 3->5). Binary qrels want " + option("grade-map", "0:2,1:5")
         )
     else:
         highest = max(used, default=1)
-        message += f"; the highest grade is {highest}: try --relevance-threshold {highest}"
-        message += " or a --grade-map that maps relevant labels to grade 4 or 5"
+        message += (
+            f"; the highest grade is {highest}: try "
+            f"{option('relevance-threshold', str(highest))} or a {option('grade-map', None)}"
+            " that maps relevant labels to grade 4 or 5"
+        )
     return [message]
 
 
@@ -122,7 +126,7 @@ def run_warnings(stats: QueryStats, run: RankedRun, path: Path | None) -> list[s
         )
     if missing_labels:
         fields = first_fields(path) if path is not None and not hint else None
-        if fields and len(fields) >= 6 and _number(fields[2]) and not fields[2].isdigit():
+        if fields and len(fields) >= 6 and is_number(fields[2]) and not fields[2].isdigit():
             tail = f" (its third column holds {fields[2]}: are docid and score swapped?)"
         out.append(
             f"run {run.name!r}: none of its {run.grades.size} entries has a label. Check "

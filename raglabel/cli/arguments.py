@@ -10,11 +10,40 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 #: The first bytes of every SQLite file.
 SQLITE_HEADER = b"SQLite format 3\x00"
+
+#: Options whose value may start with a minus sign: a grade map's first label can be
+#: negative (``--grade-map -1:1,0:2``), which argparse, seeing ``-1:1,0:2`` after a
+#: space, would take for an unknown option.
+DASH_VALUE_OPTIONS = ("--grade-map",)
+#: A value that starts with a negative label and its colon: a map, never an option.
+_NEGATIVE_PAIR = re.compile(r"-\d+\s*:")
+
+
+def join_dash_values(words: Sequence[str]) -> list[str]:
+    """``words`` with each ``--grade-map -1:1,...`` written ``--grade-map=-1:1,...``, the
+    form argparse reads whatever the value starts with. Nothing after ``--`` changes."""
+    out: list[str] = []
+    rest = iter(words)
+    for word in rest:
+        out.append(word)
+        if word == "--":
+            out.extend(rest)
+            break
+        if word in DASH_VALUE_OPTIONS:
+            value = next(rest, None)
+            if value is None:
+                break
+            if _NEGATIVE_PAIR.match(value):
+                out[-1] = f"{word}={value}"
+            else:
+                out.append(value)
+    return out
 
 
 def int_in(low: int, high: int) -> Callable[[str], int]:

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from raglabel import __version__
-from raglabel.cli.arguments import LazyWidthFormatter
+from raglabel.cli.arguments import LazyWidthFormatter, join_dash_values
 from raglabel.errors import InputError, StorageError, UsageError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -53,7 +53,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
     """The command's arguments, with a positional an option's list took handed back
     (each command that needs it sets ``settle``)."""
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(join_dash_values(words))
     settle = getattr(args, "settle", None)
     if settle is not None:
         try:

@@ -44,8 +44,9 @@ class GradeMap(FrozenRecord):
             raise ValueError(f"grade map: negative labels map to {self.negative}, outside 1-5")
 
     def describe(self) -> str:
+        """The map as ``--grade-map`` takes it back (``<0:G``: every other negative label)."""
         text = self._mapped()
-        return text if self.negative is None else text + f",<0:{self.negative}"
+        return text if self.negative is None else text + f",{NEGATIVE}:{self.negative}"
 
     def _mapped(self) -> str:
         """The mapping as ``--grade-map`` takes it."""
@@ -95,10 +96,22 @@ def _pairs(text: str, option: str) -> list[tuple[str, str]]:
     return pairs
 
 
+#: How a grade map writes "every negative label not named" (``<0:1``), as
+#: :meth:`GradeMap.describe` prints it in every report, so that it can be given back.
+NEGATIVE = "<0"
+
+
 def parse_grade_map(text: str) -> GradeMap:
-    """``"0:2,1:5"`` -> a GradeMap covering exactly those labels."""
+    """``"0:2,1:5"`` -> a GradeMap covering exactly those labels; ``<0:G`` gives every
+    other negative label grade G (``"0:2,1:3,2:4,3:5,<0:1"`` is the default map)."""
     mapping: dict[int, int] = {}
+    negative: int | None = None
     for left, right in _pairs(text, "--grade-map"):
+        if left.replace(" ", "") == NEGATIVE:
+            if negative is not None:
+                raise ValueError("--grade-map: <0 (the negative labels) is mapped twice")
+            negative = _grade(left, right)
+            continue
         try:
             label, grade = int(left), int(right)
         except ValueError:
@@ -110,7 +123,18 @@ def parse_grade_map(text: str) -> GradeMap:
         if label in mapping:
             raise ValueError(f"--grade-map: label {label} is mapped twice")
         mapping[label] = grade
-    return GradeMap(mapping=mapping, negative=None)
+    return GradeMap(mapping=mapping, negative=negative)
+
+
+def _grade(left: str, right: str) -> int:
+    """The grade of a ``<0:G`` pair."""
+    try:
+        grade = int(right)
+    except ValueError:
+        raise ValueError(f"--grade-map: {left}:{right} must map to a grade (1-5)") from None
+    if grade not in GRADES:
+        raise ValueError(f"--grade-map: {left}:{right} maps to {grade}, outside grades 1-5")
+    return grade
 
 
 def parse_gain_map(text: str) -> dict[int, float]:

@@ -29,6 +29,7 @@ from raglabel.formats.lines import (
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import repeated_passages, unknown_queries
 from raglabel.formats.score_order import trec_scores
+from raglabel.formats.trec_shape import refuse_run_as_qrels, require_run_fields
 from raglabel.metrics.labels import LabelSet
 from raglabel.metrics.run import RankedRun
 
@@ -92,7 +93,7 @@ def read_run_exactly(path: Path) -> RunRows:
     docids: list[str] = []
     scores: list[float] = []
     for number, fields in data_lines(path):
-        require_fields(path, number, fields, "qid Q0 docid rank score tag")
+        require_run_fields(path, number, fields, first=not qids)
         check_ids(path, number, fields[0], fields[2])
         scores.append(parse_float(path, number, fields[4], "score"))
         qids.append(fields[0])
@@ -126,6 +127,8 @@ def read_qrels_columns(
 
 
 def _qrels_lines(path: Path, grade_map: GradeMap) -> QrelsRows:
+    # Every qrels file that is not four plain fields a line comes here, a run among them.
+    refuse_run_as_qrels(path)
     rows = _split_lines(path)
     if rows and all(len(fields) >= 4 for fields in rows):
         try:

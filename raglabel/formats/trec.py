@@ -21,6 +21,7 @@ from raglabel.formats.limits import MAX_ID_CHARS
 from raglabel.formats.lines import check_readable, is_canonical, line_of_row
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.rows import read_qrels_exactly, read_run_exactly
+from raglabel.formats.trec_shape import refuse_run_as_qrels
 
 _QRELS_FIELDS = ("qid", "iteration", "docid", "relevance")
 _PAIR_SEED = 0x5EED
@@ -269,6 +270,7 @@ def read_qrels(path: str | Path, grade_map: GradeMap | None = None) -> pl.DataFr
     """
     path = Path(path)
     check_readable(path)
+    refuse_run_as_qrels(path)  # before its ranks are read as labels
     grade_map = GradeMap() if grade_map is None else grade_map
     schema: dict[str, pl.DataType] = {
         name: pl.Int64() if name == "relevance" else pl.String() for name in _QRELS_FIELDS

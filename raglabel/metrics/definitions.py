@@ -37,6 +37,10 @@ def definition(key: MetricKey, config: MetricConfig | None = None) -> str:
         "precision": f"share of {top} {relevant}",
         "mrr": f"1 / rank of the first passage {relevant} in {top}",
         "ndcg": f"DCG of {top} / ideal DCG (linear gains of the gain map, log2 discount)",
+        "ndcg_exp": f"DCG of {top} / ideal DCG with exponential gains 2^g - 1 of the gain "
+        "map's g (ranx's ndcg_burges), log2 discount",
+        "f1": f"harmonic mean of precision and recall of {top}: 2 x passages {relevant} "
+        f"in {top} / ({k} + all passages {relevant})",
         "containment": f"1 if a passage of {top} contains the expected answer",
         "ap": f"average precision over {top}: mean precision at each passage {relevant}, "
         "over all of them",
@@ -64,6 +68,8 @@ _DISPLAY = {
     "precision": "precision",
     "mrr": "MRR",
     "ndcg": "nDCG",
+    "ndcg_exp": "nDCG-exp",
+    "f1": "F1",
     "containment": "containment",
     "ap": "AP",
     "rprec": "R-precision",

@@ -17,6 +17,7 @@ from raglabel.metrics.ctxrank import passes
 from raglabel.metrics.discount import discount, ideal_dcg
 from raglabel.metrics.labels import LabelSet, counts_from_grades
 from raglabel.metrics.names import RANKED_LIST_METRICS, MetricKey
+from raglabel.metrics.ndcg import exponential, whole_ranking
 from raglabel.metrics.precision import average_precision, r_precision
 from raglabel.metrics.record import FrozenRecord
 from raglabel.metrics.run import RankedRun
@@ -186,7 +187,7 @@ class _RunView:
         rel_top = top & self.relevant_entry
         n_rel = stats.relevant.astype(np.float64)
         has_rel = stats.relevant > 0
-        if bases & {"hit", "recall", "recall_all", "precision"}:
+        if bases & {"hit", "recall", "recall_all", "precision", "f1"}:
             found = self.count(rel_top)
             out["hit"] = _ratio((found > 0).astype(np.float64), np.ones(self.n), has_rel)
             out["recall"] = _ratio(found, n_rel, has_rel)
@@ -194,17 +195,21 @@ class _RunView:
                 (found >= n_rel).astype(np.float64), np.ones(self.n), has_rel
             )
             out["precision"] = found / kf
+            # The harmonic mean of precision found / K and recall found / R, which is
+            # 2 found / (K + R); 0 when nothing relevant is found, NA when nothing is
+            # relevant (as recall).
+            out["f1"] = _ratio(2.0 * found, kf + n_rel, has_rel)
         if "mrr" in bases:
             out["mrr"] = self.reciprocal_rank(rel_top)
         if "ap" in bases:
             where = np.flatnonzero(rel_top)
             out["ap"] = average_precision(self.qidx[where], self.pos[where], stats.relevant)
-        if "ndcg" in bases:
-            dcg = self.count(top, stats.gains[g] * discount(self.pos))
-            idcg = ideal_dcg(stats.labels.counts, np.broadcast_to(stats.gains, (self.n, 6)), kq)
+        for name, gains in self.ndcg_gains(bases):
+            dcg = self.count(top, gains[g] * discount(self.pos))
+            idcg = ideal_dcg(stats.labels.counts, np.broadcast_to(gains, (self.n, 6)), kq)
             ndcg = np.zeros(self.n)
             np.divide(dcg, idcg, out=ndcg, where=idcg > 0)
-            out["ndcg"] = ndcg
+            out[name] = ndcg
         if "containment" in bases:
             out["containment"] = self.containment(top)
         if bases & {"ctx_rank_prec", "ctx_rank_pass"}:
@@ -216,6 +221,15 @@ class _RunView:
             passed = passes(score, cfg.ctx_threshold).astype(np.float64)
             out["ctx_rank_pass"] = np.where(np.isnan(score), np.nan, passed)
         return out
+
+    def ndcg_gains(self, bases: set[str]) -> list[tuple[str, FloatArray]]:
+        """The nDCG forms asked for, each with its gain per grade (0 = unjudged)."""
+        forms: list[tuple[str, FloatArray]] = []
+        if "ndcg" in bases:
+            forms.append(("ndcg", self.stats.gains))
+        if "ndcg_exp" in bases:
+            forms.append(("ndcg_exp", exponential(self.stats.gains)))
+        return forms
 
     def reciprocal_rank(self, relevant: NDArray[np.bool_] | None = None) -> FloatArray:
         """1 / rank of the first relevant entry among ``relevant`` (default: the whole run)."""
@@ -240,6 +254,8 @@ class _RunView:
         if "mrr" in bases:
             out["mrr"] = self.reciprocal_rank()
         stats, run = self.stats, self.run
+        for name, gains in self.ndcg_gains(bases):
+            out[name] = whole_ranking(run, stats.labels.counts, gains)
         threshold = stats.config.relevance_threshold
         if bases & {"ap", "rprec"}:
             qidx, pos = run.locate(np.flatnonzero(run.grades >= threshold))

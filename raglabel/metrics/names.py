@@ -1,10 +1,12 @@
 """Metric names (``ndcg@10``, ``mrr``), the groups a user may ask for, and the names
-other tools give the same measures (trec_eval's ``P_5``, ir_measures' ``nDCG@10``)."""
+other tools give the same measures (trec_eval's ``P_5``, ir_measures' ``nDCG@10``,
+ranx's ``map@100``; the tables are in :mod:`raglabel.metrics.aliases`)."""
 
 from __future__ import annotations
 
 import re
 
+from raglabel.metrics.aliases import CUT, FAMILIES, PLAIN, SYNONYMS
 from raglabel.metrics.record import FrozenRecord
 
 SET_METRICS = (
@@ -21,17 +23,24 @@ CLASSIC_METRICS = ("hit", "recall", "recall_all", "precision", "mrr", "ndcg", "c
 RANKING_METRICS = ("ctx_rank_prec", "ctx_rank_pass")
 #: trec_eval's ranked-list measures beside the classic ones: AP, R-precision, bpref.
 TREC_METRICS = ("ap", "rprec", "bpref")
+#: Measures other libraries report, computed when named (no group holds them): F1
+#: (ranx's f1) and nDCG with exponential gain 2**gain - 1 (ranx's ndcg_burges).
+PEER_METRICS = ("f1", "ndcg_exp")
 ALL_METRICS = SET_METRICS + CLASSIC_METRICS + RANKING_METRICS
-KNOWN_METRICS = ALL_METRICS + TREC_METRICS
+KNOWN_METRICS = ALL_METRICS + TREC_METRICS + PEER_METRICS
 #: Metrics whose better run has the lower value: the share of harmful passages on top.
 LOWER_IS_BETTER = frozenset({"harm"})
-#: Metrics that also exist without a cutoff.
+#: Metrics that also exist without a cutoff; a group adds their uncut form.
 UNCUT = frozenset({"mrr", "ap", "rprec", "bpref"})
+#: Metrics whose name without ``@k`` means the uncut measure, as in trec_eval, ir_measures
+#: and ranx (``ndcg`` is nDCG over the whole ranking there); groups hold nDCG at ``-k``.
+BARE_IS_UNCUT = UNCUT | {"ndcg", "ndcg_exp"}
 #: Metrics that exist only without a cutoff.
 UNCUT_ONLY = frozenset({"rprec", "bpref"})
 #: The classic metrics: with ``--judged-only`` they see condensed lists.
 RANKED_LIST_METRICS = frozenset(
-    {"hit", "recall", "recall_all", "precision", "mrr", "ndcg", "ap", "rprec", "bpref"}
+    {"hit", "recall", "recall_all", "precision", "f1", "mrr", "ndcg", "ndcg_exp", "ap"}
+    | {"rprec", "bpref"}
 )
 GROUPS: dict[str, tuple[str, ...]] = {
     "set": SET_METRICS,
@@ -41,24 +50,11 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "all": ALL_METRICS,
 }
 
-#: Names of other tools, lower case, without a cutoff: name -> raglabel's base.
-_PLAIN_ALIASES = {
-    "map": "ap",  # trec_eval
-    "recip_rank": "mrr",
-    "rr": "mrr",  # ir_measures
-    "r-prec": "rprec",
-}
-#: Bases of other tools' names that take a cutoff (``P_5``, ``P.5``, ``P@5``).
-_CUT_ALIASES = {
-    "p": "precision",
-    "r": "recall",
-    "ndcg_cut": "ndcg",
-    "map_cut": "ap",
-    "success": "hit",
-    "rr": "mrr",
-    "recip_rank": "mrr",
-}
-_TREC_CUT = re.compile(r"^(p|recall|ndcg_cut|map_cut|success)[._](\d+)$")
+#: trec_eval's names written ``name_cutoff`` or ``name.cutoff`` (``P_5``, ``ndcg_cut.10``).
+_TREC_NAMES = ("p", "recall", "ndcg_cut", "map_cut", "success")
+_TREC_CUT = re.compile(rf"^({'|'.join(_TREC_NAMES)})[._](\d+)$")
+#: Any name with a cutoff at its end, for suggestions: stem, separator, cutoff.
+_ANY_CUT = re.compile(r"^(.*?)([@._])(\d+)$")
 #: The largest cutoff the engine takes (it must fit a signed 64-bit integer).
 MAX_CUTOFF = 2**63 - 1
 
@@ -118,23 +114,49 @@ class MetricNameError(ValueError):
     """A metric list names something raglabel does not compute."""
 
 
-def _known_names() -> list[str]:
-    names = list(KNOWN_METRICS) + list(GROUPS)
-    names += ["P_5", "P.5", "P@5", "recall_100", "R@100", "ndcg_cut_10", "nDCG@10"]
-    names += ["recip_rank", "RR", "map", "map_cut_10", "AP", "Rprec", "bpref", "success_10"]
-    return names
+def _suggestion(item: str) -> str | None:
+    """The known name closest to ``item`` in meaning, written with ``item``'s cutoff.
+
+    The cutoff is set apart first, so that a name is compared with names, not with
+    their digits (``mapp@100`` with ``map``, never with ``R@100``); a word people use
+    for a measure (``average_precision``, ``hits``) leads to it before any spelling
+    does; the closest spelling among raglabel's and other tools' names comes last.
+    """
+    import difflib  # only a misspelt name needs it
+
+    lowered = item.strip().lower()
+    match = _ANY_CUT.match(lowered)
+    stem, sep, cut = (
+        (match.group(1), match.group(2), match.group(3)) if match else (lowered, "", "")
+    )
+    stem = stem.strip().replace("-", "_").replace(" ", "_")
+    if stem in SYNONYMS:
+        base = SYNONYMS[stem]
+        return base if not cut or base in UNCUT_ONLY else f"{base}@{cut}"
+    words = [*KNOWN_METRICS, *PLAIN, *CUT, *SYNONYMS]
+    if not cut:
+        words += list(GROUPS)
+    close = difflib.get_close_matches(stem, [w for w in words if len(w) > 1], n=1, cutoff=0.6)
+    if not close:
+        return None
+    word: str = close[0]
+    if word in SYNONYMS:
+        word = SYNONYMS[word]
+        sep = "@" if sep else ""
+    if not cut or word in UNCUT_ONLY or word in GROUPS:
+        return word
+    if sep != "@" and word not in _TREC_NAMES:
+        sep = "@"  # only trec_eval's names take _5 or .5
+    return f"{word}{sep}{cut}"
 
 
 def _unknown(item: str) -> MetricNameError:
-    import difflib  # only a misspelt name needs it
-
-    close = difflib.get_close_matches(item, _known_names(), n=1, cutoff=0.5)
-    if not close:
-        close = difflib.get_close_matches(item.lower(), [n.lower() for n in _known_names()], n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    close = _suggestion(item)
+    hint = f"; did you mean {close!r}?" if close else ""
     return MetricNameError(
         f"unknown metric {item!r}{hint} Known: {', '.join(KNOWN_METRICS)}, the groups "
-        f"{', '.join(GROUPS)}, and trec_eval or ir_measures names (P_5, nDCG@10, map, ...)"
+        f"{', '.join(GROUPS)}, and trec_eval, ir_measures or ranx names (P_5, nDCG@10, map, "
+        "map@100, hit_rate@10, ...)"
     )
 
 
@@ -159,41 +181,55 @@ def cutoff_value(text: str, what: str) -> int:
         raise MetricNameError(f"cutoff of {what!r}: {exc}") from None
 
 
-def canonical(item: str) -> tuple[str, str | None]:
-    """``(base, cutoff text or None)`` of one metric name, aliases resolved; the base is
-    a group name or a metric of :data:`KNOWN_METRICS`."""
+def spelling(item: str) -> tuple[str, str | None, str | None]:
+    """``(base, cutoff text or None, alias)`` of one metric name: the base is a group name
+    or a metric of :data:`KNOWN_METRICS`; ``alias`` is the other tool's name it was read
+    through (lower case, without the cutoff), None for raglabel's own names."""
     lowered = item.lower()
     base, at, cut = lowered.partition("@")
     if at:
         if base in GROUPS or base in KNOWN_METRICS:
-            return base, cut
-        if base in _CUT_ALIASES:
-            return _CUT_ALIASES[base], cut
+            return base, cut, None
+        if base in CUT:
+            return CUT[base][0], cut, base
         raise _unknown(item)
     if base in GROUPS or base in KNOWN_METRICS:
-        return base, None
-    if base in _PLAIN_ALIASES:
-        return _PLAIN_ALIASES[base], None
+        return base, None, None
+    if base in PLAIN:
+        return PLAIN[base][0], None, base
+    if base in FAMILIES:
+        return CUT[base][0], None, base
     match = _TREC_CUT.match(base)
     if match:
-        return _CUT_ALIASES.get(match.group(1), match.group(1)), match.group(2)
+        name = match.group(1)
+        return CUT.get(name, (name, ""))[0], match.group(2), name
     raise _unknown(item)
+
+
+def canonical(item: str) -> tuple[str, str | None]:
+    """``(base, cutoff text or None)`` of one metric name, aliases resolved."""
+    base, cut, _ = spelling(item)
+    return base, cut
 
 
 def parse_metric_list(text: str | None, ks: list[int]) -> list[MetricKey]:
     """Expand ``"set,ndcg@10,mrr"`` into metric keys, keeping the user's order.
 
-    A name without ``@k`` is computed at every cutoff of ``ks``; ``mrr`` and ``ap`` alone
-    are the uncut measures, ``rprec`` and ``bpref`` take no cutoff; a group name expands
-    to its members. Other tools' names (``P_5``, ``ndcg_cut.10``, ``map``, ``nDCG@10``,
-    ``RR``) are aliases of raglabel's. ``None`` means all metrics, plus the uncut MRR.
+    ``name@k``, with the letter k, is computed at every cutoff of ``ks``, and so is a
+    name alone, except ``mrr``, ``ap``, ``ndcg`` and ``ndcg_exp``, which alone are the
+    uncut measures (as trec_eval's ``recip_rank``, ``map`` and ``ndcg``), and ``rprec``
+    and ``bpref``, which take no cutoff. A group name expands to its members (nDCG at
+    ``ks``). Other tools' names (``P_5``, ``ndcg_cut.10``, ``map``, ``nDCG@10``, ``RR``,
+    ``map@100``, ``hit_rate@10``) are aliases of raglabel's; trec_eval's families named
+    without a cutoff (``P``, ``success``, ``ndcg_cut``) are computed at ``ks``.
+    ``None`` means all metrics, plus the uncut MRR.
     """
     items = [part.strip() for part in (text or "all").split(",") if part.strip()]
     if not items:
         raise MetricNameError("the metric list is empty")
     keys: list[MetricKey] = []
     for item in items:
-        base, cut = canonical(item)
+        base, cut, alias = spelling(item)
         if base in GROUPS:
             if cut is not None:
                 raise MetricNameError(f"a group takes no cutoff: {item!r}")
@@ -203,11 +239,13 @@ def parse_metric_list(text: str | None, ks: list[int]) -> list[MetricKey]:
                 if member in UNCUT:
                     keys.append(MetricKey(member, None))
             continue
-        if cut is not None:
-            if base in UNCUT_ONLY:
-                raise MetricNameError(f"{base} takes no cutoff: {item!r}")
+        if cut is not None and base in UNCUT_ONLY:
+            raise MetricNameError(f"{base} takes no cutoff: {item!r}")
+        if cut == "k":  # ndcg@k: at every cutoff of ks, whatever the name alone means
+            keys.extend(MetricKey(base, k) for k in ks)
+        elif cut is not None:
             keys.append(MetricKey(base, cutoff_value(cut, item)))
-        elif base in UNCUT:
+        elif base in BARE_IS_UNCUT and alias not in FAMILIES:
             keys.append(MetricKey(base, None))
         else:
             keys.extend(MetricKey(base, k) for k in ks)
