@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Self
+from typing import Annotated, Any, Self
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from raglabel.errors import InputError
 from raglabel.formats.jsonl import Identifier, validated
@@ -54,7 +55,11 @@ class SampleInput(BaseModel):
 class SampleMetadata(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    k: Annotated[int, Field(ge=1)] | None = None
+    k: Annotated[int, Field(ge=1)] | None = Field(
+        default=None,
+        description="This sample's own cutoff: its cutoff metrics are taken at k and "
+        "reported in the columns named for k (recall@k), not in the caller's.",
+    )
 
 
 class Sample(BaseModel):
@@ -65,7 +70,9 @@ class Sample(BaseModel):
     id: Identifier
     input: SampleInput
     expected_output: list[Identifier] | dict[str, int] = Field(
-        description="Relevant passage ids (binary), or passage id -> grade."
+        description="Relevant passage ids (binary relevance: grade 5), or passage id -> "
+        "grade 1-5, or -> a label read through --grade-map (gains 0-3, used as they are "
+        "by nDCG, with --grade-map 0:2,1:3,2:4,3:5)."
     )
     actual_output: ActualOutput | list[Identifier] = Field(
         description="The system's ranked retrieval, best first."
@@ -73,10 +80,44 @@ class Sample(BaseModel):
     metadata: SampleMetadata | None = None
     expected_answer: str | None = None
 
+    @field_validator("expected_output", mode="before")
+    @classmethod
+    def _list_or_whole_numbers(cls, value: Any) -> Any:
+        # Said here, before pydantic tries each shape and reports the list's complaint.
+        if isinstance(value, dict):
+            for pid, label in value.items():
+                if not _whole(label):
+                    raise ValueError(
+                        f"the value of {pid!r} is {json.dumps(label)}: a map's values are "
+                        "whole numbers (grades 1-5, or labels read through --grade-map, "
+                        f"such as gains 0-3 with --grade-map {GAINS_GRADE_MAP})"
+                    )
+        elif not isinstance(value, list):
+            raise ValueError(
+                "must be a list of relevant passage ids or a map of passage id -> grade"
+            )
+        return value
+
     def retrieved(self) -> list[RetrievedPassage]:
         if isinstance(self.actual_output, list):
             return [RetrievedPassage(id=pid) for pid in self.actual_output]
         return self.actual_output.retrieved
+
+
+def _whole(label: Any) -> bool:
+    """Whether pydantic's lax int takes ``label``: an integer, a float without fraction, or
+    a string of an integer (a boolean is no grade)."""
+    if isinstance(label, bool):
+        return False
+    if isinstance(label, float):
+        return label.is_integer()
+    if isinstance(label, str):
+        try:
+            int(label)
+        except ValueError:
+            return False
+        return True
+    return isinstance(label, int)
 
 
 @dataclass(frozen=True)
@@ -87,6 +128,9 @@ class SampleSet:
     run: RunRows  # in list order; ``contains`` says if a text holds the expected answer
     k_override: dict[str, int]
     answered: set[str]  # queries with an expected answer
+    #: What reading the file noticed (a map that reaches no relevant grade), for stderr
+    #: and the report's warnings.
+    warnings: list[str] = field(default_factory=list)
 
 
 def samples_in(path: str | Path) -> Iterator[tuple[int, Sample]]:
@@ -104,11 +148,15 @@ def samples_in(path: str | Path) -> Iterator[tuple[int, Sample]]:
         raise InputError(path, "has no samples (the file is empty)")
 
 
-def read_samples(path: str | Path, grade_map: GradeMap | None = None) -> SampleSet:
+def read_samples(
+    path: str | Path, grade_map: GradeMap | None = None, relevance_threshold: int = 4
+) -> SampleSet:
     """Read and validate every line; the first bad one is an error naming line and field.
 
     A list ``expected_output`` means binary relevance (relevant -> grade 5, as with
-    ``--grade-map 0:2,1:5``); a map gives grades 1..5, or labels through ``grade_map``.
+    ``--grade-map 0:2,1:5``); a map gives grades 1..5, or labels through ``grade_map``
+    (:data:`GAINS_GRADE_MAP` for maps of gains). Maps that cannot be grades are refused
+    and maps without a relevant passage warned about (:func:`map_relevance`).
     A retrieved passage given by text alone gets an id derived from that text.
     """
     path = Path(path)
@@ -116,8 +164,11 @@ def read_samples(path: str | Path, grade_map: GradeMap | None = None) -> SampleS
     run = RunRows([], [], None, [])
     k_override: dict[str, int] = {}
     answered: set[str] = set()
+    maps: list[GoldMap] = []
     for number, sample in samples_in(path):
-        for docid, grade in gold_grades(path, number, sample, grade_map).items():
+        gold = gold_grades(path, number, sample, grade_map)
+        maps += GoldMap.of(number, sample, gold)
+        for docid, grade in gold.items():
             qrels.qids.append(sample.id)
             qrels.docids.append(docid)
             qrels.grades.append(grade)
@@ -131,7 +182,101 @@ def read_samples(path: str | Path, grade_map: GradeMap | None = None) -> SampleS
             run.docids.append(passage.key())
             assert run.contains is not None
             run.contains.append(bool(answer) and answer in normalize(passage.text or ""))
-    return SampleSet(qrels=qrels, run=run, k_override=k_override, answered=answered)
+    warnings = map_relevance(path, maps, grade_map, relevance_threshold)
+    return SampleSet(
+        qrels=qrels, run=run, k_override=k_override, answered=answered, warnings=warnings
+    )
+
+
+def check_gold(
+    path: Path,
+    samples: list[tuple[int, Sample]],
+    grade_map: GradeMap | None,
+    relevance_threshold: int = 4,
+) -> list[str]:
+    """Every sample's gold grades checked as :func:`read_samples` checks them (the first
+    bad one is an error), with the warnings of :func:`map_relevance`; for an import,
+    which reads the samples before it writes anything."""
+    maps: list[GoldMap] = []
+    for number, sample in samples:
+        gold = gold_grades(path, number, sample, grade_map)
+        maps += GoldMap.of(number, sample, gold)
+    return map_relevance(path, maps, grade_map, relevance_threshold, threshold_option=False)
+
+
+#: ``--grade-map`` for seed-style ``id -> gain`` maps whose gains are 0..3 (the TREC
+#: scale): gain g becomes grade g + 2, whose default nDCG gain (grade - 2) is g again.
+GAINS_GRADE_MAP = "0:2,1:3,2:4,3:5"
+#: ``--grade-map`` saying that a map's values are grades 1..5 already (the default
+#: reading, given explicitly to accept maps that reach no relevant grade).
+IDENTITY_GRADE_MAP = "1:1,2:2,3:3,4:4,5:5"
+
+
+@dataclass(frozen=True)
+class GoldMap:
+    """A sample whose ``expected_output`` is a map: its line, id and highest grade."""
+
+    line: int
+    sample: str
+    highest: int
+
+    @classmethod
+    def of(cls, line: int, sample: Sample, gold: dict[str, int]) -> list[GoldMap]:
+        """The sample's map, if ``expected_output`` is a non-empty one (else none)."""
+        if not isinstance(sample.expected_output, dict) or not gold:
+            return []
+        return [cls(line, sample.id, max(gold.values()))]
+
+
+def map_relevance(
+    path: Path,
+    maps: list[GoldMap],
+    grade_map: GradeMap | None,
+    relevance_threshold: int,
+    *,
+    threshold_option: bool = True,
+) -> list[str]:
+    """Refuse maps that cannot mean grades; warn of maps that leave a sample without a
+    relevant passage, which the binary metrics (hit, recall, MRR) cannot score.
+
+    A map's values are grades 1..5 unless ``grade_map`` reads them. When no map of the
+    file grades any passage at the relevance threshold, reading them as grades finds no
+    relevant passage in any of them: seed-style gain maps (``{"doc-3": 3, "doc-9": 1}``)
+    look exactly so, and read as grades they would give nDCG other gains and leave the
+    binary metrics NA without a word. Such a file is refused, naming both readings
+    (``threshold_option``: the command takes ``--relevance-threshold``, as eval does).
+    """
+    below = [gold for gold in maps if gold.highest < relevance_threshold]
+    if not below:
+        return []
+    gains = (
+        f"if the values are gains (id -> gain, 0-3), give --grade-map {GAINS_GRADE_MAP} "
+        "(gain g is read as grade g + 2, whose nDCG gain is g)"
+    )
+    if grade_map is None and len(below) == len(maps):
+        highest = max(gold.highest for gold in maps)
+        grades = f"if they are grades, say so with --grade-map {IDENTITY_GRADE_MAP}"
+        if threshold_option:
+            grades += f" or count grade {highest} as relevant with --relevance-threshold {highest}"
+        raise InputError(
+            path,
+            f"no expected_output map grades a passage {relevance_threshold} or higher: read "
+            "as grades 1-5 (the default), none of these samples has a relevant passage, "
+            f"nDCG would use the grades' gains and hit, recall and MRR would be NA; {gains}; "
+            f"{grades}",
+            maps[0].line,
+        )
+    shown = ", ".join(f"{gold.sample} (line {gold.line})" for gold in below[:5])
+    more = ", ..." if len(below) > 5 else ""
+    lower = relevance_threshold - 1
+    hint = gains if grade_map is None else f"eval's --relevance-threshold {lower} counts grade "
+    if grade_map is not None:
+        hint += f"{lower} as relevant"
+    return [
+        f"{path}: {len(below)} expected_output map(s) grade no passage "
+        f"{relevance_threshold} or higher: {shown}{more}; hit, recall, recall_all, MRR, AP, "
+        f"R-precision and bpref are NA for those samples and precision is 0 ({hint})"
+    ]
 
 
 def gold_grades(
