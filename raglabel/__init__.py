@@ -6,19 +6,21 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["ProjectReader", "Report", "evaluate", "open_project"]
+__all__ = ["ProjectReader", "RaglabelWarning", "Report", "evaluate", "open_project"]
 
-# Where each public name lives, in the API layer.
+# Where each public name lives: the API layer, and the module of what every layer raises.
 _HOMES = {
     "Report": "raglabel.api.evaluate",
     "evaluate": "raglabel.api.evaluate",
     "ProjectReader": "raglabel.api.project",
     "open_project": "raglabel.api.project",
+    "RaglabelWarning": "raglabel.errors",
 }
 
 if TYPE_CHECKING:
     from raglabel.api.evaluate import Report, evaluate
     from raglabel.api.project import ProjectReader, open_project
+    from raglabel.errors import RaglabelWarning
 
 
 def __getattr__(name: str) -> Any:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import importlib
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from raglabel.api.warn import warn
 from raglabel.errors import InputError, UsageError
 from raglabel.formats.report import Report as ReportData
 
@@ -75,7 +77,8 @@ class Report:
         """The file ``raglabel report`` writes for the same inputs and options: one
         self-contained HTML page with a summary in words and inline SVG charts.
         Intervals and paired tests against ``baseline`` (default: the first run) are
-        computed here, with the command's seeds."""
+        computed here, with the command's seeds. A warning of the report's that
+        ``evaluate`` did not give already is a ``RaglabelWarning``."""
         from raglabel.cli.main import build_parser, parse_args
         from raglabel.cli.report_cmd import build_input
         from raglabel.report.html import render_html
@@ -91,13 +94,17 @@ class Report:
                 argv += [option, given]
         if title is not None:
             argv += ["--title", title]
+        said: list[str] = []
         try:
-            args = parse_args(build_parser(), argv)
-            report = build_input(args, warn=lambda _: None)
+            with _keyword_words():
+                args = parse_args(build_parser(), argv)
+                report = build_input(args, warn=said.append)
         except (UsageError, InputError) as exc:
             raise ValueError(str(exc)) from None
         except SystemExit as exc:
             raise ValueError(f"an option was refused: {argv[1:]!r}") from exc
+        # The same inputs gave evaluate's warnings already, where the Report was made.
+        warn(text for text in said if text not in self.data.warnings)
         return render_html(report)
 
     def rows(self) -> list[dict[str, Any]]:
@@ -139,7 +146,8 @@ def evaluate(
     keyword is the ``eval`` option of that name (``na="zero"``, ``judged_only=True``,
     ``ci=True``, ``compare=True``, ``gain_map="0:0,1:1"``, ...). Per-query values are
     always computed. A bad input or option raises ``ValueError`` with the command's
-    message.
+    message; each warning the command would print is a ``RaglabelWarning``, its
+    fix worded as this function's keyword (``grade_map="0:2,1:5"``).
     """
     from raglabel.cli.eval_cmd import compute
     from raglabel.cli.main import build_parser, parse_args
@@ -158,8 +166,9 @@ def evaluate(
             argv += ["-k", str(k) if isinstance(k, int) else ",".join(map(str, k))]
         argv += _options(conventions)
         try:
-            # The eval command's own computation: the warnings stay in the report.
-            report = compute(parse_args(build_parser(), argv))[0]
+            # The eval command's own computation: the warnings stay in the report too.
+            with _keyword_words():
+                report, said, _, _ = compute(parse_args(build_parser(), argv))
         except (UsageError, InputError) as exc:
             raise ValueError(str(exc)) from None
         except SystemExit as exc:  # argparse's own refusal, printed on stderr
@@ -167,7 +176,21 @@ def evaluate(
     except BaseException:
         inputs.cleanup()
         raise
+    warn(said)
     return Report(report, tuple(argv), inputs)
+
+
+@contextmanager
+def _keyword_words() -> Iterator[None]:
+    """While the command's code runs for the API, its warnings name a fix as the
+    keyword argument a notebook types (``grade_map="0:2,1:5"``), not the option."""
+    from raglabel.analysis.checks import OPTION_WORDS, keyword_argument
+
+    token = OPTION_WORDS.set(keyword_argument)
+    try:
+        yield
+    finally:
+        OPTION_WORDS.reset(token)
 
 
 def _named_runs(runs: Any) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """``raglabel.open_project``: a project file read from Python, never written.
 
 The file is opened read-only (SQLite ``mode=ro``), so a notebook can read a project the
-grading app is writing at the same moment, and nothing it does can change the file.
+grading app is writing at the same moment, and nothing it does can change the file; one
+in a folder this account may not write is read too (see ``Project.open_read``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from raglabel.api.warn import warn
+from raglabel.errors import InputError
 from raglabel.storage.answer_items import answer_items
 from raglabel.storage.answers import current_answer_grades
 from raglabel.storage.items import passage_rows, query_rows
@@ -31,7 +34,10 @@ class ProjectReader:
         if not target.is_file():
             raise ValueError(f"{target}: no such project file")
         self.path = target
-        self._project = Project.reader(target)
+        try:
+            self._project = Project.open_read(target, upgrade=False)
+        except InputError as exc:
+            raise ValueError(str(exc)) from None
         version = self._project.version
         if version != SCHEMA_VERSION:
             self._project.close()
@@ -41,6 +47,16 @@ class ProjectReader:
                 " to upgrade it (reading never writes)"
             )
         self._conn = self._project.conn
+        if self._project.immutable:
+            # A reader may stay open for hours in a notebook: what it assumes is said.
+            warn(
+                [
+                    f"{target} is read as it stands (SQLite immutable): SQLite cannot make"
+                    " its -shm file in the read-only folder, so it takes no lock; a change"
+                    " made to the file while this reader is open is not seen, and may make"
+                    " a read fail. Open it again after a change"
+                ]
+            )
 
     def close(self) -> None:
         self._project.close()

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     target = Path(args.copy)
     if target.exists():
         raise InputError(target, "already exists; raglabel backup never overwrites a file")
-    with Project.open(args.db) as project:
+    with Project.open_read(args.db) as project:
         grades = project.backup_to(target)
     print(f"copied {args.db} to {target} ({grades} grade events)")
     return 0

@@ -53,6 +53,12 @@ def register(commands: Any) -> None:
         help="JSONL/CSV: the judge's suggestions (source judge), not human grades",
     )
     parser.add_argument(
+        "--with-failures",
+        action="store_true",
+        help='with --suggestions --jsonl: also one line ("failed": true) per judge answer that'
+        " failed, with its reason and the replies received",
+    )
+    parser.add_argument(
         "--policy",
         choices=POLICIES,
         default="median",
@@ -69,12 +75,16 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from raglabel.formats.maps import GradeMap
-    from raglabel.storage.export import export_csv, export_jsonl, export_qrels
+    from raglabel.storage.export import export_csv, export_jsonl, export_qrels, export_suggestions
     from raglabel.storage.labels import LabelChoice
     from raglabel.storage.project import Project
 
     if args.suggestions and (args.qrels or args.history):
         raise UsageError("--suggestions goes with --jsonl or --csv, and not with --history")
+    if args.with_failures and not (args.suggestions and args.jsonl):
+        # A failure has other fields than a suggestion: they share a JSONL file, not
+        # a CSV header.
+        raise UsageError("--with-failures goes with --suggestions and --jsonl")
     if args.annotator is not None and not args.annotator.strip():
         raise UsageError("--annotator must not be empty")
     if args.answer_grades and (args.suggestions or args.history):
@@ -94,27 +104,32 @@ def run(args: argparse.Namespace) -> int:
     if args.answer_grades:
         from raglabel.storage.answers import export_answer_grades
 
-        with Project.open(args.db) as project:
+        with Project.open_read(args.db) as project:
             count = export_answer_grades(project.conn, Path(args.answer_grades))
         print(f"wrote {count} answer grades to {args.answer_grades}")
         return 0
-    with Project.open(args.db) as project:
+    with Project.open_read(args.db) as project:
         if args.qrels:
             choice = LabelChoice(args.policy, args.annotator, args.fill_with_judge)
             grade_map = grade_map_option(args.grade_map) or GradeMap()
             count = export_qrels(project.conn, Path(args.qrels), grade_map, choice)
             target, what = args.qrels, "judged pairs"
-        elif args.jsonl:
-            count = export_jsonl(
-                project.conn, Path(args.jsonl), history=args.history, suggestions=args.suggestions
+        elif args.jsonl and args.suggestions:
+            count, failures = export_suggestions(
+                project.conn, Path(args.jsonl), with_failures=args.with_failures
             )
+            target = args.jsonl
+            if args.with_failures:
+                what = f"suggestions and {failures} failed judge answers"
+        elif args.jsonl:
+            count = export_jsonl(project.conn, Path(args.jsonl), history=args.history)
             target = args.jsonl
         else:
             count = export_csv(
                 project.conn, Path(args.csv), history=args.history, suggestions=args.suggestions
             )
             target = args.csv
-        if not args.qrels:
+        if not (args.qrels or args.with_failures):
             what = "suggestions" if args.suggestions else "events" if args.history else "grades"
     print(f"wrote {count} {what} to {target}")
     return 0

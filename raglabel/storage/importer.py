@@ -20,6 +20,7 @@ import numpy as np
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import repeated_passages
 from raglabel.formats.rows import QrelsColumns, QrelsRows, read_qrels_columns
+from raglabel.storage.additions import Mark, new_queries_warning
 from raglabel.storage.background import in_background
 from raglabel.storage.items import (
     annotator_id,
@@ -79,6 +80,7 @@ class _Parsed:
     qrels: list[tuple[QrelsRows | QrelsColumns, str]] = field(default_factory=list)
     runs: list[RunColumns] = field(default_factory=list)
     samples: list[tuple[int, Sample]] = field(default_factory=list)
+    sample_warnings: list[str] = field(default_factory=list)
     labels: list[LabelLine] = field(default_factory=list)
     answers: list[tuple[str, Path, AnswerFile]] = field(default_factory=list)
     answer_grades: list[tuple[int, AnswerGrade]] = field(default_factory=list)
@@ -121,13 +123,19 @@ def run_import(
                 from raglabel.storage.runs import store
             for run in parsed.runs:
                 step(f"storing run {run.name!r}")
+                before = Mark.of(conn)
                 counts = store(conn, run, depth=request.depth, replace=request.replace)
                 summary.counts["runs"] += 1
                 summary.counts["run entries"] += counts["entries"]
+                what = f"run {run.name!r}"
+                _count_additions(
+                    conn, before, summary, what=what, kind="run", named=counts["queries"]
+                )
                 if run.repeats:
                     summary.warnings.append(repeated_passages(run.name, run.repeats))
             if request.samples is not None:
                 _write_samples(conn, request, parsed.samples, summary)
+                summary.warnings += parsed.sample_warnings
             if parsed.labels:
                 assert request.labels is not None
                 _write_labels(conn, parsed.labels, summary)
@@ -187,13 +195,13 @@ def _parse(request: ImportRequest, step: Progress) -> _Parsed:
         step(f"reading run {name!r} from {path}")
         parsed.runs.append(rank_trec_file(name, path))
     if request.samples:
-        from raglabel.formats.samples import gold_grades, samples_in
+        from raglabel.formats.samples import check_gold, samples_in
 
         step(f"reading {request.samples[1]}")
         parsed.samples = list(samples_in(request.samples[1]))
-        # Gold grades are checked now, so a bad one fails before anything is written.
-        for number, sample in parsed.samples:
-            gold_grades(request.samples[1], number, sample, request.grade_map)
+        # Gold grades are checked now, so a bad one (or maps that cannot be grades)
+        # fails before anything is written; the warnings come with the summary.
+        parsed.sample_warnings = check_gold(request.samples[1], parsed.samples, request.grade_map)
     if request.labels:
         from raglabel.storage.labelfile import read_label_file
 
@@ -233,6 +241,7 @@ def _write_answers(
         if done.replaced:
             line += f"; replaced the {done.replaced} samples imported before"
         summary.notes.append(line)
+        summary.warnings.extend(done.warnings)
         if done.repeated_queries:
             summary.warnings.append(
                 f"answers of {name!r}: {len(done.repeated_queries)} samples repeat a query"
@@ -324,7 +333,30 @@ def _write_qrels(
     annotator: str,
     summary: ImportSummary,
 ) -> None:
+    before = Mark.of(conn)
     summary.counts["grades"] += _grade_events(conn, rows, annotator, f"qrels:{annotator}")
+    named = len(np.unique(rows.qids)) if isinstance(rows, QrelsColumns) else len(set(rows.qids))
+    what = f"the labels of {annotator!r}"
+    _count_additions(conn, before, summary, what=what, kind="label", named=named)
+
+
+def _count_additions(
+    conn: sqlite3.Connection,
+    before: Mark,
+    summary: ImportSummary,
+    *,
+    what: str,
+    kind: str,
+    named: int,
+) -> None:
+    """The queries and passages a run or a label file created, into the summary's counts,
+    and the warning when most of its queries were new to a project that had queries."""
+    queries, passages = before.added(conn)
+    summary.counts["queries added"] += queries
+    summary.counts["passages added"] += passages
+    warning = new_queries_warning(conn, before, what=what, kind=kind, named=named, added=queries)
+    if warning is not None:
+        summary.warnings.append(warning)
 
 
 def _write_samples(

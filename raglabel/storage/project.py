@@ -30,6 +30,14 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
+#: What SQLite keeps beside a project in WAL mode: the log of recent writes, and its index.
+WAL_SUFFIXES = ("-wal", "-shm")
+#: The commands that only read a project, named when one that writes is refused.
+READING_COMMANDS = "eval, report, export, backup, agree"
+#: SQLite's errors for a file, or the files beside it, that it may not create or write.
+_READ_ONLY_ERRORS = ("SQLITE_READONLY", "SQLITE_CANTOPEN")
+
+
 def _connect(path: Path | str) -> sqlite3.Connection:
     conn = sqlite3.connect(
         str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
@@ -42,6 +50,121 @@ def _connect(path: Path | str) -> sqlite3.Connection:
     return conn
 
 
+def _read_only_uri(path: Path, *, immutable: bool = False) -> str:
+    """The URI that opens ``path`` so that nothing can be written through it."""
+    # as_uri percent-encodes what a URI cannot hold as it is (?, #, %, spaces).
+    uri = f"{path.absolute().as_uri()}?mode=ro"
+    return f"{uri}&immutable=1" if immutable else uri
+
+
+def _connect_read_only(path: Path, *, immutable: bool = False) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        _read_only_uri(path, immutable=immutable),
+        uri=True,
+        timeout=BUSY_TIMEOUT_S,
+        isolation_level=None,
+        check_same_thread=False,
+    )
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    return conn
+
+
+def _companion(path: Path, suffix: str) -> Path:
+    """A file SQLite keeps beside the project: ``project.db-wal``, ``project.db-shm``."""
+    return path.with_name(path.name + suffix)
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write ``path`` (a file) or create files in it (a folder).
+    The file system's own answer: root may write anything, except on a read-only mount."""
+    mode = os.W_OK | os.X_OK if path.is_dir() else os.W_OK
+    return os.access(path, mode)
+
+
+def _folder(path: Path) -> Path:
+    return path.absolute().parent
+
+
+def _write_refusal(path: Path) -> str | None:
+    """Why this process may not write the project at ``path``, in words (None: it may,
+    as far as permissions tell). SQLite writes the file itself and, in WAL mode, the
+    ``-wal`` and ``-shm`` files beside it, creating them in the folder when missing."""
+    reasons = [] if _writable(path) else [f"{path} is read-only"]
+    companions = [_companion(path, suffix) for suffix in WAL_SUFFIXES]
+    reasons += [f"{c} is read-only" for c in companions if c.exists() and not _writable(c)]
+    if not all(c.exists() for c in companions) and not _writable(_folder(path)):
+        reasons.append(
+            f"the folder {_folder(path)} is read-only, and SQLite must create"
+            f" {path.name}-wal and {path.name}-shm there to write to {path.name}"
+        )
+    return "; ".join(reasons) or None
+
+
+def _refusal_error(path: Path, why: str) -> StorageError:
+    return StorageError(
+        f"nothing was saved: {why}. Commands that only read it work ({READING_COMMANDS});"
+        f" to change it, make it writable, or work on a copy: raglabel backup {path} COPY"
+    )
+
+
+def _unreadable(path: Path, exc: sqlite3.Error) -> str:
+    """What opening ``path`` to read it failed on, in words."""
+    if not os.access(path, os.R_OK):
+        return "cannot be read: permission denied"
+    if getattr(exc, "sqlite_errorname", "") == "SQLITE_NOTADB":
+        return f"is not a SQLite database ({exc})"
+    return f"cannot be read ({exc})"
+
+
+def _read_only_connection(path: Path) -> tuple[sqlite3.Connection, bool]:
+    """A connection to ``path`` that cannot write, whose first read succeeded, and
+    whether it reads the file as immutable.
+
+    SQLite reads a WAL-mode file with the ``-wal`` and ``-shm`` files beside it,
+    creating them when they are missing, which a read-only folder forbids. Where no
+    ``-wal`` with content is there, every committed write is in the file itself, and
+    ``immutable`` reads it with neither, and without locks: sound while nobody writes
+    the file, and a writer would first have to create the ``-wal`` in a folder this
+    process may not write. Where a ``-wal`` holds writes, reading without it would
+    silently miss them: refused, saying what to do.
+    """
+    try:
+        conn = _connect_read_only(path)
+    except sqlite3.Error as exc:
+        raise InputError(path, _unreadable(path, exc)) from None
+    try:
+        _header(conn)  # SQLite opens the files at the first statement, not at connect
+        return conn, False
+    except sqlite3.Error as exc:
+        conn.close()
+        refused = getattr(exc, "sqlite_errorname", "").startswith(_READ_ONLY_ERRORS)
+        if not refused or not os.access(path, os.R_OK):
+            raise InputError(path, _unreadable(path, exc)) from None
+    wal, shm = (_companion(path, suffix) for suffix in WAL_SUFFIXES)
+    if wal.exists() and wal.stat().st_size > 0:
+        cannot = (
+            f"which it may not write ({shm.name} is read-only)"
+            if _writable(_folder(path))
+            else f"which it cannot create in the read-only folder {_folder(path)}"
+        )
+        raise InputError(
+            path,
+            f"{wal.name} beside it holds writes not yet copied into the file, and SQLite"
+            f" reads them through {shm.name}, {cannot}; reading the file alone would miss"
+            f" them. Copy {path.name} and {wal.name} together into a folder you can write"
+            " and read the copy, or ask someone who can write the folder to open the"
+            " project once with a command that writes (raglabel import, label), which"
+            " folds the log into the file",
+        )
+    conn = _connect_read_only(path, immutable=True)
+    try:
+        _header(conn)
+    except sqlite3.Error as exc:
+        conn.close()
+        raise InputError(path, _unreadable(path, exc)) from None
+    return conn, True
+
+
 class Project:
     """One project file, open. The app, the CLI and the tests all reach SQLite through it."""
 
@@ -49,6 +172,8 @@ class Project:
         self.path = path
         self.conn = conn
         self.backup: Path | None = None  # where the pre-upgrade copy went, if one was made
+        # Opened read-only as it stands, without SQLite's locks (see open_read).
+        self.immutable = False
 
     # -- opening ---------------------------------------------------------------------
 
@@ -60,6 +185,8 @@ class Project:
             raise InputError(path, "already exists; raglabel init never overwrites a file")
         if not path.parent.is_dir():
             raise InputError(path, f"directory {str(path.parent)!r} does not exist")
+        if not _writable(_folder(path)):
+            raise StorageError(f"nothing was created: the folder {_folder(path)} is read-only")
         project = cls(_connect(path), path)
         project.conn.execute("PRAGMA journal_mode = WAL")
         project._migrate(from_version=0)
@@ -67,10 +194,15 @@ class Project:
 
     @classmethod
     def open(cls, path: str | Path) -> Project:
-        """An existing project, upgraded (after a backup beside it) if an older raglabel made it."""
+        """An existing project to write to, upgraded (after a backup beside it) if an
+        older raglabel made it. One this process may not write is refused before
+        anything is read, saying which file or folder is read-only."""
         path = Path(path)
         if not path.is_file():
             raise InputError(path, "no such project file (create one with raglabel init)")
+        why = _write_refusal(path)
+        if why is not None:
+            raise _refusal_error(path, why)
         conn: sqlite3.Connection | None = None
         try:
             conn = _connect(path)
@@ -78,22 +210,56 @@ class Project:
         except sqlite3.DatabaseError as exc:
             if conn is not None:
                 conn.close()
-            raise InputError(path, f"is not a SQLite database ({exc})") from None
+            if getattr(exc, "sqlite_errorname", "").startswith(_READ_ONLY_ERRORS):
+                raise _refusal_error(path, f"{path} cannot be opened for writing ({exc})") from None
+            raise InputError(path, _unreadable(path, exc)) from None
         project = cls(conn, path)
-        if app_id != APPLICATION_ID:
+        try:
+            _check_header(path, app_id, version)
+        except InputError:
             conn.close()
-            raise InputError(path, "is a SQLite file but not a raglabel project")
-        if version > SCHEMA_VERSION:
-            conn.close()
-            raise InputError(
-                path,
-                f"was written by a newer raglabel (schema {version}; this one knows "
-                f"{SCHEMA_VERSION}); upgrade raglabel to open it",
-            )
+            raise
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
         if version < SCHEMA_VERSION:
             project._migrate(from_version=version, backup=True)
+        return project
+
+    @classmethod
+    def open_read(cls, path: str | Path, *, upgrade: bool = True) -> Project:
+        """An existing project for a command that only reads it, opened read-only
+        (SQLite ``mode=ro``): nothing done through it can change the file, and a project
+        in a folder, or a file, this process may not write reads as well as any (as
+        immutable when it must: :func:`_read_only_connection`).
+
+        A file an older raglabel made is read once upgraded: with ``upgrade``, by
+        :meth:`open` (after a backup beside it) where this process may write it, and
+        refused where it may not; without, it is returned as it is, for the caller to
+        look at its version."""
+        path = Path(path)
+        if not path.is_file():
+            raise InputError(path, "no such project file (create one with raglabel init)")
+        conn, immutable = _read_only_connection(path)
+        app_id, version = _header(conn)
+        try:
+            _check_header(path, app_id, version)
+        except InputError:
+            conn.close()
+            raise
+        if upgrade and version < SCHEMA_VERSION:
+            conn.close()
+            why = _write_refusal(path)
+            if why is not None:
+                raise InputError(
+                    path,
+                    f"was written by an older raglabel (schema {version}); it is read once"
+                    f" upgraded to schema {SCHEMA_VERSION}, which writes it, but {why}: copy"
+                    " it (with its -wal file, if there is one) into a folder you can write,"
+                    " and read the copy",
+                )
+            return cls.open(path)
+        project = cls(conn, path)
+        project.immutable = immutable
         return project
 
     @classmethod
@@ -107,7 +273,7 @@ class Project:
     def reader(cls, path: Path) -> Project:
         """A read-only second connection to a project this process has open, for reading
         in another thread: WAL lets it read while the first connection writes."""
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        conn = sqlite3.connect(_read_only_uri(path), uri=True, check_same_thread=False)
         return cls(conn, path)
 
     @contextmanager
@@ -276,3 +442,15 @@ def _header(conn: sqlite3.Connection) -> tuple[int, int]:
     app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     return app_id, version
+
+
+def _check_header(path: Path, app_id: int, version: int) -> None:
+    """A raglabel project this raglabel can read (an older one once upgraded)."""
+    if app_id != APPLICATION_ID:
+        raise InputError(path, "is a SQLite file but not a raglabel project")
+    if version > SCHEMA_VERSION:
+        raise InputError(
+            path,
+            f"was written by a newer raglabel (schema {version}; this one knows "
+            f"{SCHEMA_VERSION}); upgrade raglabel to open it",
+        )
