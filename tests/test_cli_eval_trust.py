@@ -224,13 +224,13 @@ def test_config_file_default_k_too_large(files: dict[str, Path], tmp_path: Path)
 def test_huge_cutoff_is_computed_with_a_note(files: dict[str, Path]) -> None:
     k = 10**15
     done = both(
-        files, "-k", str(k), "--metrics", "ndcg,precision,recall,ra_nwg", "--format", "json"
+        files, "-k", str(k), "--metrics", f"ndcg@{k},precision,recall,ra_nwg", "--format", "json"
     )
     assert done.returncode == 0, done.stderr
     assert "beyond every run's depth" in done.stderr
     report = json.loads(done.stdout)
     small = json.loads(
-        both(files, "-k", "3", "--metrics", "ndcg,recall", "--format", "json").stdout
+        both(files, "-k", "3", "--metrics", "ndcg@3,recall", "--format", "json").stdout
     )
     good, ref = report["runs"]["good"]["mean"], small["runs"]["good"]["mean"]
     assert good[f"ndcg@{k}"] == pytest.approx(ref["ndcg@3"])
@@ -358,8 +358,15 @@ def test_adjusted_p_values(files: dict[str, Path], tmp_path: Path) -> None:
     args += ["--compare", "--format", "json", "--permutations", "2000"]
     holm = json.loads(child("eval", *args).stdout)
     assert holm["config"]["adjust"] == "holm"
-    raws = [c["p_value"] for c in holm["compare"]]
-    assert [c["p_adjusted"] for c in holm["compare"]] == adjust_p_values(raws, "holm")
+    # Two families, each adjusted on its own: the first metric's tests (every pair of
+    # runs on ndcg@3, the headline) and all the others.
+    assert holm["config"]["headline"] == "ndcg@3"
+    for family, metrics in (("headline", {"ndcg@3"}), ("secondary", {"mrr", "precision@1"})):
+        tests = [c for c in holm["compare"] if c["family"] == family]
+        assert {c["metric"] for c in tests} == metrics
+        assert len(tests) == 3 * len(metrics)  # three runs, three pairs
+        raws = [c["p_value"] for c in tests]
+        assert [c["p_adjusted"] for c in tests] == adjust_p_values(raws, "holm")
     assert all(c["p_adjusted"] >= c["p_value"] for c in holm["compare"])
     assert any(c["p_adjusted"] > c["p_value"] for c in holm["compare"])
     none = json.loads(child("eval", *args, "--adjust", "none").stdout)

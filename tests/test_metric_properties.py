@@ -689,3 +689,10 @@ def test_judged_only_equals_the_lists_without_unjudged(queries: list[Query], k: 
         # ranked-list metrics see the condensed lists; the set metrics the run as it is
         want = unchanged[key] if key.base in {"harm", "judged"} else plain[key]
         same(ours[key], want, key.name)
+
+
+def test_bootstrap_over_no_queries_is_undefined_not_a_crash() -> None:
+    # A view with no graded query yet (the Runs screen before any grade) has no rows.
+    samples = bootstrap_means(np.empty((0, 3)), resamples=50, seed=1)
+    assert samples.shape == (50, 3)
+    assert np.isnan(samples).all()

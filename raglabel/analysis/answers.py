@@ -26,7 +26,7 @@ import sqlite3
 import zlib
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -49,7 +49,7 @@ from raglabel.metrics.criteria import (
     RANKING,
     RANKING_THRESHOLD,
 )
-from raglabel.metrics.stats import adjust_p_values, paired_randomization
+from raglabel.metrics.stats import adjust_families, paired_randomization
 from raglabel.storage.answer_items import answer_items, require_systems
 from raglabel.storage.answer_judgments import JudgedAnswer, judged_answers
 from raglabel.storage.answers import standing_answer_grades
@@ -365,7 +365,7 @@ def _by_system(items: Sequence[AnswerItem]) -> dict[str, list[AnswerItem]]:
 @dataclass
 class AnswersSection:
     answers: dict[str, dict[str, CriterionAnswers]]
-    compare: list[Comparison] | None  # raw p-values: adjusted with the report's others
+    compare: list[Comparison] | None  # raw p-values: adjusted with the runs' secondary tests
 
 
 def answers_section(inputs: AnswerInputs, options: AnswerOptions) -> AnswersSection:
@@ -418,17 +418,13 @@ def _comparisons(systems: dict[str, _System], options: AnswerOptions) -> list[Co
 
 
 def attach(report: Report, section: AnswersSection, adjust: str) -> None:
-    """Put the section into ``report``, adjusting every p-value of the report (the
-    runs' tests and the systems') as one family."""
+    """Put the section into ``report``, adjusting the systems' tests (all secondary)
+    together with the runs' secondary tests; the headline family stays as it was."""
     report.answers = section.answers
     if section.compare is None:
         return
     runs = report.compare or []
-    raw = [c.p_value for c in runs] + [c.p_value for c in section.compare]
-    adjusted = adjust_p_values(raw, adjust)
-    tests = [
-        replace(c, p_adjusted=p) for c, p in zip([*runs, *section.compare], adjusted, strict=True)
-    ]
+    tests = adjust_families([*runs, *section.compare], adjust)
     if report.compare is not None:
         report.compare = tests[: len(runs)]
     report.answer_compare = tests[len(runs) :]

@@ -12,11 +12,12 @@ from numpy.typing import NDArray
 
 from raglabel.formats.report import Comparison, LabelsInfo, Report, RunReport
 from raglabel.metrics.ctxrank import ideal_ranks, passes
+from raglabel.metrics.cutoffs import out_of_column
 from raglabel.metrics.evaluate import QueryStats, evaluate_run
 from raglabel.metrics.names import MetricKey
 from raglabel.metrics.run import RankedRun
 from raglabel.metrics.stats import (
-    adjust_p_values,
+    adjust_families,
     bootstrap_means,
     nan_mean,
     paired_randomization,
@@ -50,6 +51,18 @@ class Options:
     na: str = "skip"  # "zero": a query where a metric is NA counts as 0 in its mean
     judged_only: bool = False  # ranked-list metrics on condensed runs
     adjust: str = "holm"  # multiple-comparison adjustment of --compare's p-values
+    #: The metric whose tests are the headline family (None: the first of ``metrics``).
+    headline: str | None = None
+    #: Cutoffs asked for only by queries' own k: other queries stay out of their columns.
+    own_k_only: frozenset[int] = frozenset()
+
+
+def headline_metric(options: Options) -> str | None:
+    """The metric whose tests form the headline family of p-values: the one named
+    (the report's --headline), else the first metric asked for (None: no metric)."""
+    if options.headline is not None:
+        return options.headline
+    return options.metrics[0].name if options.metrics else None
 
 
 def _clean(value: float) -> float | None:
@@ -90,6 +103,12 @@ def evaluate(
         )
         for run in runs
     }
+    # A query with its own k is in the columns of that k only (metrics/cutoffs.py): out
+    # of the others it is no value at all, not NA, so --na zero leaves it out too.
+    outside = {run.name: _outside(run, needed, options.own_k_only) for run in runs}
+    for name, masks in outside.items():
+        for key, mask in masks.items():
+            values[name][key] = np.where(mask, np.nan, values[name][key])
     # What the means, intervals and tests see: under --na zero an NA counts as 0.
     averaged = values
     if options.na == "zero":
@@ -97,6 +116,9 @@ def evaluate(
             name: {key: np.nan_to_num(column, nan=0.0) for key, column in per_run.items()}
             for name, per_run in values.items()
         }
+        for name, masks in outside.items():
+            for key, mask in masks.items():
+                averaged[name][key][mask] = np.nan
     reports: dict[str, RunReport] = {}
     for run in runs:
         per_run = values[run.name]
@@ -113,16 +135,31 @@ def evaluate(
         if options.ci:
             report.ci = _intervals(summed, options, ratio_parts)
         if options.per_query:
+            out = outside[run.name]
             report.per_query = {
-                qid: {key.name: _clean(per_run[key][q]) for key in options.metrics}
+                qid: {
+                    key.name: _clean(per_run[key][q])
+                    for key in options.metrics
+                    if key not in out or not out[key][q]
+                }
                 for q, qid in enumerate(query_ids)
             }
-            report.ctx_rank = _ctx_details(run, per_run, options.metrics, stats)
+            report.ctx_rank = _ctx_details(run, per_run, options.metrics, stats, out)
         reports[run.name] = report
     result = Report(labels=labels_info, config=config, runs=reports, warnings=warnings)
     if options.compare and len(runs) > 1:
         result.compare = _comparisons(runs, averaged, options)
     return result
+
+
+def _outside(
+    run: RankedRun, keys: Sequence[MetricKey], own_k_only: frozenset[int]
+) -> dict[MetricKey, NDArray[np.bool_]]:
+    """The columns some query of ``run`` is out of, with the mask of those queries."""
+    if run.k_override is None and not own_k_only:
+        return {}
+    masks = {key: out_of_column(run, key, own_k_only) for key in keys}
+    return {key: mask for key, mask in masks.items() if mask.any()}
 
 
 def _intervals(
@@ -158,6 +195,7 @@ def _ctx_details(
     per_run: dict[MetricKey, FloatArray],
     metrics: Sequence[MetricKey],
     stats: QueryStats,
+    outside: dict[MetricKey, NDArray[np.bool_]],
 ) -> dict[str, dict[str, CtxRankDetail]] | None:
     keys = [key for key in metrics if key.base == "ctx_rank_prec" and key.k is not None]
     if not keys:
@@ -171,6 +209,8 @@ def _ctx_details(
         passed = passes(score, stats.config.ctx_threshold)
         by_query: dict[str, CtxRankDetail] = {}
         for q, qid in enumerate(stats.labels.query_ids):
+            if key in outside and outside[key][q]:
+                continue
             ranks, grades = ideal_ranks(run, q, key.k, stats.gains)
             ok = None if np.isnan(score[q]) else bool(passed[q])
             by_query[qid] = CtxRankDetail(
@@ -197,20 +237,23 @@ def _comparisons(
         pairs = [(baseline, name) for name in names if name != baseline]
     else:
         pairs = list(itertools.combinations(names, 2))
+    headline = headline_metric(options)
     tests = [
-        paired_randomization(
-            values[base][key],
-            values[other][key],
-            baseline=base,
-            run=other,
-            metric=key.name,
-            permutations=options.permutations,
-            resamples=options.resamples,
-            seed=options.seed,
-            level=options.level,
+        replace(
+            paired_randomization(
+                values[base][key],
+                values[other][key],
+                baseline=base,
+                run=other,
+                metric=key.name,
+                permutations=options.permutations,
+                resamples=options.resamples,
+                seed=options.seed,
+                level=options.level,
+            ),
+            family="headline" if key.name == headline else "secondary",
         )
         for base, other in pairs
         for key in options.metrics
     ]
-    adjusted = adjust_p_values([c.p_value for c in tests], options.adjust)
-    return [replace(c, p_adjusted=p) for c, p in zip(tests, adjusted, strict=True)]
+    return adjust_families(tests, options.adjust)

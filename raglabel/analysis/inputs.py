@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from raglabel.analysis import checks
-from raglabel.analysis.evaluation import Options
-from raglabel.analysis.sources import SampleSource, Source, open_files
+from raglabel.analysis.evaluation import Options, headline_metric
+from raglabel.analysis.sources import ProjectSource, SampleSource, Source, open_files
 from raglabel.errors import InputError, UsageError
 from raglabel.formats.maps import GradeMap
+from raglabel.formats.notices import sample
 from raglabel.formats.report import LabelsInfo
 from raglabel.metrics.config import MetricConfig
+from raglabel.metrics.cutoffs import own_cutoffs, own_k_note, with_own_cutoffs
 from raglabel.metrics.definitions import definitions
 from raglabel.metrics.evaluate import QueryStats
 from raglabel.metrics.run import RankedRun
@@ -107,14 +109,14 @@ class Loaded:
 def open_source(request: EvalRequest) -> tuple[Source, str]:
     """The request's labels, and how the report names where they came from."""
     if request.project is not None:
-        from raglabel.analysis.sources import ProjectSource
         from raglabel.storage.labels import LabelChoice
 
         choice = request.choice or LabelChoice("median", None, False)
         return ProjectSource(request.project, choice), str(request.project)
     if request.samples is not None:
         name, path = request.samples
-        return SampleSource(name, path, request.grade_map), str(path)
+        threshold = request.config.relevance_threshold
+        return SampleSource(name, path, request.grade_map, threshold), str(path)
     if request.qrels is None:
         raise UsageError("nothing to evaluate: give a project DB, --qrels with --run, or --samples")
     paths = [path for _, path in request.runs]
@@ -147,7 +149,16 @@ def load(request: EvalRequest) -> Loaded:
         if request.containment_named:
             raise UsageError("containment needs passage texts and expected answers: use --samples")
         metrics = [key for key in metrics if key.base != "containment"]
+    # A query's own k (a sample's metadata.k) gets columns named for it.
+    own_k = own_cutoffs(runs, source.labels.query_ids)
+    own_k_words = own_k_note(own_k, metrics)
+    metrics, own_k_only = with_own_cutoffs(metrics, own_k)
 
+    names = [key.name for key in metrics]
+    if asked.headline is not None and asked.headline not in names:
+        raise UsageError(
+            f"--headline {asked.headline!r} is not among the metrics computed: {', '.join(names)}"
+        )
     pools = _pools(request.pools, runs, source)
     if asked.baseline is not None and asked.baseline not in {run.name for run in runs}:
         known = ", ".join(repr(run.name) for run in runs)
@@ -156,6 +167,8 @@ def load(request: EvalRequest) -> Loaded:
     labels = source.labels
     stats = QueryStats.build(labels, request.config)
     warnings = source.warnings
+    if isinstance(source, ProjectSource) and source.ungraded:
+        warnings.append(ungraded_line(source.ungraded, source.project_queries))
     if request.qrels is not None:
         hint = checks.qrels_file_hint(request.qrels)
         if hint:
@@ -166,6 +179,7 @@ def load(request: EvalRequest) -> Loaded:
     for run in runs:
         warnings += checks.run_warnings(stats, run, paths.get(run.name))
     warnings += checks.depth_notes([key.k for key in metrics if key.k], runs, stats)
+    warnings += own_k_words
     if asked.compare and len(runs) < 2:
         warnings.append("--compare: there is only one run, so nothing to compare")
     info = LabelsInfo(
@@ -177,6 +191,7 @@ def load(request: EvalRequest) -> Loaded:
             q for q, flag in zip(labels.query_ids, stats.inverted, strict=True) if flag
         ],
     )
+    options = replace(asked, metrics=metrics, answers=answers, pools=pools, own_k_only=own_k_only)
     grade_map = GradeMap() if request.grade_map is None else request.grade_map
     report_config: dict[str, object] = {
         "k": request.cutoffs,
@@ -186,6 +201,7 @@ def load(request: EvalRequest) -> Loaded:
         if request.samples is not None and request.grade_map is None
         else grade_map.describe(),
         "pool": {name: pool.name for name, pool in pools.items()},
+        **({"query_k": own_k} if own_k else {}),
         "reader": source.kind,
         "labels": labels_source,
         "resamples": asked.resamples,
@@ -195,9 +211,10 @@ def load(request: EvalRequest) -> Loaded:
         "na": asked.na,
         "judged_only": asked.judged_only,
         "adjust": asked.adjust,
+        # Whose tests are the headline family of p-values: said only where there are tests.
+        **({"headline": headline_metric(options)} if asked.compare and len(runs) > 1 else {}),
         "definitions": definitions(metrics, request.config),
     }
-    options = replace(asked, metrics=metrics, answers=answers, pools=pools)
     return Loaded(
         stats=stats,
         runs=runs,
@@ -205,6 +222,15 @@ def load(request: EvalRequest) -> Loaded:
         labels_info=info,
         config=report_config,
         warnings=warnings,
+    )
+
+
+def ungraded_line(ungraded: list[str], queries: int) -> str:
+    """The one line a project gives for its queries with no grade yet (no run warns of
+    them again): they are in no metric until someone grades them."""
+    return (
+        f"{len(ungraded)} of {queries} queries not graded yet ({sample(ungraded)}):"
+        " every metric leaves them out until they are graded"
     )
 
 

@@ -67,14 +67,19 @@ class SampleSource:
     kind = "python"
     source = "human"
 
-    def __init__(self, name: str, path: Path, grade_map: GradeMap | None) -> None:
+    def __init__(
+        self, name: str, path: Path, grade_map: GradeMap | None, relevance_threshold: int = 4
+    ) -> None:
         from raglabel.formats.rows import RowAlignment
         from raglabel.formats.samples import read_samples
 
-        samples = read_samples(path, grade_map)
+        samples = read_samples(path, grade_map, relevance_threshold)
         self._align = RowAlignment.from_qrels(samples.qrels)
         self.labels = self._align.labels
         self.warnings = self._align.warnings  # the aligner appends to this very list
+        self.warnings += samples.warnings
+        # A sample's own k belongs to its query, so every run scored on it uses that k.
+        self._k_override = samples.k_override
         self._run = self._align.run(name, samples.run, samples.k_override)
         self._answered = samples.answered
 
@@ -88,7 +93,7 @@ class SampleSource:
         return np.array([q in self._answered for q in self.labels.query_ids], np.bool_)
 
     def run_file(self, name: str, path: Path) -> RankedRun:
-        return _rows_run(self._align, name, path)
+        return _rows_run(self._align, name, path, self._k_override)
 
 
 class NumpyFiles:
@@ -273,7 +278,7 @@ class ProjectSource:
         from raglabel.storage.labels import resolved_labels
         from raglabel.storage.project import Project
 
-        conn = Project.open(db).conn
+        conn = Project.open_read(db).conn
         resolved = resolved_labels(conn, choice)
         self.source = resolved.source
         self._columnar = runs.stored_entries(conn) > LARGE_RUN_ENTRIES
@@ -297,8 +302,17 @@ class ProjectSource:
             self._align = RowAlignment.from_qrels(qrels)
             self.labels = self._align.labels
             self.warnings = self._align.warnings
+        # A query nobody has graded yet is in no metric: the project's one line says so
+        # (inputs.ungraded_line), and its rows are left out of every run before they are
+        # aligned, where each run would warn of it again.
+        graded = set(self.labels.query_ids)
+        queries = items.query_ids(conn)
+        self.project_queries = len(queries)
+        self.ungraded = sorted(q for q in queries if q not in graded)
+        self._ungraded = frozenset(self.ungraded)
         self._answers = items.expected_answers(conn)
-        k_override = items.query_cutoffs(conn) or None
+        # A query's own k (a sample's metadata.k) holds for stored runs and run files alike.
+        self._k_override = k_override = items.query_cutoffs(conn) or None
         texts = items.passage_texts(conn) if self._answers else {}
         self._runs = [self._stored(conn, name, texts, k_override) for name in runs.run_names(conn)]
 
@@ -315,10 +329,26 @@ class ProjectSource:
 
     def run_file(self, name: str, path: Path) -> RankedRun:
         if self._columnar:
+            import polars as pl
+
             from raglabel.formats.trec import read_run
 
-            return self._polars.run(name, read_run(path))
-        return _rows_run(self._align, name, path)
+            frame = read_run(path)
+            if self._ungraded:
+                frame = frame.filter(~pl.col("qid").is_in(list(self._ungraded)))
+            return self._polars.run(name, frame, k_override=self._k_override)
+        from raglabel.formats.rows import RunRows, read_run_rows
+
+        rows = read_run_rows(path)
+        if self._ungraded:
+            keep = [i for i, qid in enumerate(rows.qids) if qid not in self._ungraded]
+            rows = RunRows(
+                [rows.qids[i] for i in keep],
+                [rows.docids[i] for i in keep],
+                None if rows.scores is None else [rows.scores[i] for i in keep],
+                None if rows.contains is None else [rows.contains[i] for i in keep],
+            )
+        return self._align.run(name, rows, self._k_override)
 
     def _stored(
         self,
@@ -333,6 +363,8 @@ class ProjectSource:
             import polars as pl
 
             frame = runs.ranked_frame(conn, name)
+            if self._ungraded:
+                frame = frame.filter(~pl.col("qid").is_in(list(self._ungraded)))
             if self._answers:
                 flags = self._contains(frame["qid"].to_list(), frame["docid"].to_list(), texts)
                 frame = frame.with_columns(pl.Series("contains", flags, dtype=pl.Boolean))
@@ -342,6 +374,8 @@ class ProjectSource:
         qids: list[str] = []
         docids: list[str] = []
         for qid, ids in runs.ranked_ids(conn, name):
+            if qid in self._ungraded:
+                continue
             qids += [qid] * len(ids)
             docids += ids
         contains = self._contains(qids, docids, texts) if self._answers else None
@@ -359,10 +393,12 @@ class ProjectSource:
         return flags
 
 
-def _rows_run(align: RowAlignment, name: str, path: Path) -> RankedRun:
+def _rows_run(
+    align: RowAlignment, name: str, path: Path, k_override: dict[str, int] | None = None
+) -> RankedRun:
     from raglabel.formats.rows import read_run_rows
 
-    return align.run(name, read_run_rows(path))
+    return align.run(name, read_run_rows(path), k_override)
 
 
 def open_files(

@@ -177,8 +177,9 @@ def add_inputs_and_conventions(parser: argparse.ArgumentParser, *, report: bool 
         "--adjust",
         choices=("none", "holm", "bh"),
         default="holm",
-        help="adjust --compare's p-values for multiple comparisons: Holm, Benjamini-Hochberg "
-        "or none (default: holm; the raw p-values are kept)",
+        help="adjust --compare's p-values for multiple comparisons, the headline metric's "
+        "tests and all others as two families: Holm, Benjamini-Hochberg or none "
+        "(default: holm; the raw p-values are kept)",
     )
     what.add_argument(
         "--resamples",
@@ -328,7 +329,7 @@ def compute(args: argparse.Namespace) -> tuple[Report, list[str], float, LabelSe
         collecting = gc.isenabled()  # off already when eval is its process's command
         gc.disable()
         try:
-            with Project.open(args.db) as project:
+            with Project.open_read(args.db) as project:
                 answer_inputs = load_answers(
                     project.conn,
                     args.system,

@@ -97,6 +97,7 @@ def eval_request(args: argparse.Namespace) -> EvalRequest:
         na=getattr(args, "na", "skip"),
         judged_only=getattr(args, "judged_only", False),
         adjust=getattr(args, "adjust", "holm"),
+        headline=getattr(args, "headline", None),  # the report's; eval's is its first metric
     )
     return EvalRequest(
         options=options,
@@ -120,4 +121,20 @@ def load_inputs(args: argparse.Namespace) -> Loaded:
     # its process with whatever else a notebook runs.
     if getattr(args, "own_process", False) and any(in_blocks(path) for _, path in request.runs):
         share_malloc_arenas()
-    return load(request)
+    loaded = load(request)
+    if args.metrics:
+        loaded.warnings += _name_notes(args, request, loaded)
+    return loaded
+
+
+def _name_notes(args: argparse.Namespace, request: EvalRequest, loaded: Loaded) -> list[str]:
+    """How the names of ``--metrics`` were read, where another tool means otherwise."""
+    from raglabel.analysis.metric_notes import gain_notes, name_notes, relevance_notes
+    from raglabel.formats.maps import GradeMap
+
+    notes = name_notes(args.metrics, request.cutoffs, cutoffs_given=bool(args.k))
+    if request.qrels is not None:  # other tools' conventions are about qrels labels
+        grade_map = request.grade_map or GradeMap()
+        notes += relevance_notes(args.metrics, grade_map, loaded.stats, loaded.options.na)
+        notes += gain_notes(args.metrics, loaded.options.metrics, grade_map, request.config)
+    return list(dict.fromkeys(notes))

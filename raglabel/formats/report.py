@@ -110,7 +110,8 @@ class RunReport(_NamesDetails):
     ci: dict[str, tuple[float, float] | None] | None = None
     """Percentile bootstrap interval of each mean (with --ci)."""
     per_query: dict[str, dict[str, float | None]] | None = None
-    """Each query's values (with --per-query)."""
+    """Each query's values (with --per-query); null is NA. A metric at a cutoff other than
+    the query's own k (``config.query_k``) is left out: that query has no value there."""
     ctx_rank: dict[str, dict[str, CtxRankDetail]] | None = None
     """Per cutoff and query: actual vs ideal ranks (with --per-query)."""
 

@@ -7,8 +7,9 @@ is a matrix product, and NA values simply carry zero weight.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -50,6 +51,8 @@ def bootstrap_means(columns: FloatArray, resamples: int, seed: int) -> FloatArra
     defined value yields NaN for it.
     """
     n = columns.shape[0]
+    if n == 0:  # nothing to resample: every mean is undefined, as for an all-NaN column
+        return np.full((resamples, columns.shape[1]), np.nan)
     valid = (~np.isnan(columns)).astype(np.float64)
     filled = np.nan_to_num(columns, nan=0.0)
     rng = np.random.default_rng(seed)
@@ -74,6 +77,11 @@ def percentile_interval(samples: FloatArray, level: float = 0.95) -> tuple[float
     return float(lo), float(hi)
 
 
+#: Which family of tests a comparison's p-value is adjusted in (see :func:`adjust_families`).
+Family = Literal["headline", "secondary"]
+FAMILIES: tuple[Family, ...] = ("headline", "secondary")
+
+
 @dataclass(frozen=True)
 class Comparison:
     """Paired randomization test of ``run`` minus ``baseline`` on one metric."""
@@ -92,6 +100,7 @@ class Comparison:
     """Mean over the paired queries of ``run``'s value minus ``baseline``'s."""
     ci: tuple[float, float] | None
     p_value: float | None
+    """The test's two-sided p-value as computed, before any adjustment (raw)."""
     wins: int
     """Queries on which ``run`` does better: a higher value, or a lower one for Harm."""
     ties: int
@@ -99,7 +108,11 @@ class Comparison:
     """Queries on which ``run`` does worse: a lower value, or a higher one for Harm."""
     queries: int
     p_adjusted: float | None = None
-    """The p-value adjusted for every comparison of the report (config ``adjust``)."""
+    """``p_value`` adjusted (config ``adjust``) over the tests of its ``family`` only."""
+    family: Family = "secondary"
+    """``headline``: a test on the headline metric (config ``headline``), adjusted with
+    the other tests on it only; ``secondary``: every other test (other metrics, answer
+    systems), adjusted together."""
 
 
 def paired_randomization(
@@ -187,4 +200,21 @@ def adjust_p_values(p_values: list[float | None], method: str) -> list[float | N
     adjusted[order] = np.minimum(scaled, 1.0)
     for i, value in zip(present, adjusted.tolist(), strict=True):
         out[i] = value
+    return out
+
+
+def adjust_families(tests: Sequence[Comparison], method: str) -> list[Comparison]:
+    """``tests`` with ``p_adjusted`` set, each family adjusted on its own.
+
+    The headline question (the headline metric, each run against the baseline) is
+    answered by a few tests: adjusted together with every other metric's, it could
+    never come out significant in a report of a dozen metrics. So the headline tests
+    form one family and all the others a second one; the order of ``tests`` is kept.
+    """
+    out = list(tests)
+    for family in FAMILIES:
+        members = [i for i, test in enumerate(tests) if test.family == family]
+        adjusted = adjust_p_values([tests[i].p_value for i in members], method)
+        for i, p in zip(members, adjusted, strict=True):
+            out[i] = replace(tests[i], p_adjusted=p)
     return out

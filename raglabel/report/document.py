@@ -103,16 +103,14 @@ def _named(metric: str) -> str:
 
 def _differences(report: ReportInput) -> Section:
     others = [name for name in report.runs if name != report.baseline]
-    adjust = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}.get(
-        report.adjust, report.adjust
-    )
     section = Section(
         f"Against the baseline {report.baseline}",
         [
             f"Each run minus {report.baseline}, per metric: the mean of the paired per-query"
-            f" differences with its interval, and the randomization test's p-value after"
-            f" {adjust} adjustment. Filled markers and * are significant at the"
-            f" {LEVEL} level; hollow ones are not."
+            " differences with its interval, and the randomization test's p-value, raw and"
+            f" {_adjustment(report)}. Filled markers and * are significant at the {LEVEL}"
+            f" level{' after adjustment' if report.adjust != 'none' else ''}; hollow ones"
+            " are not."
         ],
     )
     index = {name: i for i, name in enumerate(report.runs)}
@@ -122,7 +120,8 @@ def _differences(report: ReportInput) -> Section:
         for name in others:
             c = report.comparison(name, metric)
             if c is None or c.mean_difference is None:
-                rows.append([_named(metric), name, "NA", "", "", ""])
+                family = "" if c is None else c.family
+                rows.append([_named(metric), name, "NA", "", "", family, "", ""])
                 continue
             p = c.p_adjusted if c.p_adjusted is not None else c.p_value
             significant = p is not None and p < LEVEL
@@ -133,7 +132,9 @@ def _differences(report: ReportInput) -> Section:
                     _named(metric),
                     name,
                     f"{c.mean_difference:+.4f} {_ci(c.ci)}".strip(),
+                    "NA" if c.p_value is None else f"{c.p_value:.4f}",
                     "NA" if p is None else f"{p:.4f}{' *' if significant else ''}",
+                    c.family,
                     f"{c.wins}/{c.ties}/{c.losses}",
                     str(c.queries),
                 ]
@@ -151,7 +152,9 @@ def _differences(report: ReportInput) -> Section:
                 "metric",
                 "run",
                 "difference [interval]",
+                "p raw",
                 "p adjusted",
+                "family",
                 "better/tied/worse",
                 "queries",
             ],
@@ -159,6 +162,21 @@ def _differences(report: ReportInput) -> Section:
         )
     )
     return section
+
+
+def _adjustment(report: ReportInput) -> str:
+    """How the p-values were adjusted, in words: each family on its own."""
+    method = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(report.adjust)
+    if method is None:
+        return "not adjusted (the two columns are the same)"
+    headline = report.family_size("headline")
+    secondary = report.family_size("secondary")
+    return (
+        f"after {method} adjustment within its family: the headline family is the"
+        f" {headline} {'test' if headline == 1 else 'tests'} on {report.headline}, each run"
+        f" against {report.baseline}; every other metric's test is secondary, adjusted over"
+        f" the {secondary} secondary {'test' if secondary == 1 else 'tests'}"
+    )
 
 
 def _distribution(report: ReportInput) -> Section:

@@ -48,6 +48,13 @@ class ReportInput:
                 return item
         return None
 
+    def family_size(self, family: str) -> int:
+        """How many tests the p-values of ``family`` were adjusted over (a test with no
+        paired query has no p-value and is not one of them)."""
+        return sum(
+            1 for c in self.data.compare or () if c.family == family and c.p_value is not None
+        )
+
     @property
     def adjust(self) -> str:
         return str(self.data.config.get("adjust", "holm"))

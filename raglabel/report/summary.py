@@ -83,8 +83,6 @@ def _against(report: ReportInput, best: str, scored: dict[str, float], lower: bo
     """The best run against the baseline, or, when it is the baseline, the runner-up
     (the next lowest where ``lower`` is better)."""
     metric = report.headline
-    adjusted = ADJUSTMENTS.get(report.adjust)
-    after = f" after {adjusted}" if adjusted else ""
     if best != report.baseline:
         other, comparison, sign = report.baseline, report.comparison(best, metric), 1.0
         lead = f"Against the baseline {other}, {best}"
@@ -103,18 +101,26 @@ def _against(report: ReportInput, best: str, scored: dict[str, float], lower: bo
     if sign < 0:  # the test ran runner-up minus baseline: said from the baseline's side
         ci = None if ci is None else (-ci[1], -ci[0])
         better, worse = worse, better
-    p = comparison.p_adjusted if comparison.p_adjusted is not None else comparison.p_value
     text = (
         f"{lead} differs by {difference:+.3f}{span(ci)}"
         f" on {_queries(comparison.queries, 'paired ')}"
         f" ({better} better, {comparison.ties} tied, {worse} worse)"
     )
-    if p is None:
+    raw = comparison.p_value
+    if raw is None:
         return text + "."
+    adjusted = ADJUSTMENTS.get(report.adjust)
+    p = comparison.p_adjusted if comparison.p_adjusted is not None else raw
+    if adjusted is None:
+        after, shown = "", f"{_p(raw)}, not adjusted"
+    else:
+        tests, kind = report.family_size(comparison.family), comparison.family
+        family = f"the one {kind} test" if tests == 1 else f"the {tests} {kind} tests"
+        after, shown = f" after {adjusted} over {family}", f"{_p(p)}; raw {_p(raw)}"
     if p < LEVEL:
-        return f"{text}: significant at the 0.05 level{after} ({_p(p)})."
+        return f"{text}: significant at the 0.05 level{after} ({shown})."
     return (
-        f"{text}: not significant at the 0.05 level{after} ({_p(p)}); on these queries the"
+        f"{text}: not significant at the 0.05 level{after} ({shown}); on these queries the"
         " two cannot be told apart."
     )
 

@@ -189,6 +189,11 @@ def passage_texts(conn: sqlite3.Connection) -> dict[str, str]:
     return dict(conn.execute("SELECT ext_id, text FROM passage WHERE text IS NOT NULL"))
 
 
+def query_ids(conn: sqlite3.Connection) -> list[str]:
+    """Every query's id, texts left unread (a project may hold many long queries)."""
+    return [ext_id for (ext_id,) in conn.execute("SELECT ext_id FROM query")]
+
+
 def query_rows(conn: sqlite3.Connection) -> list[tuple[int, str, str | None]]:
     """Every query as ``(row id, query id, text)``, in row id order."""
     return conn.execute("SELECT id, ext_id, text FROM query ORDER BY id").fetchall()
