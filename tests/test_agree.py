@@ -157,3 +157,21 @@ def test_json_report_matches_its_schema(tmp_path: Path, cli: Cli) -> None:
         (Path(__file__).parents[1] / "schemas/agree-report.schema.json").read_text()
     )
     assert set(schema["properties"]) == set(data)
+
+
+def test_the_run_table_has_headers_and_whole_names(tmp_path: Path, cli: Cli) -> None:
+    long_model = "gpt-4o-mini-2024-07-18-with-a-long-suffix"
+    db = build(tmp_path, cli, {f"{long_model}-a": JUDGE, f"{long_model}-b": HUMANS})
+    code, out, err = cli("agree", db, "-k", "3", "--metrics", "ndcg@3")
+    assert code == 0, err
+    lines = out.splitlines()
+    title = next(i for i, line in enumerate(lines) if line.startswith("ndcg@3 on human vs judge"))
+    assert lines[title + 1].split() == ["run", "humans", "judge"]
+    assert [line.split()[0] for line in lines[title + 2 : title + 5]] == ["best", "middle", "worst"]
+    # The numbers sit under their headers.
+    head = lines[title + 1]
+    for row in lines[title + 2 : title + 5]:
+        assert len(row) == len(head)
+    # Two judge models whose names differ only at the end stay two rows, not one cut name.
+    raters = [line.split()[0] for line in lines if line.startswith(long_model)]
+    assert raters == [f"{long_model}-a", f"{long_model}-b"]

@@ -66,6 +66,7 @@ def test_binding_ids_and_defaults() -> None:
         "review": "v",
         "search": "b",
         "metrics": "m",
+        "run_columns": "c",
         "answer_figures": "t",
         "answers": "w",
         "next_criterion": "l,right",

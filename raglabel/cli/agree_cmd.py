@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from raglabel.formats.agreement_report import AgreementReport, CriterionAgreement
     from raglabel.metrics.answer_stats import AlphaInterval
 
-DEFAULT_METRICS = "ra_nwg,ndcg,precision_4plus"
+DEFAULT_METRICS = "ra_nwg,ndcg@k,precision_4plus"
 
 
 def register(commands: Any) -> None:
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--metrics: {exc}") from None
         metrics = [key for key in metrics if key.base not in ("containment", "pct_proc")]
     config = metric_config(args)
-    with Project.open(args.db) as project:
+    with Project.open_read(args.db) as project:
         report = agreement(project.conn, metrics, config, args.top)
         if args.answers:
             from raglabel.analysis.agreement import answer_agreement
@@ -133,13 +133,17 @@ def as_text(report: AgreementReport) -> str:
         f" annotators plus judge {_num(report.alpha_with_judge)}"
     )
     out.append("")
+    # Names are never cut: two raters (a judge's long model names) cut alike would
+    # read as one.
+    a = _name_width("rater a", [p.a for p in report.pairs], 28)
+    b = _name_width("rater b", [p.b for p in report.pairs], 16)
     out.append(
-        f"{'rater a':<28} {'rater b':<16} {'pairs':>6} {'kappa(q)':>8} {'alpha':>7}"
+        f"{'rater a':<{a}} {'rater b':<{b}} {'pairs':>6} {'kappa(q)':>8} {'alpha':>7}"
         f" {'bias a-b':>8} {'exact':>6} {'within 1':>8}"
     )
     for p in report.pairs:
         out.append(
-            f"{p.a[:28]:<28} {p.b[:16]:<16} {p.n:>6} {_num(p.kappa):>8} {_num(p.alpha):>7}"
+            f"{p.a:<{a}} {p.b:<{b}} {p.n:>6} {_num(p.kappa):>8} {_num(p.alpha):>7}"
             f" {_num(p.bias, 2):>8} {_share(p.exact):>6} {_share(p.within_one):>8}"
         )
     if report.accepted_left_out:
@@ -166,9 +170,10 @@ def as_text(report: AgreementReport) -> str:
     if report.queries:
         out.append("")
         out.append("queries with most disagreement (judge vs humans):")
-        out.append(f"  {'query':<20} {'pairs':>5} {'mean |gap|':>10} {'bias':>6}")
+        width = _name_width("query", [q.qid for q in report.queries], 20)
+        out.append(f"  {'query':<{width}} {'pairs':>5} {'mean |gap|':>10} {'bias':>6}")
         for q in report.queries:
-            out.append(f"  {q.qid[:20]:<20} {q.pairs:>5} {q.mean_gap:>10.2f} {q.bias:>6.2f}")
+            out.append(f"  {q.qid:<{width}} {q.pairs:>5} {q.mean_gap:>10.2f} {q.bias:>6.2f}")
     for agreement in report.runs:
         out.append("")
         out.append(
@@ -176,10 +181,18 @@ def as_text(report: AgreementReport) -> str:
             f" Kendall tau of the runs' order: {_num(agreement.tau)}"
         )
         order = sorted(agreement.human, key=lambda r: -(agreement.human[r] or -1.0))
+        width = _name_width("run", order, 24)
+        # Headed: two bare columns of numbers do not say which grades each is on.
+        out.append(f"  {'run':<{width}} {'humans':>7} {'judge':>7}")
         for name in order:
             h, j = agreement.human[name], agreement.judge[name]
-            out.append(f"  {name[:24]:<24} {_num(h):>7} {_num(j):>7}")
+            out.append(f"  {name:<{width}} {_num(h):>7} {_num(j):>7}")
     return "\n".join(out) + "\n"
+
+
+def _name_width(header: str, names: list[str], least: int) -> int:
+    """A column of names as wide as its longest name (at least ``least``), whole."""
+    return max([least, len(header), *(len(name) for name in names)])
 
 
 _ALPHAS = (

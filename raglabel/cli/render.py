@@ -11,7 +11,7 @@ import io
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from raglabel.cli.plain_table import Column, Table, draw
+from raglabel.cli.plain_table import Column, Table, draw, fit
 
 if TYPE_CHECKING:
     from raglabel.formats.report import Comparison, Report
@@ -32,6 +32,12 @@ def render(report: Report, fmt: str, *, per_query: bool = False) -> str:
 
 def _number(value: float | None, digits: int = 4) -> str:
     return "NA" if value is None else f"{value:.{digits}f}"
+
+
+def _per_query_cell(values: dict[str, float | None], metric: str) -> str:
+    """A query's value, or ``-`` where the column is at a cutoff other than the query's
+    own k (no value there; NA is a value the labels leave undefined)."""
+    return _number(values[metric]) if metric in values else "-"
 
 
 def _metric_names(report: Report) -> list[str]:
@@ -115,6 +121,8 @@ def _compare_rows(c: Comparison, prefix: str = "") -> Iterator[tuple[str, str, s
         ("compare_ci_high", ci[1]),
         ("compare_p", c.p_value),
         ("compare_p_adjusted", c.p_adjusted),
+        # 1: adjusted within the headline family, 0: within the secondary one.
+        ("compare_headline", int(c.family == "headline")),
         ("compare_wins", c.wins),
         ("compare_ties", c.ties),
         ("compare_losses", c.losses),
@@ -128,8 +136,9 @@ def _csv(report: Report) -> str:
     """Tidy CSV: ``kind,run,metric,query,baseline,value``, one number per row, exact
     (Python's shortest round-trip repr; empty for NA). ``kind`` is ``mean``, ``valid``,
     ``ci_low``/``ci_high`` (with --ci), ``per_query`` (with --per-query, ``query`` set)
-    or ``compare_*`` (with --compare: diff, ci_low, ci_high, p, p_adjusted, wins, ties,
-    losses, queries; ``run`` minus ``baseline``). With --answers, ``run`` is the answer
+    or ``compare_*`` (with --compare: diff, ci_low, ci_high, p, p_adjusted, headline
+    (1 for the headline family, 0 for secondary), wins, ties, losses, queries; ``run``
+    minus ``baseline``). With --answers, ``run`` is the answer
     system and ``metric`` is ``criterion:grader``: ``answer_mean``, ``answer_pass_rate``,
     ``answer_valid``, ``answer_samples``, ``answer_ci_low``/``answer_ci_high``,
     ``answer_na`` (``metric`` is ``criterion:grader:reason``), ``answer_corrected`` and
@@ -168,6 +177,7 @@ _SHOWN = (
     "na",
     "judged_only",
     "adjust",
+    "headline",
 )
 
 
@@ -215,7 +225,7 @@ def _markdown(report: Report, *, per_query: bool) -> str:
             lines += ["", f"### {run}", "", "| query | " + " | ".join(metrics) + " |"]
             lines.append("| --- | " + " | ".join("---:" for _ in metrics) + " |")
             for qid, values in (result.per_query or {}).items():
-                cells = [_number(values[m]) for m in metrics]
+                cells = [_per_query_cell(values, m) for m in metrics]
                 lines.append(f"| {qid} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -235,6 +245,7 @@ def _compare_cells(c: Comparison) -> list[str]:
         ci,
         _number(c.p_value),
         _number(c.p_adjusted),
+        c.family,
         f"{c.wins}/{c.ties}/{c.losses}",
     ]
 
@@ -245,11 +256,39 @@ def _compare_markdown(report: Report, answers: bool = False) -> list[str]:
         return []
     lines = [
         "",
-        f"| metric | baseline | run | diff | CI | p | {_p_header(report)} | W/T/L |",
-        "| --- | --- | --- | ---: | --- | ---: | ---: | --- |",
+        f"| metric | baseline | run | diff | CI | p | {_p_header(report)} | family | W/T/L |",
+        "| --- | --- | --- | ---: | --- | ---: | ---: | --- | --- |",
     ]
     for c in tests:
         lines.append("| " + " | ".join(_compare_cells(c)) + " |")
+    empty = _empty_comparisons(report, tests)
+    return lines + (["", *(f"- {line}" for line in empty)] if empty else [])
+
+
+def _empty_comparisons(report: Report, tests: list[Comparison]) -> list[str]:
+    """Why each comparison without a paired query has no values (its row is all NA):
+    how many queries each side has a value on, from the runs' own counts."""
+    lines = []
+    for c in tests:
+        if c.queries:
+            continue
+        base, run = (
+            report.runs[name].valid.get(c.metric) if name in report.runs else None
+            for name in (c.baseline, c.run)
+        )
+        if base is None or run is None:  # answer systems: no run of that metric
+            why = "no sample has a value for both"
+        elif not base and not run:
+            why = "it is NA for both on every query"
+        elif not base or not run:
+            empty, other = (c.baseline, c.run) if not base else (c.run, c.baseline)
+            why = f"it is NA for {empty} on every query ({other} has {base or run} values)"
+        else:
+            why = (
+                f"no query has a value for both ({c.baseline} has {base},"
+                f" {c.run} has {run}, never on the same query)"
+            )
+        lines.append(f"{c.metric}, {c.run} vs {c.baseline}: nothing to compare: {why}")
     return lines
 
 
@@ -377,12 +416,13 @@ def _table(report: Report, *, per_query: bool = False) -> str:
                 width,
             )
         )
+        output.writelines(line + "\n" for line in _empty_comparisons(report, report.compare))
     if per_query and report.runs:
         metrics = _metric_names(report)
         for run, result in report.runs.items():
             columns = [Column("query"), *(Column(metric, right=True) for metric in metrics)]
             rows = [
-                [qid, *[_number(values[m]) for m in metrics]]
+                [qid, *[_per_query_cell(values, m) for m in metrics]]
                 for qid, values in (result.per_query or {}).items()
             ]
             wide = max(80, 12 + 12 * (len(metrics) + 1))
@@ -399,14 +439,16 @@ def _table(report: Report, *, per_query: bool = False) -> str:
 
 
 def _compare_table(title: str, side: str, comparisons: list[Comparison], report: Report) -> Table:
-    headers = ("metric", "baseline", side, "diff", "CI", "p", _p_header(report), "W/T/L")
+    headers = ("metric", "baseline", side, "diff", "CI", "p", _p_header(report), "family", "W/T/L")
     columns = [Column(header, right=header in {"diff", "p"}) for header in headers]
     return Table(columns, [_compare_cells(c) for c in comparisons], title=title)
 
 
 def _drawn(table: Table, width: int) -> str:
-    """The table as rich draws it on a console ``width`` wide; rich itself is imported
-    only for what the plain drawing cannot do."""
+    """The table as rich draws it on a console ``width`` wide, or wider where that
+    would wrap a value or cut names alike (:func:`fit`); rich itself is imported only
+    for what the plain drawing cannot do."""
+    table, width = fit(table, width)
     text = draw(table, width)
     if text is not None:
         return text
@@ -446,3 +488,4 @@ def _answers_table(report: Report, output: io.StringIO, *, per_query: bool) -> N
         title = "paired randomization tests between answer systems (system - baseline)"
         table = _compare_table(title, "system", report.answer_compare, report)
         output.write(_drawn(table, width))
+        output.writelines(line + "\n" for line in _empty_comparisons(report, report.answer_compare))

@@ -40,6 +40,7 @@ BINDING_IDS: dict[str, tuple[str, str]] = {
     "review": ("v", "review skipped and flagged passages"),
     "search": ("b", "browse: search the whole corpus"),
     "metrics": ("m", "show or hide all metrics"),
+    "run_columns": ("c", "queries: next runs' columns, or none"),
     "answer_figures": ("t", "runs: retrieval or answer criteria"),
     # The Answers view (grading RAG answers); the grade, clear, up and down keys above
     # act there too.

@@ -65,6 +65,11 @@ class ComparisonDetail:
     comparison: Comparison
     k: int
     queries: list[QueryDifference]
+    graded: int = 0
+    """Queries with grades in view, over which the two runs were compared."""
+    defined: tuple[int, int] = (0, 0)
+    """Of those, how many have a value of the metric for the baseline and for the run:
+    with no query in both, the comparison has no values, and these say why."""
 
 
 def view_inputs(session: GradingSession) -> ViewInputs:
@@ -148,4 +153,5 @@ def compare_runs(
         for q in order[:shown]
         if vb[q] != va[q]
     ]
-    return ComparisonDetail(comparison, inputs.k, queries)
+    defined = (int(np.count_nonzero(~np.isnan(va))), int(np.count_nonzero(~np.isnan(vb))))
+    return ComparisonDetail(comparison, inputs.k, queries, len(inputs.rows), defined)

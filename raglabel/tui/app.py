@@ -27,6 +27,7 @@ from raglabel.tui.screens.grade import GradeScreen
 from raglabel.tui.screens.help import HelpScreen
 from raglabel.tui.screens.prompt import PromptScreen
 from raglabel.tui.screens.queries import QueriesScreen
+from raglabel.tui.screenshot import failed_message, saved_message, screenshot_folder
 
 if TYPE_CHECKING:
     from raglabel.judge.work import RunLimits, Tally
@@ -69,6 +70,8 @@ class GradingApp(App[int]):
         self.runs_answers = False
         self._warned_marks = False
         self._kept_grade: GradeScreen | None = None
+        # Where each screenshot on its way is written, by delivery key, for the notice.
+        self._screenshot_folders: dict[str, Path | None] = {}
         self.collector = Collector()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -155,6 +158,42 @@ class GradingApp(App[int]):
     def on_unmount(self) -> None:
         self.collector.release()
         self.session.close()
+
+    # -- the palette's screenshot --------------------------------------------------------
+
+    def deliver_screenshot(
+        self,
+        filename: str | None = None,
+        path: str | None = None,
+        time_format: str | None = None,
+    ) -> str | None:
+        # In a terminal, a folder that exists (Textual's choice, the downloads folder,
+        # may not); under ``raglabel serve`` the browser receives it, as Textual does.
+        folder = None if self.is_web else Path(path) if path else screenshot_folder()
+        key = super().deliver_screenshot(
+            filename, None if folder is None else str(folder), time_format
+        )
+        if key is not None:
+            self._screenshot_folders[key] = folder
+        return key
+
+    def on_delivery_complete(self, event: events.DeliveryComplete) -> None:
+        if event.name == "screenshot":
+            event.prevent_default()  # Textual's own notice says less
+            self._screenshot_folders.pop(event.key, None)
+            self.notify(saved_message(event.path), title="Screenshot", markup=False)
+
+    def on_delivery_failed(self, event: events.DeliveryFailed) -> None:
+        if event.name == "screenshot":
+            event.prevent_default()  # Textual's own notice gives no reason
+            folder = self._screenshot_folders.pop(event.key, None)
+            self.notify(
+                failed_message(folder, event.exception),
+                title="Screenshot",
+                severity="error",
+                markup=False,
+                timeout=10,
+            )
 
     # -- what screens call -------------------------------------------------------------
 
@@ -475,16 +514,15 @@ class GradingApp(App[int]):
             screen.show_judge(text if screen.qi == query else f"{text} (other query)")
 
     def _judge_done(self, query: int, finished: Finished | None, error: str | None) -> None:
-        qid, self.judging = self.judging, None
+        from raglabel.session.judging import status_line
+
+        qid, self.judging = str(self.judging), None
         if finished is None or finished.tally.stopped:
             reason = error if finished is None else finished.tally.stopped
             self.notify(f"Judge stopped on {qid}: {reason}", severity="error", timeout=10)
-            summary = f"judge {qid}: stopped"
+            summary = f"judge {qid}: stopped" if finished is None else status_line(qid, finished)
         else:
-            t = finished.tally
-            summary = (
-                f"judge {qid}: {t.ok} new suggestions, {t.failed} failed, {t.cached} already there"
-            )
+            summary = status_line(qid, finished)
             self.notify(summary, timeout=4)
         screen = self._built_screen()
         if isinstance(screen, GradeScreen):

@@ -30,6 +30,7 @@ _FOOTER = {
     "review": "review",
     "search": "corpus",
     "metrics": "metrics",
+    "run_columns": "run columns",
     "answers": "answers",
     "answer_figures": "answer stats",
     "next_criterion": "criterion",

@@ -37,6 +37,11 @@ IDLE_CAP_MS = 30_000
 PASSAGE_LINES = 8
 #: From this width on the list and the passage stand side by side (the app's breakpoint).
 WIDE = 140
+#: From this width on the list is as wide as its titles and run names want, not half.
+WIDE_LIST = 160
+#: ... leaving the passage and the metrics panel at least this many columns, where the
+#: panel's table of six runs fits without wrapping.
+SIDE_LEAST = 64
 
 
 def metrics_fit(width: int, height: int, runs: int) -> bool:
@@ -108,6 +113,20 @@ class GradeScreen(Screen[None]):
 
     def on_resize(self, event: Resize) -> None:
         self._fit_metrics(event.size.width, event.size.height)
+        self._fit_list(event.size.width)
+
+    def _fit_list(self, width: int) -> None:
+        """From ``WIDE_LIST`` columns, the list as wide as the open query's titles and
+        run names want (never less than half, never leaving the passage side less than
+        ``SIDE_LEAST``); below, the stylesheet's split."""
+        passages = self.query_one(PassageList)
+        if width < WIDE_LIST:
+            passages.set_whole_titles(False)
+            passages.styles.width = None  # back to the stylesheet's
+            return
+        passages.set_whole_titles(True)
+        wanted = min(passages.wanted_width(), width - SIDE_LEAST)
+        passages.styles.width = max(wanted, width // 2)
 
     def _fit_metrics(self, width: int, height: int) -> None:
         """The whole panel when it leaves the passage room, else one line; the metrics
@@ -186,6 +205,7 @@ class GradeScreen(Screen[None]):
             self.query_one(SaveMark).note("")
         self._shown_query = query
         table.show(listed, focus)
+        self._fit_list(self.app.size.width)  # this query's titles
         self._show_passage(focus)
         self._show_head()
         self.query_one(MetricsPanel).show(session.panel(query))

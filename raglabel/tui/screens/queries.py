@@ -15,7 +15,7 @@ from textual.timer import Timer
 from textual.widgets import Input, Static
 
 from raglabel.session.grading import QueryRow
-from raglabel.tui.keys import bind
+from raglabel.tui.keys import bind, first_key
 from raglabel.tui.query_filter import QueryFilter
 from raglabel.tui.widgets.key_footer import KeyFooter
 from raglabel.tui.widgets.query_table import QueryTable
@@ -35,6 +35,9 @@ class QueriesScreen(Screen[None]):
         bind("queue", "queue"),
         bind("review", "app.review"),
         bind("answers", "answers"),
+        # Not in the footer (it is full at 80 columns): the header line names the key
+        # whenever run columns are folded away.
+        bind("run_columns", "run_columns", show=False),
         bind("down", "down", show=False),
         bind("up", "up", show=False),
         Binding("escape", "clear_filter", "clear filter", show=False),
@@ -166,7 +169,9 @@ class QueriesScreen(Screen[None]):
             f"annotator {session.annotator}{'' if session.blind else ' (all annotators)'} · ",
             f"K={session.k} · graded {f'{graded}/{total}' if columns.counted else '…'}"
             f" · holes {holes if columns.scored else '…'} · ",
-            f"run columns: RA-nWG@{session.k} · ",
+            f"run columns: RA-nWG@{session.k}",
+            (self._runs_folded(), "yellow"),
+            " · ",
             f"sorted by {self.sort_names()[self.sort]}",
             (
                 f" (file order until {self.waiting_for} are read, then sorted)"
@@ -183,6 +188,27 @@ class QueriesScreen(Screen[None]):
             ),
         )
         self.query_one("#queries-head", Static).update(head)
+
+    def _runs_folded(self) -> str:
+        """Which runs have a column, when not all of them do, and the key for more."""
+        table = self.query_one(QueryTable)
+        count = len(table.run_names)
+        shown = table.runs_shown
+        key = first_key(self.glapp.session.options.keymap, "run_columns")
+        if len(shown) == count:
+            return ""
+        if table.first_run is None:
+            return f" hidden ({key} shows them)"
+        if not shown:
+            return " (no room for them at this width)"
+        which = f"run {shown[0] + 1}" if len(shown) == 1 else f"runs {shown[0] + 1}-{shown[-1] + 1}"
+        return f" of {which} of {count} ({key}: more)"
+
+    def on_query_table_runs_shown(self, message: QueryTable.RunsShown) -> None:
+        self._show_head()
+
+    def action_run_columns(self) -> None:
+        self.query_one(QueryTable).next_runs()
 
     def on_query_table_opened(self, message: QueryTable.Opened) -> None:
         self.glapp.open_query(message.query)
@@ -241,7 +267,10 @@ class QueriesScreen(Screen[None]):
 
     def action_sort(self) -> None:
         self.sort = (self.sort + 1) % len(self.sort_names())
-        self.refill(self.query_one(QueryTable).current)
+        table = self.query_one(QueryTable)
+        if self.sort >= 3:  # by a run's score: its column in view, folded or not
+            table.show_run(self.sort - 3)
+        self.refill(table.current)
 
     def action_cycle_k(self) -> None:
         if self._runs_still_read("K can change"):

@@ -63,6 +63,33 @@ def _cell(report: RunReport, metric: str) -> Text:
     return text
 
 
+def no_values_reason(result: ComparisonDetail) -> str:
+    """Why two runs have no query to compare on: no grades, or no values of the
+    metric for one run, for both, or never on the same query."""
+    t = result.comparison
+    metric = f"RA-nWG@{result.k}"
+    graded = result.graded
+    if not graded:
+        return "No query has grades in view yet: grade some passages first."
+    of = f"of the {graded} graded {'query' if graded == 1 else 'queries'}"
+    base, run = result.defined
+    if not base and not run:
+        return f"{metric} is NA for both runs on every one {of}."
+    for name, count, other, others in (
+        (t.baseline, base, t.run, run),
+        (t.run, run, t.baseline, base),
+    ):
+        if not count:
+            return (
+                f"{metric} is NA for {name} on every one {of} ({other} has a value on "
+                f"{others}): no query to pair."
+            )
+    return (
+        f"No query has a value of {metric} for both runs: {t.baseline} has one on {base} "
+        f"and {t.run} on {run} {of}, never the same query."
+    )
+
+
 class RunsScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("space", "mark", "mark run"),
@@ -83,6 +110,7 @@ class RunsScreen(Screen[None]):
         self.answer_rows: list[AnswerFigure] | None = None  # None until first computed
         self.has_answers = False
         self.compared = False  # a comparison's divergent queries are listed
+        self.no_grades = False  # no query has grades in view: no figures to show
 
     @property
     def glapp(self) -> GradingApp:
@@ -167,8 +195,35 @@ class RunsScreen(Screen[None]):
         if not session.catalog.runs:
             self.query_one("#chart", RunChart).update("No runs in this project: import some.")
             return
+        inputs = view_inputs(session)
+        self.no_grades = not inputs.rows
+        if self.no_grades:
+            # Nothing to average (and a bootstrap over no query would fail): say so.
+            self.latest = {}
+            self._show_no_grades()
+            return
         self.query_one("#chart", RunChart).update(Text("computing intervals…", style="dim"))
-        self._reports(view_inputs(session))
+        self._reports(inputs)
+
+    def _show_no_grades(self) -> None:
+        """The runs by name (they can still be marked and compared), and why there are
+        no figures."""
+        session = self.glapp.session
+        table = self.query_one("#standings", DataTable)
+        keep = table.cursor_row
+        table.clear()
+        for run in session.catalog.run_names:
+            mark = "▶ " if run in self.marked else "  "
+            table.add_row(Text(mark + run), *("NA" for _ in FIGURE_METRICS), key=run)
+        table.move_cursor(row=min(max(keep, 0), table.row_count - 1))
+        whose = session.annotator if session.blind else "anyone"
+        self.query_one("#chart", RunChart).update(
+            Text(
+                f"No query has grades in view yet (by {whose}): the runs' means and"
+                " intervals come with the first grades.",
+                style="yellow",
+            )
+        )
 
     # Described by name: Textual would spell out repr(inputs), every query id of them.
     @work(thread=True, exclusive=True, group="reports", description="reports")
@@ -247,7 +302,10 @@ class RunsScreen(Screen[None]):
             self.marked.remove(run)
         else:
             self.marked = [*self.marked[-1:], run]
-        self._show_reports(self.latest)
+        if self.no_grades:
+            self._show_no_grades()
+        else:
+            self._show_reports(self.latest)
 
     def action_compare(self) -> None:
         if len(self.marked) != 2:
@@ -267,17 +325,37 @@ class RunsScreen(Screen[None]):
         t = result.comparison
         ci = "NA" if t.ci is None else f"[{number(t.ci[0])}, {number(t.ci[1])}]"
         p = "NA" if t.p_value is None else f"{t.p_value:.4f}"
-        self.query_one("#duel", Static).update(
+        duel = self.query_one("#duel", Static)
+        table = self.query_one("#divergent", DataTable)
+        table.clear(columns=True)
+        if not t.queries:
+            # Nothing to pair: a line of NAs over zero queries would not say why.
+            duel.update(
+                Text.assemble(
+                    (f"{t.run} vs {t.baseline}", "bold"),
+                    f" on RA-nWG@{result.k}: nothing to compare. ",
+                    (no_values_reason(result), "yellow"),
+                )
+            )
+            self._no_divergent()
+            return
+        differ = (
+            " Queries that differ most (Enter opens one):"
+            if result.queries
+            else " They score the same on every one of these queries: none differs."
+        )
+        duel.update(
             Text.assemble(
                 (f"{t.run} vs {t.baseline}", "bold"),
                 f" on RA-nWG@{result.k}: mean difference {number(t.mean_difference)} {ci}, ",
                 f"p = {p} (paired randomization), wins/ties/losses {t.wins}/{t.ties}/{t.losses} ",
                 f"over {t.queries} {'query' if t.queries == 1 else 'queries'}.",
-                " Queries that differ most (Enter opens one):",
+                differ,
             )
         )
-        table = self.query_one("#divergent", DataTable)
-        table.clear(columns=True)
+        if not result.queries:
+            self._no_divergent()
+            return
         table.add_columns("query", t.baseline, t.run, "difference", "text")
         texts = self.glapp.session.catalog.queries
         for d in result.queries:
@@ -297,6 +375,14 @@ class RunsScreen(Screen[None]):
             # Shown just now, the table has no place yet to scroll to: once laid out,
             # the comparison's sentence goes to the top, the queries under it.
             self.call_after_refresh(self._comparison_into_view)
+
+    def _no_divergent(self) -> None:
+        """No queries to list under the comparison's sentence: the runs' table again."""
+        self.compared = False
+        self.query_one("#divergent", DataTable).display = False
+        if not self.answers_shown:
+            self.query_one("#standings", DataTable).focus()
+        self.call_after_refresh(self._comparison_into_view)
 
     def _comparison_into_view(self) -> None:
         if self in self.app.screen_stack:

@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.strip import Strip
 
 from raglabel.session.grading import PassageRow
-from raglabel.tui.widgets.columns import PAD, fit_columns
+from raglabel.tui.widgets.columns import PAD, SCROLLBAR, fit_columns
 from raglabel.tui.widgets.format import GRADE_STYLES, one_line, short_runs
 from raglabel.tui.widgets.line_table import LineTable
 
@@ -118,16 +118,40 @@ class PassageList(LineTable):
 
     # -- columns -------------------------------------------------------------------------
 
-    def _layout_for(self, width: int) -> _Layout:
+    #: Whole titles come before whole run names: set beside the passage on a wide
+    #: screen, where the metrics panel next to the list names every run in full.
+    whole_titles = False
+
+    def _fixed_and_longest(self) -> tuple[bool, int, int]:
+        """Whether there is a judge column, the width the grade (and judge) columns
+        take with their padding, and the longest passage cell of the rows."""
         judge = any(row.suggestion is not None for row in self._rows.values())
         fixed = (MARK_WIDTH + PAD) + ((MARK_WIDTH + PAD) if judge else 0)
         longest = max((len(_passage_cell(row)) for row in self._rows.values()), default=20)
+        return judge, fixed, longest
+
+    def wanted_width(self) -> int:
+        """The width that shows every run name and every passage cell of the rows whole,
+        the scrollbar's room included."""
+        _, fixed, longest = self._fixed_and_longest()
+        runs = sum(max(RANK_WIDTH, len(name)) + PAD for name in self.run_names)
+        return SCROLLBAR + fixed + runs + longest + PAD
+
+    def set_whole_titles(self, whole: bool) -> None:
+        if whole != self.whole_titles:
+            self.whole_titles = whole
+            if self._layout is not None:
+                self._use(self._layout_for(self.size.width or 80))
+                self.refresh()
+
+    def _layout_for(self, width: int) -> _Layout:
+        judge, fixed, longest = self._fixed_and_longest()
         runs, passage = fit_columns(
             width,
             fixed,
             self.run_names,
             floor=RANK_WIDTH,
-            want_text=min(longest, PASSAGE_WANTED),
+            want_text=longest if self.whole_titles else min(longest, PASSAGE_WANTED),
         )
         return _Layout(judge, tuple(runs), max(passage, 20))
 

@@ -1,5 +1,9 @@
 """Every query with its progress, holes and each run's RA-nWG at K.
 
+The query text keeps at least ``TEXT_LEAST`` columns: when the run columns would take
+them, only as many runs as leave them are shown, a page of runs at a time, and a key
+turns to the next page (and past the last, hides the run columns).
+
 Virtual: the table holds the order of the queries (an array of indexes) and builds
 only the rows on screen, as it draws them. A DataTable built a row object and measured
 every cell of every row it held, so it could hold a few hundred of a big project's
@@ -9,6 +13,7 @@ sort or a filter costs the order and one screenful.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -24,7 +29,7 @@ from textual.message import Message
 from textual.strip import Strip
 
 from raglabel.session.grading import QueryRow
-from raglabel.tui.widgets.columns import PAD, fit_columns
+from raglabel.tui.widgets.columns import PAD, SCROLLBAR, fit_columns
 from raglabel.tui.widgets.format import number, one_line, short_runs
 from raglabel.tui.widgets.line_table import LineTable
 
@@ -32,6 +37,9 @@ from raglabel.tui.widgets.line_table import LineTable
 SCORE_WIDTH = 5
 #: The query text keeps this much before run names are shortened.
 TEXT_WANTED = 48
+#: The query text keeps this much before run columns are folded away: a query is
+#: chosen by its words, which ten columns did not show.
+TEXT_LEAST = 30
 #: Built rows kept for redrawing; a screenful is a few dozen.
 KEPT_ROWS = 512
 
@@ -85,6 +93,9 @@ class QueryTable(LineTable):
             self.query = query
             super().__init__()
 
+    class RunsShown(Message):
+        """The runs with a column changed (a page turned, or the width)."""
+
     def __init__(
         self,
         run_names: list[str],
@@ -97,13 +108,13 @@ class QueryTable(LineTable):
         self.run_names = run_names
         self.id_width = id_width
         self._row_of = row_of
-        self._columns = [
-            _Column("query", id_width),
-            _Column("progress", 8),
-            _Column("holes", 5),
-            *(_Column(label, 9) for label in short_runs(run_names, [9] * len(run_names))),
-            _Column("text", 200),
-        ]
+        #: How many run columns fit beside ``TEXT_LEAST`` of the text (all, until sized).
+        self.per_page = len(run_names)
+        #: The first run of the page of run columns shown; None: run columns hidden.
+        self.first_run: int | None = 0
+        self._columns: list[_Column] = []
+        self._runs_shown: list[int] = []
+        self._lay_out(width=None)
         self._order: NDArray[np.int64] = np.zeros(0, np.int64)
         self._cursor = 0
         # Rows as last asked of the session, and their drawn lines, by query index;
@@ -111,6 +122,39 @@ class QueryTable(LineTable):
         self._rows: dict[int, QueryRow] = {}
         self._lines = {}
         self._size_table()
+
+    # -- which runs have a column ------------------------------------------------------------
+
+    @property
+    def runs_shown(self) -> list[int]:
+        """The runs with a column, by index into ``run_names``, left to right."""
+        return list(self._runs_shown)
+
+    def next_runs(self) -> None:
+        """The next page of run columns; after the last, none (the text takes the row);
+        then the first again. With every run on one page: all, none, all."""
+        if not self.run_names:
+            return
+        if self.first_run is None:
+            self.first_run = 0
+        else:
+            following = self.first_run + max(self.per_page, 1)
+            self.first_run = following if following < len(self.run_names) else None
+        self._relayout()
+
+    def show_run(self, run: int) -> None:
+        """The page of run columns that holds run ``run`` (a sort by its score)."""
+        if self.per_page < 1 or run in self._runs_shown:
+            return
+        self.first_run = run // self.per_page * self.per_page
+        self._relayout()
+
+    def _relayout(self) -> None:
+        self._lay_out(self.size.width or None)
+        self._lines.clear()
+        self._size_table()
+        self.refresh()
+        self.post_message(self.RunsShown())
 
     # -- what it shows -------------------------------------------------------------------
 
@@ -173,13 +217,17 @@ class QueryTable(LineTable):
 
     def cells(self, position: int) -> list[Text]:
         """The cells of the row at ``position``: id, progress, holes, one score per
-        run, text."""
+        run shown, text."""
         row = self.row_at(position)
+        scores = row.ra_nwg
         return [
             _plain(row.ext_id),
             _progress(row),
             _holes(row),
-            *(_score(row, value) for value in row.ra_nwg),
+            *(
+                _score(row, scores[run] if run < len(scores) else math.nan)
+                for run in self._runs_shown
+            ),
             _plain(row.text),
         ]
 
@@ -225,21 +273,46 @@ class QueryTable(LineTable):
 
     def on_resize(self, event: events.Resize) -> None:
         """Run names in full and the query text to the edge, as far as the width allows."""
-        fixed = self.id_width + 8 + 5 + 3 * PAD
-        runs, text = fit_columns(
-            event.size.width, fixed, self.run_names, floor=SCORE_WIDTH, want_text=TEXT_WANTED
-        )
-        labels = short_runs(self.run_names, runs)
-        for column, width, label in zip(self._columns[3:], runs, labels, strict=False):
-            column.width = width
-            column.label = label
-        self._columns[-1].width = max(text, 10)
+        shown = self._runs_shown
+        self._lay_out(event.size.width)
         self._lines.clear()
         self._size_table()
+        if self._runs_shown != shown:
+            self.post_message(self.RunsShown())
         # A lower table may hide the cursor's row: the reader's place stays in view.
         # After the refresh, once the scroll region is measured at the new size.
         self.call_after_refresh(self._scroll_cursor_into_view)
         self.refresh()
+
+    def _lay_out(self, width: int | None) -> None:
+        """The columns at ``width`` (None: not sized yet, every run at nine columns):
+        the page of runs that leaves the text ``TEXT_LEAST`` columns, names cut to fit."""
+        fixed = self.id_width + 8 + 5 + 3 * PAD
+        count = len(self.run_names)
+        if width is None:
+            self.per_page = count
+        else:
+            room = width - SCROLLBAR - fixed - PAD - TEXT_LEAST
+            self.per_page = min(count, max(room // (SCORE_WIDTH + PAD), 0))
+        if self.first_run is not None:
+            # Pages start at multiples of the page size, which the width changes.
+            self.first_run = self.first_run // max(self.per_page, 1) * max(self.per_page, 1)
+            start = self.first_run
+            self._runs_shown = list(range(start, min(start + self.per_page, count)))
+        else:
+            self._runs_shown = []
+        names = [self.run_names[run] for run in self._runs_shown]
+        if width is None:
+            runs, text = [9] * len(names), 200
+        else:
+            runs, text = fit_columns(width, fixed, names, floor=SCORE_WIDTH, want_text=TEXT_WANTED)
+        self._columns = [
+            _Column("query", self.id_width),
+            _Column("progress", 8),
+            _Column("holes", 5),
+            *(_Column(label, w) for label, w in zip(short_runs(names, runs), runs, strict=True)),
+            _Column("text", max(text, 10)),
+        ]
 
     def _size_table(self) -> None:
         width = sum(column.width + PAD for column in self._columns)
