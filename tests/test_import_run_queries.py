@@ -60,6 +60,18 @@ def test_ids_that_differ_in_case_are_counted_and_named(
     assert count(project, "candidate") == 25
 
 
+def test_one_id_in_other_case_is_named_even_when_most_are_known(
+    project: Path, tmp_path: Path, cli: Cli
+) -> None:
+    # Four of five queries are the project's; the fifth is h5 spelled H5.
+    run = run_file(tmp_path / "mixed.run", ["h1", "h2", "h3", "h4", "H5"])
+    code, out, err = cli("import", project, "--run", run)
+    assert code == 0, err
+    assert "queries added: 1" in out
+    assert "run 'mixed': 1 of its 5 queries are new" in err
+    assert "ids differ from the project's only in case: H5 vs h5 (1 of the 1 new)" in err
+
+
 def test_other_ids_are_named_without_a_case_remark(project: Path, tmp_path: Path, cli: Cli) -> None:
     run = run_file(tmp_path / "other.run", ["x1", "x2", "h1"])
     code, out, err = cli("import", project, "--run", run)

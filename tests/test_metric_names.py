@@ -323,6 +323,21 @@ def test_a_peer_name_with_another_meaning_says_what_was_computed(cli: Cli) -> No
     assert warnings == []
 
 
+def test_ir_measures_judged_says_it_is_raglabels_own(cli: Cli, tmp_path: Path) -> None:
+    qrels = tmp_path / "j.qrels"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\nq1 0 d9 1\n")
+    run = tmp_path / "j.run"
+    run.write_text("q1 Q0 d1 1 2.0 r\nq1 Q0 d2 2 1.0 r\n")
+    files = ("--qrels", qrels, "--run", f"r={run}", "--grade-map", "0:2,1:5")
+    warnings, report = eval_warnings(cli, *files, "--metrics", "Judged@10")
+    # Two returned, both judged: 1.0 here, 2/10 in ir_measures; the note says which.
+    assert report["runs"]["r"]["mean"] == {"judged@10": 1.0}  # type: ignore[index]
+    assert any("Judged@10 is read as raglabel's judged@10" in w for w in warnings)
+    assert any("ir_measures' Judged@10 divides by 10" in w for w in warnings)
+    warnings, _ = eval_warnings(cli, *files, "--metrics", "judged@10")
+    assert warnings == []  # raglabel's own spelling
+
+
 def test_ndcg_alone_with_cutoffs_says_it_is_uncut(cli: Cli) -> None:
     files = ("--qrels", QRELS, "--run", RESULTS, "--grade-map", "0:2,1:5")
     warnings, _ = eval_warnings(cli, *files, "--metrics", "ndcg", "-k", "10")

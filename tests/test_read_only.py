@@ -23,13 +23,15 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from raglabel.storage.project import Project
+from raglabel.errors import StorageError
+from raglabel.storage.project import Project, _connect_read_only
 
 if TYPE_CHECKING:
     from cli_helpers import Cli
@@ -128,22 +130,30 @@ def test_reading_commands_work_in_a_read_only_folder(
     # The numbers of the same file read where it could be written.
     assert json.loads(done.stdout)["runs"] == json.loads(expected)["runs"]
     assert "not a SQLite database" not in done.stderr
+    # Read without locks: every command says what that assumes (eval in its JSON too).
+    unlocked = "is read as it stands (SQLite immutable)"
+    assert unlocked in done.stderr
+    assert any(unlocked in w for w in json.loads(done.stdout)["warnings"])
 
     done = place.run("report", db, "-o", place.out / "report.html")
     assert done.returncode == 0, done.stderr
     assert (place.out / "report.html").read_text().startswith("<!DOCTYPE html>")
+    assert unlocked in done.stderr
 
     done = place.run("export", db, "--qrels", place.out / "labels.txt")
     assert done.returncode == 0, done.stderr
     assert len((place.out / "labels.txt").read_text().splitlines()) > 100
+    assert f"raglabel export: warning: {db} {unlocked}" in done.stderr
 
     done = place.run("backup", db, place.out / "copy.db")
     assert done.returncode == 0, done.stderr
+    assert f"raglabel backup: warning: {db} {unlocked}" in done.stderr
     with Project.open(place.out / "copy.db") as copy:
         assert copy.conn.execute("SELECT count(*) FROM query").fetchone()[0] == 30
 
     done = place.run("agree", db, "--format", "json")
     assert done.returncode == 0, done.stderr
+    assert f"raglabel agree: warning: {db} {unlocked}" in done.stderr
 
     # Nothing was written, nor made beside the file (no -wal, no -shm).
     assert place.listing() == before
@@ -307,3 +317,36 @@ def test_reading_opens_the_file_read_only_whatever_its_name(tmp_path: Path) -> N
     text.write_text("not a database at all, but long enough to have a header\n" * 10)
     with pytest.raises(Exception, match="is not a SQLite database"):
         Project.open_read(text)
+
+
+class _WriterMeanwhile:
+    """A connection whose backup is joined by a write to the file, as the folder's owner
+    could make while an unlocked reader copies it."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self._conn = conn
+        self._path = path
+
+    def backup(self, target: sqlite3.Connection) -> None:
+        self._conn.backup(target)
+        later = time.time_ns() + 10**9
+        os.utime(self._path, ns=(later, later))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+def test_a_backup_read_without_locks_refuses_a_file_that_changed_under_it(
+    place: Place, tmp_path: Path
+) -> None:
+    # This process is root, for whom no folder is read-only, so the project is opened
+    # as open_read opens it in one (immutable, without locks).
+    db = place.ro / "demo.db"
+    conn = _connect_read_only(db, immutable=True)
+    project = Project(conn, db)
+    project.immutable = True
+    project.conn = cast(sqlite3.Connection, _WriterMeanwhile(conn, db))
+    with pytest.raises(StorageError, match="changed while it was copied without locks"):
+        project.backup_to(tmp_path / "copy.db")
+    conn.close()
+    assert list(tmp_path.glob("copy.db*")) == []

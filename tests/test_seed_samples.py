@@ -238,28 +238,32 @@ def test_with_own_cutoffs_follow_the_callers_columns() -> None:
         "recall@5", "recall@10", "recall@2", "recall@7", "mrr", "ndcg@10", "ndcg@2", "ndcg@5",
         "ndcg@7",
     ]  # fmt: skip
-    # 5 is a cutoff the caller named (recall@5): every query belongs in ndcg@5.
-    assert only == frozenset({2, 7})
+    # The added columns hold only the queries whose own k they are: recall@5 was asked
+    # for, so it is every query's, but ndcg@5 was added by query c alone.
+    assert only == {MetricKey("recall", 2), MetricKey("recall", 7)} | {
+        MetricKey("ndcg", k) for k in (2, 5, 7)
+    }
     assert with_own_cutoffs(keys, {}) == (keys, frozenset())
 
 
 def test_out_of_column() -> None:
     run = RankedRun.from_lists("r", [[5], [5], [5]], k_override=[2, 0, 5])
-    assert out_of_column(run, MetricKey("recall", 5), frozenset({2})).tolist() == [
+    added = frozenset({MetricKey("recall", 2)})
+    assert out_of_column(run, MetricKey("recall", 5), added).tolist() == [
         True,
         False,
         False,
     ]
-    assert out_of_column(run, MetricKey("recall", 2), frozenset({2})).tolist() == [
+    assert out_of_column(run, MetricKey("recall", 2), added).tolist() == [
         False,
         True,
         True,
     ]
-    assert not out_of_column(run, MetricKey("mrr", None), frozenset({2})).any()
+    assert not out_of_column(run, MetricKey("mrr", None), added).any()
+    # ndcg@2 was asked for: the queries without an own k belong in it.
+    assert out_of_column(run, MetricKey("ndcg", 2), added).tolist() == [False, False, True]
     unpinned = RankedRun.from_lists("r", [[5], [5]])
-    assert np.array_equal(
-        out_of_column(unpinned, MetricKey("recall", 2), frozenset({2})), [True, True]
-    )
+    assert np.array_equal(out_of_column(unpinned, MetricKey("recall", 2), added), [True, True])
     assert own_k_note({"a": 5}, [MetricKey("recall", 5)]) == []
 
 
@@ -303,3 +307,13 @@ def test_a_run_file_against_a_project_takes_its_samples_k(cli: Cli, tmp_path: Pa
         "q-1": {"recall@2": 0.5},
         "q-2": {"recall@5": 1.0},
     }
+
+
+def test_a_column_one_metric_asks_for_does_not_open_anothers(cli: Cli) -> None:
+    # recall@2 is asked for; ndcg@2 exists only for q-1, whose own k is 2.
+    report = eval_json(
+        cli, "--samples", OWN_K, "--metrics", "recall@2,ndcg@5", "--per-query"
+    )  # fmt: skip
+    per_query = report["runs"]["own_k"]["per_query"]
+    assert set(per_query["q-2"]) == {"recall@2", "ndcg@5"}
+    assert set(per_query["q-1"]) == {"recall@2", "ndcg@2"}

@@ -54,7 +54,7 @@ class Options:
     #: The metric whose tests are the headline family (None: the first of ``metrics``).
     headline: str | None = None
     #: Cutoffs asked for only by queries' own k: other queries stay out of their columns.
-    own_k_only: frozenset[int] = frozenset()
+    own_k_only: frozenset[MetricKey] = frozenset()
 
 
 def headline_metric(options: Options) -> str | None:
@@ -153,7 +153,7 @@ def evaluate(
 
 
 def _outside(
-    run: RankedRun, keys: Sequence[MetricKey], own_k_only: frozenset[int]
+    run: RankedRun, keys: Sequence[MetricKey], own_k_only: frozenset[MetricKey]
 ) -> dict[MetricKey, NDArray[np.bool_]]:
     """The columns some query of ``run`` is out of, with the mask of those queries."""
     if run.k_override is None and not own_k_only:

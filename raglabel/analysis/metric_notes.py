@@ -65,6 +65,15 @@ def name_notes(text: str | None, cutoffs: list[int], *, cutoffs_given: bool) -> 
                 f"the top {cut} holds a relevant passage, whose mean is the share of "
                 f"queries with one; computed as {key}"
             )
+        elif base == "judged" and item.startswith("Judged") and cut is not None:
+            # The name is raglabel's own too, so only ir_measures' spelling tells which
+            # the reader meant; the two divide by different counts.
+            notes.append(
+                f"{item} is read as raglabel's {key}: the share of the passages returned in "
+                f"the top {cut} that have a label, over the passages returned; ir_measures' "
+                f"Judged@{cut} divides by {cut} whatever was returned, so the two differ "
+                f"where a run returned fewer than {cut}"
+            )
         elif alias in FAMILIES and cut is None:
             notes.append(
                 f"{item} without a cutoff is computed at the cutoffs asked for ({shown}) "

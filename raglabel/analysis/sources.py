@@ -278,7 +278,8 @@ class ProjectSource:
         from raglabel.storage.labels import resolved_labels
         from raglabel.storage.project import Project
 
-        conn = Project.open_read(db).conn
+        project = Project.open_read(db)
+        conn = project.conn
         resolved = resolved_labels(conn, choice)
         self.source = resolved.source
         self._columnar = runs.stored_entries(conn) > LARGE_RUN_ENTRIES
@@ -302,6 +303,8 @@ class ProjectSource:
             self._align = RowAlignment.from_qrels(qrels)
             self.labels = self._align.labels
             self.warnings = self._align.warnings
+        if project.immutable_note is not None:
+            self.warnings.append(project.immutable_note)
         # A query nobody has graded yet is in no metric: the project's one line says so
         # (inputs.ungraded_line), and its rows are left out of every run before they are
         # aligned, where each run would warn of it again.

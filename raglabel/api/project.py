@@ -47,16 +47,10 @@ class ProjectReader:
                 " to upgrade it (reading never writes)"
             )
         self._conn = self._project.conn
-        if self._project.immutable:
+        note = self._project.immutable_note
+        if note is not None:
             # A reader may stay open for hours in a notebook: what it assumes is said.
-            warn(
-                [
-                    f"{target} is read as it stands (SQLite immutable): SQLite cannot make"
-                    " its -shm file in the read-only folder, so it takes no lock; a change"
-                    " made to the file while this reader is open is not seen, and may make"
-                    " a read fail. Open it again after a change"
-                ]
-            )
+            warn([f"{note}. Open it again after a change"])
 
     def close(self) -> None:
         self._project.close()

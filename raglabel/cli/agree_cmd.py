@@ -79,8 +79,8 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from raglabel.analysis.agreement import agreement
+    from raglabel.cli.reading import open_to_read
     from raglabel.metrics.names import MetricNameError, parse_metric_list
-    from raglabel.storage.project import Project
 
     ks = cutoffs_option(args.k)
     metrics = []
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--metrics: {exc}") from None
         metrics = [key for key in metrics if key.base not in ("containment", "pct_proc")]
     config = metric_config(args)
-    with Project.open_read(args.db) as project:
+    with open_to_read(args.db, "agree") as project:
         report = agreement(project.conn, metrics, config, args.top)
         if args.answers:
             from raglabel.analysis.agreement import answer_agreement

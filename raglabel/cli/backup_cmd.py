@@ -29,12 +29,12 @@ def register(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from raglabel.storage.project import Project
+    from raglabel.cli.reading import open_to_read
 
     target = Path(args.copy)
     if target.exists():
         raise InputError(target, "already exists; raglabel backup never overwrites a file")
-    with Project.open_read(args.db) as project:
+    with open_to_read(args.db, "backup") as project:
         grades = project.backup_to(target)
     print(f"copied {args.db} to {target} ({grades} grade events)")
     return 0

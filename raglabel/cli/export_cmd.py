@@ -74,10 +74,10 @@ def register(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from raglabel.cli.reading import open_to_read
     from raglabel.formats.maps import GradeMap
     from raglabel.storage.export import export_csv, export_jsonl, export_qrels, export_suggestions
     from raglabel.storage.labels import LabelChoice
-    from raglabel.storage.project import Project
 
     if args.suggestions and (args.qrels or args.history):
         raise UsageError("--suggestions goes with --jsonl or --csv, and not with --history")
@@ -104,11 +104,11 @@ def run(args: argparse.Namespace) -> int:
     if args.answer_grades:
         from raglabel.storage.answers import export_answer_grades
 
-        with Project.open_read(args.db) as project:
+        with open_to_read(args.db, "export") as project:
             count = export_answer_grades(project.conn, Path(args.answer_grades))
         print(f"wrote {count} answer grades to {args.answer_grades}")
         return 0
-    with Project.open_read(args.db) as project:
+    with open_to_read(args.db, "export") as project:
         if args.qrels:
             choice = LabelChoice(args.policy, args.annotator, args.fill_with_judge)
             grade_map = grade_map_option(args.grade_map) or GradeMap()

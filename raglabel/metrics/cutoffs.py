@@ -32,10 +32,11 @@ def own_cutoffs(runs: Iterable[RankedRun], query_ids: Sequence[str]) -> dict[str
 
 def with_own_cutoffs(
     metrics: Sequence[MetricKey], own: dict[str, int]
-) -> tuple[list[MetricKey], frozenset[int]]:
+) -> tuple[list[MetricKey], frozenset[MetricKey]]:
     """The metrics with a column at each query's own k beside every metric asked for
-    with a cutoff, and the cutoffs that exist only for those queries (the caller named
-    them nowhere, so the other queries stay out of their columns)."""
+    with a cutoff, and the columns so added (the caller did not ask for them, so the
+    queries without an own k stay out of them). A column the caller asked for, say
+    ``recall@2``, is every such query's, whatever other metric adds an ``@2`` column."""
     pins = sorted(set(own.values()))
     asked: dict[str, set[int]] = {}
     for key in metrics:
@@ -45,24 +46,28 @@ def with_own_cutoffs(
     # keep their order, and the first of them (the report's headline) stays first.
     last = {key.base: i for i, key in enumerate(metrics) if key.k is not None}
     out: list[MetricKey] = []
+    added: list[MetricKey] = []
     for i, key in enumerate(metrics):
         out.append(key)
         if last.get(key.base) == i:
-            out += [MetricKey(key.base, k) for k in pins if k not in asked[key.base]]
-    named = set().union(*asked.values())
-    return out, frozenset(k for k in pins if k not in named)
+            extra = [MetricKey(key.base, k) for k in pins if k not in asked[key.base]]
+            out += extra
+            added += extra
+    return out, frozenset(added)
 
 
-def out_of_column(run: RankedRun, key: MetricKey, own_only: frozenset[int]) -> NDArray[np.bool_]:
+def out_of_column(
+    run: RankedRun, key: MetricKey, own_only: frozenset[MetricKey]
+) -> NDArray[np.bool_]:
     """The queries whose value does not belong in ``key``'s column: those with their
-    own k at another cutoff, and the others at a cutoff that only own ks asked for."""
+    own k at another cutoff, and the others in a column only own ks added."""
     out = np.zeros(run.n_queries, dtype=np.bool_)
     if key.k is None:
         return out
     pinned = out if run.k_override is None else run.k_override > 0
     if run.k_override is not None:
         out = pinned & (run.k_override != key.k)
-    if key.k in own_only:
+    if key in own_only:
         out = out | ~pinned
     return out
 

@@ -1,6 +1,7 @@
 """What an import of runs or labels adds to a project on its own: the queries and passages
 it names that the project did not hold, counted, and a warning when most of its queries
-are new to a project that had queries, which is what ids spelled another way look like
+are new to a project that had queries, or any is one of its queries in other case, which
+is what ids spelled another way look like
 (``H1`` in the run, ``h1`` in the project: five queries without text, and their passages
 to grade, with no word said).
 
@@ -45,10 +46,15 @@ def new_queries_warning(
 ) -> str | None:
     """The warning for ``what`` (``run 'bm25'``), a ``kind`` of input (``run``,
     ``label``) naming ``named`` queries, of which ``added`` were created since
-    ``before``: None unless the project held queries and most of these are new to it."""
-    if before.queries == 0 or added == 0 or added <= MOSTLY_NEW * named:
+    ``before``: None unless the project held queries and either most of these are new
+    to it or a new one is one of its queries spelled in other case (never a new query
+    on purpose: the two would be graded apart)."""
+    if before.queries == 0 or added == 0:
         return None
     new = [ext for (ext,) in conn.execute(_NEW_QUERIES, (before.queries,))]
+    same = _case_only(conn, before, new)
+    if added <= MOSTLY_NEW * named and same is None:
+        return None
     shown = ", ".join(repr(ext) for ext in new[:EXAMPLES])
     if len(new) > EXAMPLES:
         shown += ", ..."
@@ -59,7 +65,6 @@ def new_queries_warning(
     )
     if holes:
         message += f", with {holes:,} passages to grade"
-    same = _case_only(conn, before, new)
     if same:
         theirs, ours, count = same
         message += (

@@ -124,8 +124,10 @@ def _read_only_connection(path: Path) -> tuple[sqlite3.Connection, bool]:
     creating them when they are missing, which a read-only folder forbids. Where no
     ``-wal`` with content is there, every committed write is in the file itself, and
     ``immutable`` reads it with neither, and without locks: sound while nobody writes
-    the file, and a writer would first have to create the ``-wal`` in a folder this
-    process may not write. Where a ``-wal`` holds writes, reading without it would
+    the file. Someone who may write the folder (its owner) could start writing while it
+    is read, and such a reader would neither stop them nor see it: so every reader that
+    reads this way says so (:attr:`Project.immutable_note`), and a backup checks the file
+    did not change under it. Where a ``-wal`` holds writes, reading without it would
     silently miss them: refused, saying what to do.
     """
     try:
@@ -262,6 +264,18 @@ class Project:
         project.immutable = immutable
         return project
 
+    @property
+    def immutable_note(self) -> str | None:
+        """What reading the file as immutable assumes, for the reader to be told; None
+        when it is read with SQLite's locks, as usual."""
+        if not self.immutable:
+            return None
+        return (
+            f"{self.path} is read as it stands (SQLite immutable): SQLite cannot make its"
+            " -shm file in the read-only folder, so it takes no lock, and a change someone"
+            " makes to the file while it is read is not seen and may make a read fail"
+        )
+
     @classmethod
     def memory(cls) -> Project:
         """A private in-memory project, for tests and throwaway evaluations."""
@@ -367,11 +381,19 @@ class Project:
         if not target.parent.is_dir():
             raise InputError(target, f"folder {str(target.parent)!r} does not exist")
         partial = target.with_name(target.name + ".partial")
+        before = self._unlocked_state()
         try:
             partial.unlink(missing_ok=True)
             copy = sqlite3.connect(str(partial))
             try:
                 self.conn.backup(copy)
+                if self._unlocked_state() != before:
+                    # Read without locks (immutable), the copy may mix two states.
+                    raise StorageError(
+                        f"nothing was saved: {self.path} changed while it was copied without"
+                        " locks (its folder is read-only for this account); run the backup"
+                        " again, or as someone who may write the folder"
+                    )
                 copy.execute("PRAGMA journal_mode = WAL")
                 copy.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 events = int(copy.execute("SELECT count(*) FROM event").fetchone()[0])
@@ -389,6 +411,15 @@ class Project:
             for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
                 leftover.unlink(missing_ok=True)
         return events
+
+    def _unlocked_state(self) -> tuple[float, int, bool] | None:
+        """The file's modification time and size and whether a ``-wal`` or ``-shm`` is
+        beside it, when it is read without locks (None otherwise): a writer changes one."""
+        if not self.immutable or self.path is None:
+            return None
+        stat = self.path.stat()
+        companions = any(_companion(self.path, suffix).exists() for suffix in WAL_SUFFIXES)
+        return stat.st_mtime, stat.st_size, companions
 
     # -- schema ----------------------------------------------------------------------
 
