@@ -4,6 +4,7 @@ maps are read as every report prints them and with a negative first label after 
 
 from __future__ import annotations
 
+import argparse
 import json
 import sqlite3
 from pathlib import Path
@@ -166,3 +167,18 @@ def test_joining_keeps_everything_else_as_it_was() -> None:
     assert join_dash_values(["--grade-map", "-k"]) == ["--grade-map", "-k"]  # an option
     assert join_dash_values(["--grade-map"]) == ["--grade-map"]
     assert join_dash_values(["--", "--grade-map", "-1:1"]) == ["--", "--grade-map", "-1:1"]
+    # argparse's abbreviation is read alike; "--" after the option still ends the options.
+    assert join_dash_values(["--grade", "-1:1,0:2"]) == ["--grade=-1:1,0:2"]
+    assert join_dash_values(["--gr", "-1:1"]) == ["--gr", "-1:1"]  # too short to be sure
+    assert join_dash_values(["--grade-map", "--", "-1:1"]) == ["--grade-map", "--", "-1:1"]
+
+
+def test_no_other_option_starts_as_the_grade_map_abbreviation() -> None:
+    from raglabel.cli.main import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for command in commands.choices.values():
+        for option in command._option_string_actions:
+            if option.startswith("--grade"):
+                assert option == "--grade-map", option

@@ -150,3 +150,14 @@ def test_a_mark_anywhere_but_the_start_is_still_an_error(tmp_path: Path) -> None
     path.write_bytes(b'{"id": "q1", "text": "a"}\n\xef\xbb\xbf{"id": "q2", "text": "b"}\n')
     with pytest.raises(InputError, match=r"queries\.jsonl:2:1: not valid JSON"):
         list(objects(path))
+
+
+def test_a_jsonl_file_whose_first_line_is_cut_is_reported_on_that_line(
+    tmp_path: Path, cli: Cli
+) -> None:
+    path = tmp_path / "cut.jsonl"
+    first = '{"question": "q one", "answer": "a", "contexts": ["c1"]'  # no closing brace
+    path.write_text(first + '\n{"question": "q two", "answer": "b", "contexts": ["c2"]}\n')
+    said = _json_says(first)
+    err = _import_fails(cli, tmp_path, "--answers", f"sys={path}")
+    assert f"cut.jsonl:1:{said.colno}: not valid JSON ({said.msg})" in err

@@ -25,6 +25,17 @@ DASH_VALUE_OPTIONS = ("--grade-map",)
 _NEGATIVE_PAIR = re.compile(r"-\d+\s*:")
 
 
+#: The shortest abbreviation of an option above that argparse also reads as it: no other
+#: option of any command starts so (tests/test_input_recognition.py checks).
+_SHORTEST = len("--grade")
+
+
+def _dash_value_option(word: str) -> bool:
+    """``word`` names an option whose value may start with a dash: in full, or
+    abbreviated as argparse allows (``--grade``)."""
+    return len(word) >= _SHORTEST and any(name.startswith(word) for name in DASH_VALUE_OPTIONS)
+
+
 def join_dash_values(words: Sequence[str]) -> list[str]:
     """``words`` with each ``--grade-map -1:1,...`` written ``--grade-map=-1:1,...``, the
     form argparse reads whatever the value starts with. Nothing after ``--`` changes."""
@@ -35,9 +46,13 @@ def join_dash_values(words: Sequence[str]) -> list[str]:
         if word == "--":
             out.extend(rest)
             break
-        if word in DASH_VALUE_OPTIONS:
+        if _dash_value_option(word):
             value = next(rest, None)
             if value is None:
+                break
+            if value == "--":  # the end of options, not a value
+                out.append(value)
+                out.extend(rest)
                 break
             if _NEGATIVE_PAIR.match(value):
                 out[-1] = f"{word}={value}"

@@ -210,8 +210,12 @@ def _records(path: Path) -> list[_Record]:
     try:
         doc = JsonDocument(path, text)
     except (ValueError, RecursionError) as exc:
-        if head.startswith(b"{") and _first_line_is_json(text):
-            # JSON Lines: each line is a document of its own, and errors are by line.
+        if head.startswith(b"{") and (
+            _first_line_is_json(text) or path.suffix.lower() in JSON_LINES_SUFFIXES
+        ):
+            # JSON Lines: each line is a document of its own, and errors are by line
+            # (a .jsonl file whose first line is broken is reported there, not where
+            # reading the whole file as one document happened to fail).
             return [_Record(number, value) for number, value in objects(path)]
         if isinstance(exc, json.JSONDecodeError):
             raise json_error(path, exc) from None
@@ -226,6 +230,10 @@ def _records(path: Path) -> list[_Record]:
     if isinstance(value, dict) and "evaluations" in value:
         return _request(doc)
     return [_Record(doc.line(doc.start), value)]
+
+
+#: File names that say one JSON value per line, whatever the first line holds.
+JSON_LINES_SUFFIXES = (".jsonl", ".ndjson")
 
 
 def _first_line_is_json(text: str) -> bool:
