@@ -280,3 +280,22 @@ def test_cli_reports_key_file_errors_with_exit_2(
         f"raglabel label: error: {path}: key 'x' is bound to both 'clear' and 'undo'; "
         "remap one of them\n"
     )
+
+
+def test_a_config_folder_that_cannot_be_searched_is_said_not_taken_for_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Root searches any folder, so the refusal a user with an unreadable home gets from
+    # the system is stood in for here: the same PermissionError, on the same call.
+    monkeypatch.delenv("RAGLABEL_KEYS", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    real = Path.is_file
+
+    def refused(self: Path) -> bool:
+        if self.is_relative_to(tmp_path):
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "is_file", refused)
+    with pytest.raises(InputError, match=r"cannot look for the key file here \(Permission"):
+        load_keymap()

@@ -309,7 +309,7 @@ def test_the_summary_says_significant_when_it_is(tmp_path: Path, cli: Cli) -> No
     )
     assert text.startswith("On ndcg@5, new is best: 1.000")
     assert "Against the baseline old, new differs by +" in text
-    assert "(30 better, 0 tied, 0 worse): significant at the 0.05 level after Holm's" in text
+    assert "(30 better, 0 tied, 0 worse): significant at the 0.05 level (p < 0.001" in text
     assert "thin" not in text
 
 
@@ -325,7 +325,8 @@ def test_the_summary_says_when_runs_cannot_be_told_apart(tmp_path: Path, cli: Cl
     text = words(tmp_path, cli, {"a": a, "b": b}, "--baseline", "b")
     assert "a is best" in text and "Against the baseline b, a differs by +" in text
     assert "(16 better, 0 tied, 14 worse)" in text
-    assert "not significant at the 0.05 level" in text and "cannot be told apart" in text
+    assert "not significant at the 0.05 level" in text
+    assert "the paired test cannot tell the two apart" in text
     unjudged = {q: ["unjudged", "good"] for q in queries}
     text = words(tmp_path, cli, {"a": same, "b": unjudged})
     assert "Labels are thin: only 50% of b's top passages are graded" in text
@@ -429,3 +430,21 @@ def test_an_intervals_bounds_are_written_alike() -> None:
     assert _ci((-10.94, 7.1984)) == "[-10.9, 7.2]"
     assert _ci((0.51234, 0.7)) == "[0.512, 0.700]"
     assert _ci(None) == ""
+
+
+def test_the_summary_calls_an_interval_that_excludes_0_with_p_over_005_borderline(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # a is ahead on 5 of 30 queries, tied on the rest. Flipping the 5 signs gives p =
+    # 2/32 = 0.0625, but a bootstrap resample misses all 5 only (25/30)^30 = 0.4% of the
+    # time, so the 95% interval excludes 0: two procedures, two verdicts, said as such.
+    queries = [f"q{i:02d}" for i in range(30)]
+    a = {q: ["good", "meh", "bad"] for q in queries}
+    b = {
+        q: ["bad", "meh", "good"] if i < 5 else ["good", "meh", "bad"]
+        for i, q in enumerate(queries)
+    }
+    text = words(tmp_path, cli, {"a": a, "b": b}, "--baseline", "b")
+    assert "(5 better, 25 tied, 0 worse): not significant at the 0.05 level" in text
+    assert "The evidence is borderline: the 95% interval of the difference excludes 0" in text
+    assert "cannot tell the two apart" not in text

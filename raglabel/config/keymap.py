@@ -36,14 +36,27 @@ def load_keymap(path: Path | None = None) -> dict[str, str]:
         named = os.environ.get(ENV_KEYS)
         if named:
             path = Path(named)
-            if not path.is_file():
+            if not _is_file(path):
                 raise InputError(path, f"no such key file (named by ${ENV_KEYS})")
         else:
             path = default_path()
-            if not path.is_file():
+            if not _is_file(path):
                 return {}
     table, text = read_toml(path, "key file")
     # pydantic only when there is a file to check: the app's start should not pay for it.
     from raglabel.config.keyfile import parse_keys
 
     return parse_keys(path, table, text)
+
+
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a file; a folder on the way that may not be searched is an
+    error, not "no key file": the app would start with keys the user did not choose."""
+    try:
+        return path.is_file()
+    except OSError as exc:
+        raise InputError(
+            path,
+            f"cannot look for the key file here ({exc.strerror or exc}): set ${ENV_KEYS} to"
+            " a key file, or XDG_CONFIG_HOME to a folder this account may read",
+        ) from None

@@ -172,11 +172,18 @@ def _adjustment(report: ReportInput) -> str:
     headline = report.family_size("headline")
     secondary = report.family_size("secondary")
     return (
-        f"after {method} adjustment within its family: the headline family is the"
-        f" {headline} {'test' if headline == 1 else 'tests'} on {report.headline}, each run"
-        f" against {report.baseline}; every other metric's test is secondary, adjusted over"
-        f" the {secondary} secondary {'test' if secondary == 1 else 'tests'}"
+        f"after {method} adjustment within its family: the headline family is"
+        f" {_family(headline, 'test')} on {report.headline}, each run against"
+        f" {report.baseline}; every other metric's test is secondary, adjusted over"
+        f" {_family(secondary, 'secondary test')}"
     )
+
+
+def _family(size: int, noun: str) -> str:
+    """``the 5 tests``, or for one, the words that say it is left as it is."""
+    if size == 1:
+        return f"its one {noun} (a family of one: nothing to adjust)"
+    return f"the {size} {noun}s"
 
 
 def _distribution(report: ReportInput) -> Section:

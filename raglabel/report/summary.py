@@ -111,18 +111,26 @@ def _against(report: ReportInput, best: str, scored: dict[str, float], lower: bo
         return text + "."
     adjusted = ADJUSTMENTS.get(report.adjust)
     p = comparison.p_adjusted if comparison.p_adjusted is not None else raw
+    tests, kind = report.family_size(comparison.family), comparison.family
     if adjusted is None:
         after, shown = "", f"{_p(raw)}, not adjusted"
+    elif tests == 1:  # a family of one: adjusting leaves p as it is
+        after, shown = "", f"{_p(p)}, the only {kind} test"
     else:
-        tests, kind = report.family_size(comparison.family), comparison.family
-        family = f"the one {kind} test" if tests == 1 else f"the {tests} {kind} tests"
+        family = f"the {tests} {kind} tests"
         after, shown = f" after {adjusted} over {family}", f"{_p(p)}; raw {_p(raw)}"
     if p < LEVEL:
         return f"{text}: significant at the 0.05 level{after} ({shown})."
-    return (
-        f"{text}: not significant at the 0.05 level{after} ({shown}); on these queries the"
-        " two cannot be told apart."
-    )
+    verdict = f"{text}: not significant at the 0.05 level{after} ({shown})"
+    if ci is not None and (ci[0] > 0 or ci[1] < 0):
+        # The bootstrap interval and the randomization test are two procedures, and the
+        # interval is not adjusted: when they disagree the honest word is "borderline".
+        return (
+            f"{verdict}. The evidence is borderline: the 95% interval of the difference"
+            " excludes 0, but the paired test, which this report decides by, does not"
+            " reach the 0.05 level."
+        )
+    return f"{verdict}; on these queries the paired test cannot tell the two apart."
 
 
 def _cautions(report: ReportInput, metric: str) -> list[str]:
