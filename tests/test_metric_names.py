@@ -275,6 +275,12 @@ SUGGESTIONS = {
     "recal@20": "recall@20",
     "r_precision@5": "rprec",
     "mean_reciprocal_rank": "mrr",
+    # A cutoff typed with no separator keeps the spelling its tool gives it.
+    "ndcg_cut10": "ndcg_cut_10",
+    "P10": "P_10",
+    "recall100": "recall_100",
+    "ndcg10": "ndcg@10",
+    "map5": "map@5",
 }
 
 
@@ -365,7 +371,7 @@ def test_trec_names_say_which_labels_are_relevant(cli: Cli, tmp_path: Path) -> N
     theirs = pytrec_eval.RelevanceEvaluator(qrels, {"map", "P.5"}).evaluate(run)
     mean = report["runs"]["graded"]["mean"]  # type: ignore[index]
     assert mean["ap"] == pytest.approx(np.mean([v["map"] for v in theirs.values()]), abs=1e-12)
-    # raglabel's own names are read with raglabel's conventions, which the README states
+    # raglabel's own names are read with raglabel's conventions, which docs/guide/eval.md states
     warnings, _ = eval_warnings(cli, *files, "--metrics", "ap,precision@5")
     assert not any("relevant here" in w for w in warnings)
 

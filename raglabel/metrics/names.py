@@ -55,6 +55,7 @@ _TREC_NAMES = ("p", "recall", "ndcg_cut", "map_cut", "success")
 _TREC_CUT = re.compile(rf"^({'|'.join(_TREC_NAMES)})[._](\d+)$")
 #: Any name with a cutoff at its end, for suggestions: stem, separator, cutoff.
 _ANY_CUT = re.compile(r"^(.*?)([@._])(\d+)$")
+_BARE_CUT = re.compile(r"^(.*?[a-z])()(\d+)$")
 #: The largest cutoff the engine takes (it must fit a signed 64-bit integer).
 MAX_CUTOFF = 2**63 - 1
 
@@ -125,7 +126,8 @@ def _suggestion(item: str) -> str | None:
     import difflib  # only a misspelt name needs it
 
     lowered = item.strip().lower()
-    match = _ANY_CUT.match(lowered)
+    # A cutoff written with no separator (ndcg_cut10, P10) is a cutoff too.
+    match = _ANY_CUT.match(lowered) or _BARE_CUT.match(lowered)
     stem, sep, cut = (
         (match.group(1), match.group(2), match.group(3)) if match else (lowered, "", "")
     )
@@ -136,7 +138,10 @@ def _suggestion(item: str) -> str | None:
     words = [*KNOWN_METRICS, *PLAIN, *CUT, *SYNONYMS]
     if not cut:
         words += list(GROUPS)
-    close = difflib.get_close_matches(stem, [w for w in words if len(w) > 1], n=1, cutoff=0.6)
+    exact = [stem] if stem in words else []
+    close = exact or difflib.get_close_matches(
+        stem, [w for w in words if len(w) > 1], n=1, cutoff=0.6
+    )
     if not close:
         return None
     word: str = close[0]
@@ -145,7 +150,11 @@ def _suggestion(item: str) -> str | None:
         sep = "@" if sep else ""
     if not cut or word in UNCUT_ONLY or word in GROUPS:
         return word
-    if sep != "@" and word not in _TREC_NAMES:
+    if word == "p":
+        word = "P"  # trec_eval writes its precision so (names are read in any case)
+    if not sep:
+        sep = "_" if word.lower() in _TREC_NAMES else "@"
+    elif sep != "@" and word.lower() not in _TREC_NAMES:
         sep = "@"  # only trec_eval's names take _5 or .5
     return f"{word}{sep}{cut}"
 
