@@ -109,9 +109,9 @@ def test_every_package_says_what_it_owns() -> None:
         assert text.startswith('"""') and len(text.split('"""')[1].split()) >= 8, init
 
 
-def test_the_readme_layout_table_matches_the_tree() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Layout", 1)[1]
+def test_the_architecture_layout_table_matches_the_tree() -> None:
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = page.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
     listed = {
         cell.strip("`").rstrip("/")
         for line in section.splitlines()
@@ -121,9 +121,11 @@ def test_the_readme_layout_table_matches_the_tree() -> None:
     packages = {
         str(init.parent.relative_to(ROOT)) for init in (ROOT / "raglabel").glob("*/__init__.py")
     }
-    assert packages <= listed, f"add {sorted(packages - listed)} to the README's Layout table"
+    assert packages <= listed, (
+        f"add {sorted(packages - listed)} to docs/architecture.md's Layout table"
+    )
     missing = sorted(path for path in listed if not (ROOT / path).exists())
-    assert missing == [], f"the README's Layout table names {missing}, which do not exist"
+    assert missing == [], f"docs/architecture.md's Layout table names {missing}, which do not exist"
 
 
 def test_sql_is_written_only_in_storage() -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from browser import Tab, chromium, require_chromium
 from cli_helpers import start_serving
+from docs_pages import examples
 
 from raglabel.storage.demo import build_demo
 
@@ -237,10 +238,9 @@ async def test_a_tab_whose_app_cannot_start_shows_the_error_on_the_page(tmp_path
     assert "alice's tab: the grading app could not start (exit status 2)" in log
 
 
-def readme_nginx_location() -> str:
-    """The README's nginx example, its ``location / { ... }`` block."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    block = readme.split("```nginx\n", 1)[1].split("```", 1)[0]
+def docs_nginx_location() -> str:
+    """The nginx example of docs/guide/serve.md, its ``location / { ... }`` block."""
+    [block] = examples("guide/serve.md", f"tests/{Path(__file__).name}", "nginx")
     start = block.index("    location / {")
     return block[start : block.index("\n    }", start) + len("\n    }")]
 
@@ -262,17 +262,15 @@ def require_nginx() -> str:
     return found
 
 
-async def test_the_readme_nginx_block_in_front_carries_a_tab(tmp_path: Path) -> None:
+async def test_the_docs_nginx_block_in_front_carries_a_tab(tmp_path: Path) -> None:
     nginx = require_nginx()
     require_chromium()
     db = tmp_path / "team.db"
     build_demo(db, "owner", answers=False)
     backend, front = free_port(), free_port()
     public = f"http://127.0.0.1:{front}"
-    location = readme_nginx_location().replace(
-        "http://127.0.0.1:8000", f"http://127.0.0.1:{backend}"
-    )
-    # The README's server block holds TLS settings this test has no certificate for;
+    location = docs_nginx_location().replace("http://127.0.0.1:8000", f"http://127.0.0.1:{backend}")
+    # The page's server block holds TLS settings this test has no certificate for;
     # its location block is what carries the websocket, so it runs here verbatim.
     (tmp_path / "nginx.conf").write_text(
         ("user root;\n" if os.geteuid() == 0 else "")

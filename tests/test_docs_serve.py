@@ -1,4 +1,4 @@
-"""The README's ``raglabel serve`` commands, run as written.
+"""The ``raglabel serve`` commands of docs/guide/serve.md, run as written.
 
 The one command that serves until Ctrl+C runs in the background with ``--port 0``
 added (a test never depends on port 8000 being free); the check is that it prints where
@@ -8,7 +8,6 @@ The nginx example runs in tests/test_serve_browser.py.
 
 from __future__ import annotations
 
-import re
 import shlex
 import subprocess
 import sys
@@ -17,17 +16,14 @@ from urllib.error import HTTPError
 from urllib.request import urlopen
 
 from cli_helpers import start_serving
+from docs_pages import examples
 
 from raglabel.storage.demo import build_demo
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def section_commands() -> list[list[str]]:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("\n## A team grading in browsers", 1)[1].split("\n## ", 1)[0]
     commands = []
-    for block in re.findall(r"```bash\n(.*?)```", section, re.S):
+    for block in examples("guide/serve.md", f"tests/{Path(__file__).name}", "bash"):
         for line in block.splitlines():
             code = line.split("  #", 1)[0].strip()
             if code:
@@ -66,7 +62,7 @@ def served(argv: list[str], cwd: Path) -> str:
         process.wait(30)
 
 
-def test_the_readme_serve_commands_do_what_it_says(tmp_path: Path) -> None:
+def test_the_serve_commands_do_what_the_page_says(tmp_path: Path) -> None:
     build_demo(tmp_path / "project.db", "owner", answers=False)
     commands = section_commands()
     assert len(commands) == 7

@@ -1,15 +1,14 @@
-"""The README's Answers section, run as written on the demo corpus's files.
+"""The Answers page, docs/guide/answers.md, run as written on the demo corpus's files.
 
-Every ``raglabel`` command of the section's code blocks runs in order in one folder (the
-app's ``raglabel label`` aside, which needs a person at the keys) and must exit 0. The
-judge's commands go to a loopback chat server in place of the README's local-model URL.
+Every ``raglabel`` command of the page's blocks marked as run here runs in order in one
+folder (the app's ``raglabel label`` aside, which needs a person at the keys) and must exit
+0. The judge's commands go to a loopback chat server in place of the page's local-model URL.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -17,19 +16,19 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from docs_pages import examples
+
 if TYPE_CHECKING:
     from chat_server import ChatServer
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"
-README_URL = "http://localhost:11434/v1"
+PAGE_URL = "http://localhost:11434/v1"
 
 
 def section_commands() -> list[str]:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("\n## Answers:", 1)[1].split("\n## ", 1)[0]
     commands: list[str] = []
-    for block in re.findall(r"```bash\n(.*?)```", section, re.S):
+    for block in examples("guide/answers.md", f"tests/{Path(__file__).name}", "bash"):
         for line in block.replace("\\\n", " ").splitlines():
             if line.startswith("raglabel "):
                 commands.append(line.split("  #", 1)[0].strip())
@@ -74,9 +73,7 @@ def test_every_command_runs(tmp_path: Path, chat_server: type[ChatServer]) -> No
         for command in section_commands():
             if command.startswith("raglabel label "):
                 continue
-            argv = [
-                server.base_url if word == README_URL else word for word in shlex.split(command)
-            ]
+            argv = [server.base_url if word == PAGE_URL else word for word in shlex.split(command)]
             done = subprocess.run(
                 argv, capture_output=True, text=True, cwd=tmp_path, env=env, check=False
             )

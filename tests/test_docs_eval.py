@@ -1,6 +1,7 @@
-"""The README's `raglabel eval` examples, run as written on the demo corpus's files.
+"""The `raglabel eval` examples of docs/guide/eval.md, run as written on the demo corpus's
+files.
 
-Every command of the section's first code block runs in a folder holding the files it
+Every command of the page's block marked as run here runs in a folder holding the files it
 names (``qrels.txt``, ``bm25.run``, ``dense.run``, ``rerank.run``, ``first.run``,
 ``samples.jsonl``) and must exit 0; the trec_eval-parity example must print trec_eval's
 means (checked against pytrec_eval).
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -18,22 +18,20 @@ from pathlib import Path
 
 import pytest
 import pytrec_eval
+from docs_pages import examples
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo"
 
 
 def eval_examples() -> list[str]:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## `raglabel eval`", 1)[1]
-    block = re.search(r"```bash\n(.*?)```", section, re.S)
-    assert block is not None
-    return [line for line in block.group(1).splitlines() if line.startswith("raglabel ")]
+    blocks = examples("guide/eval.md", f"tests/{Path(__file__).name}", "bash")
+    return [line for block in blocks for line in block.splitlines() if line.startswith("raglabel ")]
 
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    where = tmp_path_factory.mktemp("readme")
+    where = tmp_path_factory.mktemp("docs")
     shutil.copy(DEMO / "qrels.txt", where / "qrels.txt")
     shutil.copy(DEMO / "samples.jsonl", where / "samples.jsonl")
     runs = DEMO / "runs"
@@ -78,7 +76,7 @@ def test_trec_eval_parity_example_prints_trec_eval_means(folder: Path) -> None:
         if line.strip():
             q, _, d, label = line.split()[:4]
             # trec_eval reads a negative label as unjudged, raglabel as grade 1 (judged
-            # junk): written as 0 for trec_eval, both judge it non-relevant (README).
+            # junk): written as 0 for trec_eval, both judge it non-relevant (docs/guide/eval.md).
             qrels.setdefault(q, {})[d] = max(int(label), 0)
     run: dict[str, dict[str, float]] = {}
     for line in (folder / "bm25.run").read_text().splitlines():

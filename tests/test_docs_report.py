@@ -1,13 +1,14 @@
-"""The README's ``raglabel report`` commands, run as written in a folder holding the files
-they name (the demo project, its qrels and two of its runs)."""
+"""The ``raglabel report`` commands of docs/guide/report.md, run as written in a folder
+holding the files they name (the demo project, its qrels and two of its runs)."""
 
 from __future__ import annotations
 
-import re
 import shlex
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from docs_pages import examples
 
 from raglabel.storage.demo import build_demo
 
@@ -20,13 +21,11 @@ DEMO = ROOT / "fixtures" / "demo"
 
 
 def section_commands() -> list[list[str]]:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("\n## Reports to share", 1)[1].split("\n## ", 1)[0]
-    block = re.findall(r"```bash\n(.*?)```", section, re.S)[0]
+    [block] = examples("guide/report.md", f"tests/{Path(__file__).name}", "bash")
     return [shlex.split(line.split("  #", 1)[0]) for line in block.splitlines() if line.strip()]
 
 
-def test_the_readme_report_commands_write_what_it_says(
+def test_the_report_commands_write_what_the_page_says(
     tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     build_demo(tmp_path / "project.db", "owner", answers=True)
