@@ -11,7 +11,7 @@ from pathlib import Path
 
 from raglabel.cli.main import main
 from raglabel.storage.answer_items import answer_items
-from raglabel.storage.answer_judgments import answer_text_key
+from raglabel.storage.judgments import answer_text_key
 
 QUERIES = [
     ("q1", "How do I reset my password?"),

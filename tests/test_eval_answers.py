@@ -19,8 +19,7 @@ from raglabel.cli.main import main
 from raglabel.judge.prompt import Template
 from raglabel.judge.work import AnswerSlot, ChunkGrade, Outcome
 from raglabel.storage.answer_items import answer_items
-from raglabel.storage.answer_judgments import AnswerJudgmentLog, answer_text_key
-from raglabel.storage.judgments import Setting
+from raglabel.storage.judgments import JudgmentLog, Setting, answer_text_key
 from raglabel.storage.project import Project
 
 if TYPE_CHECKING:
@@ -115,7 +114,7 @@ def judge(db: Path, answers: list[Judged]) -> None:
         items = {(i.system, i.sample_id): i for i in answer_items(project.conn)}
         setting = Setting("http://127.0.0.1:1/v1", Template.builtin(), {"temperature": 0})
         models = sorted({a[3] for a in answers})
-        log = AnswerJudgmentLog.start(project, setting, models, 2, api_key_env=None, kind="answers")
+        log = JudgmentLog.start(project, setting, models, 2, api_key_env=None, kind="answers")
         for system, sample, criterion, model, repeat, grade, chunks in answers:
             item = items[system, sample]
             slot = AnswerSlot(

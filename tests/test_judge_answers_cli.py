@@ -17,14 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from test_judge_cli import judge as judge_passages
+from test_judge_cli import reruns_ask_only_what_failed
 
 from raglabel.judge.prompt import Template
 from raglabel.judge.work import RunLimits
 from raglabel.session.answer_judging import answer_setup, judge_answers
 from raglabel.session.judging import JudgeSetup
 from raglabel.storage.answer_items import answer_items
-from raglabel.storage.answer_judgments import judged_answers
-from raglabel.storage.judgments import Setting
+from raglabel.storage.judgments import Setting, judged_answers
 
 if TYPE_CHECKING:
     from chat_server import ChatServer
@@ -109,21 +110,8 @@ def server(chat_server: type[ChatServer]) -> Iterator[ChatServer]:
 
 
 def judge(cli: Cli, db: Path, url: str, *extra: str) -> tuple[int, str]:
-    code, out, err = cli(
-        "judge",
-        db,
-        "--answers",
-        "--base-url",
-        url,
-        "--model",
-        "m1",
-        "--timeout",
-        "1",
-        "--max-attempts",
-        "3",
-        *extra,
-    )
-    return code, out + err
+    """``raglabel judge DB --answers`` with the passage runs' test options."""
+    return judge_passages(cli, db, url, "--answers", *extra)
 
 
 def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
@@ -219,17 +207,8 @@ def test_faults_end_graded_or_counted_and_a_second_run_sends_nothing_new(
     (version,) = rows(project, "SELECT prompt_version FROM judge_run")[0]
     assert version.startswith("answers-")
 
-    # The second run asks again only for the four failures, which now succeed.
-    before = server.count()
-    code, text = judge(cli, project, server.base_url)
-    assert code == 0, text
-    assert "4 answers graded, 0 failed, 14 from cache" in text
-    assert server.count() - before == 4
-    # A third run sends nothing at all.
-    before = server.count()
-    code, text = judge(cli, project, server.base_url)
-    assert code == 0 and "nothing to ask" in text, text
-    assert server.count() == before
+    # The second run asks again only for the four failures; a third sends nothing.
+    reruns_ask_only_what_failed(server, lambda: judge(cli, project, server.base_url), 4, 14)
 
     # The standing answers, as the statistics read them: one per (sample, criterion)
     # that had its inputs, each a grade or chunk grades, never a NaN.

@@ -10,7 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,6 +121,22 @@ def judge(cli: Cli, db: Path, url: str, *extra: str) -> tuple[int, str]:
     return code, out + err
 
 
+def reruns_ask_only_what_failed(
+    server: ChatServer, run: Callable[[], tuple[int, str]], failed: int, cached: int
+) -> None:
+    """A run after one whose ``failed`` answers failed (and the server now answers) asks
+    again for those alone, and the run after that sends nothing at all."""
+    before = server.count()
+    code, text = run()
+    assert code == 0, text
+    assert f"{failed} answers graded, 0 failed, {cached} from cache" in text
+    assert server.count() - before == failed
+    before = server.count()
+    code, text = run()
+    assert code == 0 and "nothing to ask" in text, text
+    assert server.count() == before
+
+
 def test_faults_end_graded_or_failed_and_rerun_asks_only_failures(
     project: Path, server: ChatServer, secret: None, cli: Cli
 ) -> None:
@@ -159,17 +175,8 @@ def test_faults_end_graded_or_failed_and_rerun_asks_only_failures(
     first, second = [r.received_at for r in server.requests if "p02" in r.keys][:2]
     assert second - first >= 0.1
 
-    # The second run asks again only for the three failures, which now succeed.
-    before = server.count()
-    code, text = judge(cli, project, server.base_url)
-    assert code == 0, text
-    assert "3 answers graded, 0 failed, 9 from cache" in text
-    assert server.count() - before == 3
-    # A third run sends nothing at all.
-    before = server.count()
-    code, text = judge(cli, project, server.base_url)
-    assert code == 0 and "nothing to ask" in text
-    assert server.count() == before
+    # The second run asks again only for the three failures; a third sends nothing.
+    reruns_ask_only_what_failed(server, lambda: judge(cli, project, server.base_url), 3, 9)
     # The key is nowhere in the file.
     assert SECRET.encode() not in project.read_bytes()
     runs = rows(project, "SELECT api_key_env, status FROM judge_run ORDER BY id")

@@ -51,8 +51,8 @@ from raglabel.metrics.criteria import (
 )
 from raglabel.metrics.stats import adjust_families, paired_randomization
 from raglabel.storage.answer_items import answer_items, require_systems
-from raglabel.storage.answer_judgments import JudgedAnswer, judged_answers
 from raglabel.storage.answers import standing_answer_grades
+from raglabel.storage.judgments import JudgedAnswer, judged_answers
 from raglabel.storage.labels import resolved_grades
 
 FloatArray = NDArray[np.float64]

@@ -14,10 +14,9 @@ from raglabel.errors import UsageError
 
 if TYPE_CHECKING:
     from raglabel.judge.prompt import Template
-    from raglabel.judge.work import RunLimits, Tally
+    from raglabel.judge.work import AnswerSlot, RunLimits, Slot, Tally
     from raglabel.session.answer_judging import AnswerFinished
     from raglabel.session.judging import JudgeSetup
-    from raglabel.storage.answer_judgments import AnswerPlan
     from raglabel.storage.judgments import Plan
 
 EXIT_INTERRUPTED = 130
@@ -233,7 +232,8 @@ def run_passages(args: argparse.Namespace) -> int:
     from raglabel.judge.client import endpoint_url, public_endpoint
     from raglabel.judge.prompt import Template
     from raglabel.session.judging import JudgeSetup, execute, missing_text, text_refusal
-    from raglabel.storage.judgments import Selection, Setting, pick_pairs, plan
+    from raglabel.storage.judgments import Setting, plan
+    from raglabel.storage.pair_selection import Selection, pick_pairs
     from raglabel.storage.project import Project
 
     template = Template.from_file(Path(args.prompt)) if args.prompt else Template.builtin()
@@ -294,7 +294,7 @@ def run_passages(args: argparse.Namespace) -> int:
 def run_answers(args: argparse.Namespace) -> int:
     from raglabel.judge.client import endpoint_url, public_endpoint
     from raglabel.session import answer_judging
-    from raglabel.session.judging import JudgeSetup
+    from raglabel.session.judging import JudgeSetup, execute
     from raglabel.storage.project import Project
 
     criteria = answer_judging.parse_criteria(args.criteria)
@@ -324,9 +324,10 @@ def run_answers(args: argparse.Namespace) -> int:
         limits = run_limits(args, setup)
         bar = ProgressLine()
         try:
-            finished = answer_judging.execute(project, work, setup, limits, on_progress=bar.update)
+            ran = execute(project, work, setup, limits, on_progress=bar.update)
         finally:
             bar.close()
+        finished = answer_judging.account(project, work, ran)
     print(answer_summary(finished, work))
     if finished.status == "interrupted":
         return EXIT_INTERRUPTED
@@ -334,7 +335,7 @@ def run_answers(args: argparse.Namespace) -> int:
 
 
 def describe_answer_plan(
-    work: AnswerPlan, criteria: tuple[str, ...], models: list[str], repeats: int
+    work: Plan[AnswerSlot], criteria: tuple[str, ...], models: list[str], repeats: int
 ) -> str:
     from raglabel.judge.answer_prompt import render
     from raglabel.metrics.criteria import RANKING
@@ -349,10 +350,10 @@ def describe_answer_plan(
             reply_tokens += CHUNKS_REPLY_TOKENS + CHUNK_REPLY_TOKENS * len(slot.item.contexts)
         else:
             reply_tokens += REPLY_TOKENS
-    total = work.items * len(models) * repeats
+    total = work.targets * len(models) * repeats
     counts = ", ".join(f"{name} {count}" for name, count in by_criterion.items())
     lines = [
-        f"{len(work.slots)} requests to send for {work.items} (sample, criterion) pairs"
+        f"{len(work.slots)} requests to send for {work.targets} (sample, criterion) pairs"
         f" x {len(models)} model(s) x {repeats} repeat(s) = {total} answers"
         f" ({work.cached} already answered); by criterion: {counts};"
         f" about {prompt_chars // CHARS_PER_TOKEN:,} prompt tokens and {reply_tokens:,} reply"
@@ -362,7 +363,7 @@ def describe_answer_plan(
     return "\n".join(lines)
 
 
-def _skipped(work: AnswerPlan) -> list[str]:
+def _skipped(work: Plan[AnswerSlot]) -> list[str]:
     """The (sample, criterion) pairs never sent because an input is missing, by reason."""
     from raglabel.metrics.criteria import NA_REASONS
 
@@ -375,7 +376,7 @@ def _skipped(work: AnswerPlan) -> list[str]:
     return lines
 
 
-def answer_summary(finished: AnswerFinished, work: AnswerPlan) -> str:
+def answer_summary(finished: AnswerFinished, work: Plan[AnswerSlot]) -> str:
     usage = finished.usage
     both = usage.prompt_tokens + usage.completion_tokens
     lines = [
@@ -412,14 +413,14 @@ def run_limits(args: argparse.Namespace, setup: JudgeSetup) -> RunLimits:
     )
 
 
-def describe_plan(work: Plan, template: Template, models: list[str], repeats: int) -> str:
+def describe_plan(work: Plan[Slot], template: Template, models: list[str], repeats: int) -> str:
     sizes = [
         len(template.render(p.query, p.passage, p.title)) for p in (s.pair for s in work.slots)
     ]
     prompt_tokens = sum(sizes) // CHARS_PER_TOKEN
-    total = work.pairs * len(models) * repeats
+    total = work.targets * len(models) * repeats
     return (
-        f"{len(work.slots)} requests to send for {work.pairs} pairs x {len(models)} model(s)"
+        f"{len(work.slots)} requests to send for {work.targets} pairs x {len(models)} model(s)"
         f" x {repeats} repeat(s) = {total} answers ({work.cached} already answered);"
         f" about {prompt_tokens:,} prompt tokens and"
         f" {len(work.slots) * REPLY_TOKENS:,} reply tokens, before any retry or repair"

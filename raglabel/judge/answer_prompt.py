@@ -7,17 +7,16 @@ each request and absent from every text, so no text can close its fence. The rub
 question and anchors come from :mod:`raglabel.metrics.criteria`; every prompt states
 that length is not quality.
 
-Templates use literal placeholders replaced in one pass (see ``prompt.py``), so a text
-that contains ``{answer}`` stays as written.
+Placeholders are filled by ``prompt.fill`` in one pass, so a text that contains
+``{answer}`` stays as written; the one-grade repair request is the passage task's.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 from typing import Final
 
-from raglabel.judge.prompt import Template, new_fence
+from raglabel.judge import prompt
+from raglabel.judge.prompt import REPAIR_TEXT, Template, fill, new_fence
 from raglabel.judge.work import AnswerItem
 from raglabel.metrics.criteria import CRITERIA, LENGTH_RULE, RANKING, RUBRICS
 
@@ -31,12 +30,6 @@ FENCE, NAME, QUESTION, ANCHORS, RULE, FOCUS, DATA, COUNT, TARGET = (
     "{data}",
     "{count}",
     "{target}",
-)
-_PLACEHOLDER = re.compile(
-    "|".join(
-        re.escape(name)
-        for name in (FENCE, NAME, QUESTION, ANCHORS, RULE, FOCUS, DATA, COUNT, TARGET)
-    )
 )
 
 CRITERION_TEXT: Final = """\
@@ -108,10 +101,6 @@ RANKING_ANCHORS: Final = (
     "unrelated, or misleading",
 )
 
-REPAIR_TEXT: Final = (
-    "That answer could not be used: {problem}. Answer again with only one JSON object, "
-    'shaped {{"grade": <integer from 1 to 5>, "reason": "<one short sentence>"}}.'
-)
 RANKING_REPAIR_TEXT: Final = (
     "That answer could not be used: {problem}. Answer again with only one JSON object, "
     'shaped {{"chunks": [{{"position": <chunk number>, "grade": <integer from 1 to 5>, '
@@ -215,13 +204,13 @@ def render(item: AnswerItem, criterion: str, fence: str | None = None) -> str:
             DATA: data,
         }
         text = CRITERION_TEXT
-    return _PLACEHOLDER.sub(lambda found: values.get(found.group(0), found.group(0)), text)
+    return fill(text, values)
 
 
 def repair_request(criterion: str, problem: str, count: int) -> str:
     if criterion == RANKING:
         return RANKING_REPAIR_TEXT.format(problem=problem, count=count)
-    return REPAIR_TEXT.format(problem=problem)
+    return prompt.repair_request(problem)
 
 
 def _all_texts() -> str:
@@ -237,5 +226,4 @@ def _all_texts() -> str:
 def answers_template() -> Template:
     """What an answer run stores as its prompt: all the answer prompts' texts, under a
     version naming them (``answers-<digest>``), so a changed wording asks again."""
-    text = _all_texts()
-    return Template(text, "answers-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12])
+    return Template.named("answers", _all_texts())

@@ -1,4 +1,10 @@
-"""The judge's prompt: the 1-5 rubric, the query, and the passage fenced off as data.
+"""The judge's prompts: what every task's prompt shares, and the passage task's own.
+
+Shared by every task (passages here, answer criteria and chunk grading in
+``answer_prompt.py``): placeholders filled in one pass, the fence that marks data off,
+the repair request for a one-grade reply, and the version that names a prompt's texts.
+The passage task's template is the 1-5 rubric, the query and the passage fenced off as
+data.
 
 Templates use literal placeholders replaced as plain text (not ``str.format``), so a
 template may show the JSON reply shape with its braces as they are.
@@ -9,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +23,8 @@ from raglabel.errors import InputError
 
 QUERY, PASSAGE, FENCE, TITLE = "{query}", "{passage}", "{fence}", "{title}"
 REQUIRED = (QUERY, PASSAGE, FENCE)
-_PLACEHOLDER = re.compile("|".join(re.escape(name) for name in (QUERY, PASSAGE, FENCE, TITLE)))
+# A placeholder is a name in braces; one that a template does not fill stays as written.
+_PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
 
 BUILTIN_TEXT = """\
 You grade how useful one passage would be to a language model that must answer a search \
@@ -59,7 +67,12 @@ class Template:
 
     @classmethod
     def builtin(cls) -> Template:
-        return cls(BUILTIN_TEXT, "builtin-" + _digest(BUILTIN_TEXT))
+        return cls.named("builtin", BUILTIN_TEXT)
+
+    @classmethod
+    def named(cls, prefix: str, text: str) -> Template:
+        """``text`` under the version ``<prefix>-<digest of text>``."""
+        return cls(text, f"{prefix}-{_digest(text)}")
 
     @classmethod
     def from_text(cls, text: str, source: str = "prompt") -> Template:
@@ -70,7 +83,7 @@ class Template:
                 f"the prompt lacks {', '.join(missing)}; a prompt needs {QUERY}, {PASSAGE} "
                 f"and {FENCE} (the marker lines around the passage), and may use {TITLE}",
             )
-        return cls(text, "custom-" + _digest(text))
+        return cls.named("custom", text)
 
     @classmethod
     def from_file(cls, path: Path) -> Template:
@@ -94,9 +107,14 @@ class Template:
             TITLE: f"Title: {title}\n" if title else "",
             PASSAGE: passage,
         }
-        # One pass over the template alone: text put in is never searched again, so a
-        # query or passage that contains "{passage}" stays as written.
-        return _PLACEHOLDER.sub(lambda found: values[found.group(0)], self.text)
+        return fill(self.text, values)
+
+
+def fill(text: str, values: Mapping[str, str]) -> str:
+    """``text`` with each placeholder of ``values`` replaced. One pass over the template
+    alone: text put in is never searched again, so a query, passage or answer that
+    contains "{passage}" stays as written; a brace name not in ``values`` stays too."""
+    return _PLACEHOLDER.sub(lambda found: values.get(found.group(0), found.group(0)), text)
 
 
 def new_fence(passage: str) -> str:

@@ -1,8 +1,13 @@
-"""Reading a judge's reply: strictly one JSON object with an integer grade in 1..5.
+"""Reading a judge's reply, strictly: each task's reply model in one place.
 
-Anything else is a problem described in a few words. The caller asks the model once to
-repair it, and records a failure if the second answer is no better; a grade is never
-guessed from prose.
+A passage or an answer criterion is graded by one JSON object with an integer grade in
+1..5 and a reason (``parse_reply``). The chunks of an answer sample (``ctx_rank_prec``)
+are graded by ``{"chunks": [{"position": int, "grade": int, "reason": str}, ...]}`` with
+exactly one entry per chunk, positions 1..n, grades 1..5 and a reason for every grade
+below 5 (``parse_chunks``). Anything else (for chunks also a missing, repeated or
+non-existent position, or a count that differs from the chunks shown) is a problem
+described in a few words. The caller asks the model once to repair it, and records a
+failure if the second answer is no better; a grade is never guessed from prose.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from raglabel.judge.failures import EMPTY, NOT_JSON, OUT_OF_RANGE, WRONG_SHAPE
+from raglabel.judge.work import ChunkGrade
 
 MAX_REASON = 2000
 
@@ -77,8 +83,71 @@ def _describe(exc: ValidationError, data: dict[str, object]) -> Problem:
     if first["type"] == "missing":
         return Problem(f'the field "{field}" is missing')
     value = data.get(field)
-    if field == "grade" and isinstance(value, int) and not isinstance(value, bool):
+    if field == "grade" and _is_int(value):
         return Problem(f"grade {value} is outside 1..5", OUT_OF_RANGE)
     if field == "grade":
         return Problem(f"grade must be an integer from 1 to 5, got {json.dumps(value)[:40]}")
     return Problem(f'the field "{field}" must be a string')
+
+
+def parse_chunks(content: str, count: int) -> tuple[ChunkGrade, ...] | Problem:
+    """One grade per chunk, in position order, or what is wrong with the reply."""
+    data = load_object(content)
+    if isinstance(data, Problem):
+        return data
+    entries = data.get("chunks")
+    if entries is None:
+        return Problem('the field "chunks" is missing')
+    if not isinstance(entries, list):
+        return Problem(f'"chunks" must be a list, got {json.dumps(entries)[:40]}')
+    grades: dict[int, ChunkGrade] = {}
+    for number, entry in enumerate(entries, 1):
+        read = _entry(entry, number, count)
+        if isinstance(read, Problem):
+            return read
+        if read.position in grades:
+            return Problem(f"chunk {read.position} is graded twice")
+        grades[read.position] = read
+    missing = [p for p in range(1, count + 1) if p not in grades]
+    if missing or len(entries) != count:
+        shown = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")
+        lacking = f"chunk {shown} has" if len(missing) == 1 else f"chunks {shown} have"
+        return Problem(
+            f"{count} chunks were shown but {len(entries)} were graded"
+            + (f"; {lacking} no grade" if missing else "")
+        )
+    return tuple(grades[p] for p in range(1, count + 1))
+
+
+def _entry(entry: object, number: int, count: int) -> ChunkGrade | Problem:
+    where = f"entry {number} of chunks"
+    if not isinstance(entry, dict):
+        return Problem(f"{where} is not an object")
+    position, grade, reason = entry.get("position"), entry.get("grade"), entry.get("reason")
+    if not _is_int(position):
+        return Problem(f'{where}: "position" must be an integer, got {_show(position)}')
+    assert isinstance(position, int)
+    if not 1 <= position <= count:
+        return Problem(f"{where}: there is no chunk {position} (chunks are 1 to {count})")
+    if not _is_int(grade):
+        return Problem(
+            f"chunk {position}: grade must be an integer from 1 to 5, got {_show(grade)}"
+        )
+    assert isinstance(grade, int)
+    if not 1 <= grade <= 5:
+        return Problem(f"chunk {position}: grade {grade} is outside 1..5", OUT_OF_RANGE)
+    if reason is None:
+        reason = ""
+    if not isinstance(reason, str):
+        return Problem(f'chunk {position}: "reason" must be a string')
+    if grade < 5 and not reason.strip():
+        return Problem(f"chunk {position} is graded {grade} without a reason")
+    return ChunkGrade(position, grade, reason[:MAX_REASON])
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _show(value: object) -> str:
+    return "nothing" if value is None else json.dumps(value)[:40]

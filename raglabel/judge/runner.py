@@ -4,10 +4,10 @@ A slot is one answer wanted: about (query, passage) for a passage run (``Slot``)
 (answer sample, criterion) for an answer run (``AnswerSlot``), of one model, for one
 repeat. A worker renders the prompt, sends it (retrying what is worth retrying), reads
 the reply strictly, asks once for a repair, and hands the outcome to ``on_outcome``,
-which the caller persists. What to ask and how to read it depends on the slot's kind
-(``asking.py``); the pool, retries, pauses and limits are the same for both. An outcome
-is either a grade or a recorded failure; a cancelled run (Ctrl-C) hands over everything
-that finished and leaves the rest for the next run.
+which the caller persists. What to ask and how to read the reply is the run's task
+(``task.py``); the pool, retries, pauses and limits are the same for every task. An
+outcome is either a grade or a recorded failure; a cancelled run (Ctrl-C) hands over
+everything that finished and leaves the rest for the next run.
 """
 
 from __future__ import annotations
@@ -16,16 +16,14 @@ import asyncio
 import random
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from raglabel.judge.asking import AnswerAsking, Asking, PassageAsking, Reading
 from raglabel.judge.client import ChatClient, ChatError, Completion
 from raglabel.judge.failures import REPAIR_SEPARATOR, early_stop, reply_failure
-from raglabel.judge.prompt import Template
-from raglabel.judge.reply import Problem
+from raglabel.judge.task import Reading, Task
 from raglabel.judge.work import AnswerSlot, Outcome, RunLimits, Slot, Tally
 
-AnySlot = Slot | AnswerSlot
+S = TypeVar("S", bound=Slot | AnswerSlot)
 
 
 class JudgeStoppedError(Exception):
@@ -39,11 +37,11 @@ class _SlotFailedError(Exception):
         self.attempts = attempts
 
 
-class JudgeRun:
+class JudgeRun(Generic[S]):
     def __init__(
         self,
         client: ChatClient,
-        template: Template | None,
+        task: Task[S],
         *,
         params: dict[str, Any],
         limits: RunLimits,
@@ -53,10 +51,7 @@ class JudgeRun:
         rng: random.Random | None = None,
     ) -> None:
         self.client = client
-        # The passage prompt; None for a run of answer slots only (the builtin then).
-        self.template = template or Template.builtin()
-        self._passages: Asking[Slot] = PassageAsking(self.template)
-        self._answers: Asking[AnswerSlot] = AnswerAsking()
+        self.task = task
         self.params = params
         self.limits = limits
         self.on_outcome = on_outcome
@@ -71,7 +66,7 @@ class JudgeRun:
         self._answered = False  # any HTTP response at all: the endpoint is reachable
         self.tally = Tally(0)
 
-    async def run(self, slots: Sequence[AnySlot], cached: int = 0) -> Tally:
+    async def run(self, slots: Sequence[S], cached: int = 0) -> Tally:
         self.tally = Tally(len(slots), cached=cached)
         queue = deque(slots)
         self._progress()
@@ -90,7 +85,7 @@ class JudgeRun:
         self._progress()
         return self.tally
 
-    async def _worker(self, queue: deque[AnySlot]) -> None:
+    async def _worker(self, queue: deque[S]) -> None:
         while queue and self.tally.stopped is None and not self.should_stop():
             slot = queue.popleft()
             self.tally.in_flight += 1
@@ -122,18 +117,9 @@ class JudgeRun:
                 self.tally.stopped = why
                 raise JudgeStoppedError(why)
 
-    def _read(self, slot: AnySlot, content: str) -> Reading | Problem:
-        if isinstance(slot, Slot):
-            return self._passages.read(slot, content)
-        return self._answers.read(slot, content)
-
-    async def _answer(self, slot: AnySlot) -> Outcome:
-        if isinstance(slot, Slot):
-            prompt = self._passages.prompt(slot)
-            params = self._passages.params(slot, self.params)
-        else:
-            prompt = self._answers.prompt(slot)
-            params = self._answers.params(slot, self.params)
+    async def _answer(self, slot: S) -> Outcome:
+        prompt = self.task.prompt(slot)
+        params = self.task.params(slot, self.params)
         messages = [{"role": "user", "content": prompt}]
         replies: list[str] = []
         attempts = 0
@@ -149,7 +135,7 @@ class JudgeRun:
             prompt_tokens += completion.prompt_tokens or 0
             completion_tokens += completion.completion_tokens or 0
             replies.append(self.client.redact(completion.content))
-            parsed = self._read(slot, completion.content)
+            parsed = self.task.read(slot, completion.content)
             if isinstance(parsed, Reading):
                 return Outcome(
                     slot,
@@ -172,17 +158,12 @@ class JudgeRun:
             messages = [
                 *messages,
                 {"role": "assistant", "content": completion.content},
-                {"role": "user", "content": self._repair(slot, parsed)},
+                {"role": "user", "content": self.task.repair(slot, parsed)},
             ]
-
-    def _repair(self, slot: AnySlot, problem: Problem) -> str:
-        if isinstance(slot, Slot):
-            return self._passages.repair(slot, problem)
-        return self._answers.repair(slot, problem)
 
     def _failed(
         self,
-        slot: AnySlot,
+        slot: S,
         reason: str,
         replies: list[str],
         attempts: int,
@@ -190,9 +171,7 @@ class JudgeRun:
     ) -> Outcome:
         raw = _joined(replies) if replies else None
         latency = prompt_tokens = completion_tokens = None
-        if spent is not None and isinstance(slot, AnswerSlot):
-            # An answer run reports what it cost; replies that could not be read were
-            # paid for too. (Passage failures keep storing no figures, as they always did.)
+        if spent is not None and self.task.failures_cost:
             latency, prompt_tokens, completion_tokens = (n or None for n in spent)
         return Outcome(
             slot,

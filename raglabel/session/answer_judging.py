@@ -1,5 +1,6 @@
-"""Judging answer samples: which (sample, criterion) to ask about, running the judge over
-them with the same driver as passage runs, and what the run cost and flagged.
+"""The answer task's own parts of a judge run: which (sample, criterion) to ask about,
+and what the run cost and flagged. The run itself is ``judging.execute``, the one
+driver of every task.
 
 For the CLI (``raglabel judge DB --answers``) and the grading app alike.
 """
@@ -14,18 +15,12 @@ from typing import Any
 from raglabel.errors import UsageError
 from raglabel.judge.answer_prompt import answers_template
 from raglabel.judge.flags import flag_sample
-from raglabel.judge.work import AnswerItem, RunLimits, Tally
+from raglabel.judge.work import AnswerItem, AnswerSlot, RunLimits, Tally
 from raglabel.metrics.criteria import CRITERIA, RANKING
-from raglabel.session.judging import Finished, JudgeSetup, drive, limits_to_json
+from raglabel.session import judging
+from raglabel.session.judging import Finished, JudgeSetup
 from raglabel.storage.answer_items import answer_items, require_systems
-from raglabel.storage.answer_judgments import (
-    AnswerJudgmentLog,
-    AnswerPlan,
-    Usage,
-    plan_answers,
-    run_usage,
-)
-from raglabel.storage.judgments import Setting
+from raglabel.storage.judgments import Plan, Setting, Usage, plan_answers, run_usage
 from raglabel.storage.project import Project
 
 #: Every criterion an answer run may ask about, in the order runs ask them.
@@ -71,7 +66,7 @@ def plan(
     items: Sequence[AnswerItem],
     criteria: Sequence[str],
     setup: JudgeSetup,
-) -> AnswerPlan:
+) -> Plan[AnswerSlot]:
     return plan_answers(
         project.conn,
         items,
@@ -98,7 +93,7 @@ class AnswerFinished(Finished):
     flagged: tuple[Flagged, ...] = ()
 
 
-def flagged_samples(work: AnswerPlan) -> tuple[Flagged, ...]:
+def flagged_samples(work: Plan[AnswerSlot]) -> tuple[Flagged, ...]:
     """The samples a run asks about whose answer or contexts need a human look."""
     seen: set[tuple[str, str]] = set()
     found: list[Flagged] = []
@@ -113,44 +108,17 @@ def flagged_samples(work: AnswerPlan) -> tuple[Flagged, ...]:
     return tuple(found)
 
 
-def execute(
-    project: Project,
-    work: AnswerPlan,
-    setup: JudgeSetup,
-    limits: RunLimits,
-    *,
-    on_progress: Callable[[Tally], None] | None = None,
-    should_stop: Callable[[], bool] | None = None,
-    transport: Any = None,
-) -> AnswerFinished:
-    """Ask for every slot of ``work``, as a passage run does (same workers, retries,
-    pauses, flushing and run record, with ``kind = 'answers'``), then read back what the
-    run cost."""
-    api_key = setup.api_key()  # refused here, before the run is recorded as started
-    flagged = flagged_samples(work)
-    log = AnswerJudgmentLog.start(
-        project,
-        setup.setting,
-        setup.models,
-        setup.repeats,
-        api_key_env=setup.api_key_env,
-        limits=limits_to_json(limits),
-        kind="answers",
-    )
-    finished = drive(
-        log,
-        work.slots,
-        work.cached,
-        setup,
-        limits,
-        api_key=api_key,
-        template=None,
-        on_progress=on_progress,
-        should_stop=should_stop,
-        transport=transport,
-    )
+def account(project: Project, work: Plan[AnswerSlot], finished: Finished) -> AnswerFinished:
+    """What a run over ``work`` (``judging.execute``, the one driver of every task, with
+    ``kind = 'answers'``) cost, by the endpoint's count, and which samples it flagged."""
+    if finished.run_id is None:  # nothing was asked: no run record, nothing spent
+        return AnswerFinished(finished.tally, finished.status, flagged=flagged_samples(work))
     return AnswerFinished(
-        finished.tally, finished.status, run_usage(project.conn, log.run_id), flagged
+        finished.tally,
+        finished.status,
+        finished.run_id,
+        usage=run_usage(project.conn, finished.run_id),
+        flagged=flagged_samples(work),
     )
 
 
@@ -181,6 +149,7 @@ def judge_answers(
         work = plan(project, items, criteria, setup)
         if not work.slots:
             return AnswerFinished(Tally(0, cached=work.cached), "done")
-        return execute(
+        finished = judging.execute(
             project, work, setup, limits, on_progress=on_progress, should_stop=should_stop
         )
+        return account(project, work, finished)

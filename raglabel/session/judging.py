@@ -1,6 +1,11 @@
-"""Running the judge over a chosen set of pairs, for the CLI and the grading app alike:
-one place that opens the run record, drives the HTTP workers and closes the record
-whatever happens (done, stopped by the endpoint, or interrupted)."""
+"""Running the judge, for the CLI and the grading app alike: one place that opens the
+run record, drives the HTTP workers over the slots of any task (passages, or answer
+samples) and closes the record whatever happens (done, stopped by the endpoint, or
+interrupted).
+
+The passage task's own parts are here too (one query's pairs for the app's ``J``, what
+lacks text); the answer task's are in ``answer_judging.py``.
+"""
 
 from __future__ import annotations
 
@@ -8,28 +13,30 @@ import asyncio
 import contextlib
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from shlex import quote
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from raglabel.errors import UsageError
 from raglabel.judge.backoff import RetryPolicy
 from raglabel.judge.prompt import Template
-from raglabel.judge.work import AnswerSlot, Pair, RunLimits, Slot, Tally
+from raglabel.judge.work import Pair, RunLimits, Tally
 from raglabel.storage.judgments import (
     FLUSH_AFTER_S,
+    PASSAGES,
     JudgmentLog,
-    Picked,
     Plan,
-    Selection,
     Setting,
     latest_run,
-    pick_pairs,
     plan,
 )
+from raglabel.storage.pair_selection import Picked, Selection, pick_pairs
 from raglabel.storage.project import Project
+
+if TYPE_CHECKING:
+    from raglabel.judge.task import Task
 
 
 @dataclass(frozen=True)
@@ -98,11 +105,12 @@ def limits_from_json(text: str | None) -> RunLimits:
 class Finished:
     tally: Tally
     status: str  # done, stopped (the endpoint refused the run) or interrupted
+    run_id: int | None = None  # the run record; None when there was nothing to ask
 
 
 def execute(
     project: Project,
-    work: Plan,
+    work: Plan[Any],
     setup: JudgeSetup,
     limits: RunLimits,
     *,
@@ -110,8 +118,10 @@ def execute(
     should_stop: Callable[[], bool] | None = None,
     transport: Any = None,
 ) -> Finished:
-    """Ask for every slot of ``work``; each answer is on disk within about half a second
-    of arriving, and the run record says how it ended even on Ctrl-C."""
+    """Ask for every slot of ``work``, with the task of its kind: the HTTP workers, a
+    timer that flushes the answers while they work (each is on disk within about half a
+    second of arriving), and the run record, which says how the run ended even on
+    Ctrl-C."""
     api_key = setup.api_key()  # refused here, before the run is recorded as started
     log = JudgmentLog.start(
         project,
@@ -120,43 +130,16 @@ def execute(
         setup.repeats,
         api_key_env=setup.api_key_env,
         limits=limits_to_json(limits),
+        kind=work.kind,
     )
-    return drive(
-        log,
-        work.slots,
-        work.cached,
-        setup,
-        limits,
-        api_key=api_key,
-        template=setup.setting.template,
-        on_progress=on_progress,
-        should_stop=should_stop,
-        transport=transport,
-    )
-
-
-def drive(
-    log: JudgmentLog,
-    slots: Sequence[Slot | AnswerSlot],
-    cached: int,
-    setup: JudgeSetup,
-    limits: RunLimits,
-    *,
-    api_key: str | None,
-    template: Template | None,
-    on_progress: Callable[[Tally], None] | None = None,
-    should_stop: Callable[[], bool] | None = None,
-    transport: Any = None,
-) -> Finished:
-    """The run driver passage and answer runs share: the HTTP workers, a timer that
-    flushes ``log`` while they work, and the run record closed whatever happens.
-    ``template`` is the passage prompt (None for a run of answer slots)."""
-    from raglabel.judge.client import ChatClient
-    from raglabel.judge.runner import JudgeRun
-
-    tally = Tally(len(slots), cached=cached)
+    tally = Tally(len(work.slots), cached=work.cached)
     status = "interrupted"
     try:
+        # The client, the runner and the tasks' reply models (httpx, pydantic) load when
+        # a run starts, not with the app.
+        from raglabel.judge.client import ChatClient
+        from raglabel.judge.runner import JudgeRun
+
         client = ChatClient(
             setup.url or setup.setting.endpoint,
             api_key,
@@ -166,7 +149,7 @@ def drive(
         )
         runner = JudgeRun(
             client,
-            template,
+            task_of(work.kind, setup.setting),
             params=setup.setting.params,
             limits=limits,
             on_outcome=log.add,
@@ -179,17 +162,17 @@ def drive(
                 await asyncio.sleep(FLUSH_AFTER_S / 2)
                 log.flush_if_due()
 
-        async def work() -> None:
+        async def run() -> None:
             timer = asyncio.create_task(flusher())
             try:
-                await runner.run(slots, cached=cached)
+                await runner.run(work.slots, cached=work.cached)
             finally:
                 timer.cancel()
                 await client.aclose()
 
         # On Ctrl-C asyncio.run has cancelled the workers; what they finished is logged.
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(work())
+            asyncio.run(run())
         tally = runner.tally
         if tally.stopped:
             status = "stopped"
@@ -197,7 +180,15 @@ def drive(
             status = "done"
     finally:
         log.finish(tally, status)
-    return Finished(tally, status)
+    return Finished(tally, status, log.run_id)
+
+
+def task_of(kind: str, setting: Setting) -> Task[Any]:
+    """The judge task a run of ``kind`` asks with: passages under the setting's prompt,
+    or answer samples (whose prompts the setting's version names)."""
+    from raglabel.judge.task import AnswerTask, PassageTask
+
+    return PassageTask(setting.template) if kind == PASSAGES else AnswerTask()
 
 
 def missing_text(lacking: list[Pair], db: str | Path) -> str:

@@ -23,7 +23,9 @@ from raglabel.session.grading import GradingSession
 
 #: What the Runs screen tabulates, in column order.
 FIGURE_METRICS = (*SET_METRICS, "ndcg")
-SEED = 42
+#: ``raglabel eval``'s statistics (resamples, permutations, seed, level): the app's
+#: intervals and comparisons are the command line's by construction, not by copied numbers.
+EVAL_DEFAULTS = Options(metrics=())
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,9 @@ def view_inputs(session: GradingSession) -> ViewInputs:
     )
 
 
-def run_reports(inputs: ViewInputs, resamples: int = 1000) -> dict[str, RunReport]:
+def run_reports(
+    inputs: ViewInputs, resamples: int = EVAL_DEFAULTS.resamples
+) -> dict[str, RunReport]:
     """Each run's report (means, intervals, valid queries) at the inputs' K, in run
     order. Its metrics are named without the cutoff (``ra_nwg``, not ``ra_nwg@10``), so
     the screen reads them without knowing which K they were computed at."""
@@ -107,7 +111,7 @@ def run_reports(inputs: ViewInputs, resamples: int = 1000) -> dict[str, RunRepor
     report = evaluate(
         stats,
         runs,
-        Options(metrics=metrics, ci=True, resamples=resamples, seed=SEED),
+        Options(metrics=metrics, ci=True, resamples=resamples),
         labels_info=LabelsInfo(
             queries=stats.labels.n_queries, graded=stats.labels.n_graded, fingerprint=""
         ),
@@ -141,9 +145,10 @@ def compare_runs(
         baseline=baseline,
         run=run,
         metric=key.name,
-        permutations=10_000,
-        resamples=1000,
-        seed=SEED,
+        permutations=EVAL_DEFAULTS.permutations,
+        resamples=EVAL_DEFAULTS.resamples,
+        seed=EVAL_DEFAULTS.seed,
+        level=EVAL_DEFAULTS.level,
     )
     both = np.flatnonzero(~np.isnan(va) & ~np.isnan(vb))
     gap = np.abs(vb[both] - va[both])

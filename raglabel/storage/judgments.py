@@ -1,11 +1,15 @@
-"""Judge runs in the project file: which pairs to ask about, what is already answered,
-and every answer (or failure) as it arrives.
+"""The judge's answers in the project file, for every task: the run record, what is
+already answered, every answer (or failure) as it arrives, and the answers that stand.
 
-A judgment is one raw answer for one slot (pair, model, repeat) under one endpoint,
-prompt version and parameter set; its cache key hashes all of those with the query's
-and passage's text, so a repeated run sends nothing and a changed text asks again. A
-suggestion is the lower median of a slot group's latest good answers, rewritten in the
-same transaction as the answers behind it. Human grades are never touched here.
+A judgment is one raw answer for one slot (a target, model and repeat) under one
+endpoint, prompt version and parameter set. The target is a (query, passage) pair for a
+passage run (table ``judgment``) or an (answer sample, criterion) for an answer run
+(table ``answer_judgment``); both are written and read by the one code path here, and
+differ only in the columns that name the target. A slot's cache key hashes the setting
+with the target's ids, the texts it was asked about and the repeat, so a repeated run
+sends nothing and a changed text asks again. A passage run also rewrites the pairs'
+suggestions (``suggestions.py``) in the same transaction as the answers behind them.
+Human grades are never touched here.
 """
 
 from __future__ import annotations
@@ -14,48 +18,29 @@ import hashlib
 import json
 import sqlite3
 import time
-from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Self
+from collections import Counter, defaultdict
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Generic, Self, TypeVar
 
-from raglabel.errors import UsageError
-from raglabel.judge.flags import flag_passage
 from raglabel.judge.prompt import Template
-from raglabel.judge.work import Outcome, Pair, Slot, Tally
-from raglabel.storage.labels import resolve
+from raglabel.judge.work import AnswerItem, AnswerSlot, ChunkGrade, Outcome, Pair, Slot, Tally
+from raglabel.metrics.criteria import RANKING
+from raglabel.storage import suggestions
 from raglabel.storage.project import Project, now
-from raglabel.storage.runs import decode_ids
 
 FLUSH_EVERY = 64  # answers per transaction at most
 FLUSH_AFTER_S = 0.5  # and at least this often, so a kill loses under a second of work
 
+PASSAGES: Final = "passages"
+ANSWERS: Final = "answers"
 
-@dataclass(frozen=True)
-class Selection:
-    """Which pairs a judge run asks about."""
-
-    queries: tuple[str, ...] = ()  # external query ids; empty means all
-    depth: int | None = None  # only candidates some run ranked this high
-    queue: bool = False  # in the labeling queue's order
-    limit: int | None = None
-    include_graded: bool = False  # also pairs people graded, to measure agreement
-    # Leave out pairs whose query or passage has no text (before the limit counts).
-    skip_missing_text: bool = False
-
-
-@dataclass(frozen=True)
-class Picked:
-    """The pairs a selection chose, and those of them with no text to show the judge:
-    left out of ``pairs`` under ``skip_missing_text``, else among them."""
-
-    pairs: list[Pair]
-    without_text: list[Pair]
+S = TypeVar("S", Slot, AnswerSlot)
 
 
 @dataclass(frozen=True)
 class Setting:
-    """Everything besides the pair that shapes an answer."""
+    """Everything besides the target that shapes an answer."""
 
     endpoint: str
     template: Template
@@ -70,85 +55,95 @@ class Setting:
         return _digest("\x1f".join(parts))
 
 
+def slot_key(prefix: str, target: Sequence[str], texts: str, repeat: int) -> str:
+    """The cache key of one slot, from its setting's ``key(model)``. The target's ids are
+    in it: two targets with the same texts are two questions, each answered (and
+    suggested) in its own right."""
+    return _digest("\x1f".join((prefix, *target, texts, str(repeat))))
+
+
 @dataclass(frozen=True)
-class Plan:
-    slots: list[Slot]
+class _Table:
+    """Where one kind of run keeps its answers: the table, and the columns (besides those
+    every judgment has) that name the target, with their values for an outcome."""
+
+    name: str
+    target_columns: tuple[str, ...]
+    target_values: Callable[[Outcome], tuple[object, ...]]
+
+
+def _pair_values(o: Outcome) -> tuple[object, ...]:
+    slot = o.slot
+    assert isinstance(slot, Slot), "a passage run's log was handed an answer slot"
+    return (slot.pair.query_row, slot.pair.passage_row)
+
+
+def _sample_values(o: Outcome) -> tuple[object, ...]:
+    slot = o.slot
+    assert isinstance(slot, AnswerSlot), "an answer run's log was handed a passage slot"
+    return (slot.item.system_row, slot.item.sample_id, slot.criterion, _chunks_json(o.chunks))
+
+
+_TABLES: Final = {
+    PASSAGES: _Table("judgment", ("query_id", "passage_id"), _pair_values),
+    ANSWERS: _Table(
+        "answer_judgment", ("system_id", "sample_id", "criterion", "chunks"), _sample_values
+    ),
+}
+# The columns every judgment has, after its target's.
+_COMMON: Final = (
+    "model",
+    "repeat",
+    "cache_key",
+    "text_key",
+    "status",
+    "grade",
+    "reason",
+    "raw",
+    "error",
+    "attempts",
+    "repaired",
+    "latency_ms",
+    "prompt_tokens",
+    "completion_tokens",
+    "created_at",
+)
+
+
+@dataclass(frozen=True)
+class Plan(Generic[S]):
+    """The slots a run asks for, and what it leaves out."""
+
+    kind: str  # PASSAGES or ANSWERS: the run record's kind and the table written
+    slots: list[S]
     cached: int  # slots already answered under the same key
-    pairs: int
+    targets: int  # pairs, or (sample, criterion) pairs, the run covers
+    # (criterion, NA reason) -> samples left out because an input is missing
+    skipped: Counter[tuple[str, str]] = field(default_factory=Counter)
 
 
-def select_pairs(conn: sqlite3.Connection, selection: Selection) -> list[Pair]:
-    return pick_pairs(conn, selection).pairs
+def text_key(pair: Pair) -> str:
+    """Names the query's and passage's texts: an answer counts only while they stand."""
+    return _digest(f"{pair.query}\x1f{pair.title}\x1f{pair.passage}")
 
 
-def pick_pairs(conn: sqlite3.Connection, selection: Selection) -> Picked:
-    clauses: list[str] = []
-    args: list[object] = []
-    if selection.queries:
-        known = {
-            ext: row
-            for row, ext in conn.execute(
-                f"SELECT id, ext_id FROM query WHERE ext_id IN ({_marks(selection.queries)})",
-                selection.queries,
-            )
-        }
-        unknown = [q for q in selection.queries if q not in known]
-        if unknown:
-            raise UsageError(f"--query {unknown[0]!r}: no such query in the project")
-        clauses.append(f"c.query_id IN ({_marks(known)})")
-        args.extend(known.values())
-    if selection.depth is not None:
-        clauses.append("c.best_rank <= ?")
-        args.append(selection.depth)
-    if not selection.include_graded:
-        clauses.append(
-            "NOT EXISTS (SELECT 1 FROM current_grade g"
-            " WHERE g.query_id = c.query_id AND g.passage_id = c.passage_id)"
-        )
-    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-    rows = conn.execute(
-        "SELECT c.query_id, c.passage_id, q.ext_id, p.ext_id, coalesce(q.text, ''),"
-        " coalesce(p.text, ''), coalesce(p.title, ''), c.best_rank"
-        " FROM candidate c JOIN query q ON q.id = c.query_id"
-        f" JOIN passage p ON p.id = c.passage_id {where}"
-        " ORDER BY q.ext_id, coalesce(c.best_rank, 1e18), p.ext_id",
-        args,
-    ).fetchall()
-    pairs = [Pair(*row[:7]) for row in rows]
-    if selection.queue:
-        pairs = _queue_order(conn, pairs, {(r[0], r[1]): r[7] for r in rows}, selection.depth)
-    if selection.skip_missing_text:
-        without_text = [p for p in pairs if not p.has_text]
-        pairs = [p for p in pairs if p.has_text]
-    if selection.limit is not None:
-        pairs = pairs[: selection.limit]
-    if not selection.skip_missing_text:
-        without_text = [p for p in pairs if not p.has_text]
-    return Picked(pairs, without_text)
+def answer_text_key(item: AnswerItem, criterion: str) -> str:
+    """Names the texts an answer about (item, criterion) read: it counts while they stand."""
+    parts: list[str] = [criterion, item.question]
+    if criterion != RANKING:
+        parts.append(item.answer)
+    if criterion in ("faithfulness", RANKING):
+        parts.extend(chunk.text for chunk in item.contexts)
+    if criterion in ("context_recall", RANKING):
+        parts.append(json.dumps(item.reference, ensure_ascii=False))
+        if criterion == "context_recall" and not item.reference:
+            parts.extend(item.gold)
+    return _digest("\x1f".join(parts))
 
 
-def _queue_order(
-    conn: sqlite3.Connection,
-    pairs: list[Pair],
-    best: dict[tuple[int, int], int | None],
-    depth: int | None,
-) -> list[Pair]:
-    """The grading app's queue: queries with the most such pairs first, and in each the
-    pairs most runs retrieved, then the best-ranked."""
-    wanted = {(p.query_row, p.pid) for p in pairs}
-    runs: Counter[tuple[int, str]] = Counter()
-    for query_row, blob in conn.execute("SELECT query_id, passage_ids FROM ranking"):
-        ids = decode_ids(blob)
-        for pid in ids[:depth] if depth else ids:
-            if (query_row, pid) in wanted:
-                runs[query_row, pid] += 1
-    per_query = Counter(p.query_row for p in pairs)
-
-    def order(p: Pair) -> tuple[int, str, int, float, str]:
-        rank = best[p.query_row, p.passage_row]
-        return (-per_query[p.query_row], p.qid, -runs[p.query_row, p.pid], rank or 1e18, p.pid)
-
-    return sorted(pairs, key=order)
+def _answered(conn: sqlite3.Connection, kind: str) -> set[str]:
+    table = _TABLES[kind].name
+    return {key for (key,) in conn.execute(f"SELECT cache_key FROM {table} WHERE status = 'ok'")}
 
 
 def plan(
@@ -157,9 +152,9 @@ def plan(
     setting: Setting,
     models: Sequence[str],
     repeats: int,
-) -> Plan:
-    """Every slot the run needs, minus those answered before under the same key."""
-    done = {key for (key,) in conn.execute("SELECT cache_key FROM judgment WHERE status = 'ok'")}
+) -> Plan[Slot]:
+    """Every slot a passage run needs, minus those answered before under the same key."""
+    done = _answered(conn, PASSAGES)
     slots: list[Slot] = []
     cached = 0
     for model in models:
@@ -167,24 +162,62 @@ def plan(
         for pair in pairs:
             texts = text_key(pair)
             for repeat in range(repeats):
-                # The pair's ids are in the key: two pairs with the same texts are two
-                # questions, each answered (and suggested) in its own right.
-                key = _digest(f"{prefix}\x1f{pair.qid}\x1f{pair.pid}\x1f{texts}\x1f{repeat}")
+                key = slot_key(prefix, (pair.qid, pair.pid), texts, repeat)
                 if key in done:
                     cached += 1
                     continue
                 slots.append(Slot(pair, model, repeat, key, texts))
-    return Plan(slots, cached, len(pairs))
+    return Plan(PASSAGES, slots, cached, len(pairs))
+
+
+def plan_answers(
+    conn: sqlite3.Connection,
+    items: Sequence[AnswerItem],
+    criteria: Sequence[str],
+    setting: Setting,
+    *,
+    models: Sequence[str],
+    repeats: int,
+) -> Plan[AnswerSlot]:
+    """Every slot an answer run needs, minus those answered before under the same key; a
+    (sample, criterion) whose inputs are missing is counted, never asked."""
+    done = _answered(conn, ANSWERS)
+    slots: list[AnswerSlot] = []
+    cached = 0
+    covered = 0
+    skipped: Counter[tuple[str, str]] = Counter()
+    prefixes = [(model, setting.key(model)) for model in models]
+    for criterion in criteria:
+        for item in items:
+            reason = item.missing(criterion)
+            if reason is not None:
+                skipped[criterion, reason] += 1
+                continue
+            covered += 1
+            texts = answer_text_key(item, criterion)
+            target = (item.system, item.sample_id, criterion)
+            for model, prefix in prefixes:
+                for repeat in range(repeats):
+                    key = slot_key(prefix, target, texts, repeat)
+                    if key in done:
+                        cached += 1
+                        continue
+                    slots.append(AnswerSlot(item, criterion, model, repeat, key, texts))
+    return Plan(ANSWERS, slots, cached, covered, skipped)
 
 
 class JudgmentLog:
     """Where a run's answers go: buffered for at most ``FLUSH_AFTER_S`` and written in
     short transactions, so grading in the same file never waits long for the lock."""
 
-    def __init__(self, project: Project, setting: Setting, run_id: int) -> None:
+    def __init__(
+        self, project: Project, setting: Setting, run_id: int, kind: str = PASSAGES
+    ) -> None:
         self.project = project
         self.setting = setting
         self.run_id = run_id
+        self.kind = kind
+        self._table = _TABLES[kind]
         self._buffer: list[Outcome] = []
         self._first_waiting = 0.0  # when the oldest buffered answer arrived
 
@@ -198,8 +231,10 @@ class JudgmentLog:
         *,
         api_key_env: str | None,
         limits: str | None = None,
-        kind: str = "passages",
+        kind: str = PASSAGES,
     ) -> Self:
+        if kind not in _TABLES:
+            raise ValueError(f"no judge run of kind {kind!r} (choose {', '.join(_TABLES)})")
         # Answers can always be asked for again, so this connection (which writes only
         # judgments) skips the fsync per commit: a power cut may cost the last few
         # answers, never consistency, and the event loop no longer stalls on the disk.
@@ -226,7 +261,7 @@ class JudgmentLog:
                     kind,
                 ),
             )
-        return cls(project, setting, int(cursor.lastrowid or 0))
+        return cls(project, setting, int(cursor.lastrowid or 0), kind)
 
     def add(self, outcome: Outcome) -> None:
         if not self._buffer:
@@ -251,71 +286,46 @@ class JudgmentLog:
             self._write(self.project.conn, batch, now())
 
     def _write(self, conn: sqlite3.Connection, batch: list[Outcome], stamp: str) -> None:
+        table = self._table
+        columns = ("run_id", *table.target_columns, *_COMMON)
         conn.executemany(
-            "INSERT INTO judgment (run_id, query_id, passage_id, model, repeat, cache_key,"
-            " text_key, status, grade, reason, raw, error, attempts, repaired, latency_ms,"
-            " prompt_tokens, completion_tokens, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [_judgment_row(self.run_id, o, stamp) for o in batch],
+            f"INSERT INTO {table.name} ({', '.join(columns)})"
+            f" VALUES ({', '.join('?' * len(columns))})",
+            [(self.run_id, *table.target_values(o), *_common_values(o, stamp)) for o in batch],
         )
-        slots = [o.slot for o in batch if o.ok and isinstance(o.slot, Slot)]
-        groups = {(slot.pair, slot.model, slot.text_key) for slot in slots}
-        for pair, model, texts in groups:
-            flagged = flag_passage(pair.query, pair.passage)
-            self._suggest(conn, pair, model, texts, flagged)
+        if self.kind == PASSAGES:
+            self._suggest(conn, [o.slot for o in batch if o.ok and isinstance(o.slot, Slot)])
 
-    def _suggest(
-        self,
-        conn: sqlite3.Connection,
-        pair: Pair,
-        model: str,
-        texts: str,
-        flagged: str | None,
-    ) -> None:
-        """Rewrite the pair's suggestion for this model and setting from its answers
-        about the texts as they read now: the latest good answer of each repeat, then
-        their lower median."""
+    def _suggest(self, conn: sqlite3.Connection, slots: list[Slot]) -> None:
+        """Rewrite the suggestion of each pair and model answered, from its answers under
+        this setting about the texts as they read now."""
         s = self.setting
-        query_row, passage_row = pair.query_row, pair.passage_row
-        rows = conn.execute(
-            "SELECT j.repeat, j.grade, j.reason FROM judgment j JOIN judge_run r"
-            " ON r.id = j.run_id WHERE j.query_id = ? AND j.passage_id = ? AND j.model = ?"
-            " AND j.status = 'ok' AND j.text_key = ? AND r.endpoint = ?"
-            " AND r.prompt_version = ? AND r.params = ? ORDER BY j.id",
-            (query_row, passage_row, model, texts, s.endpoint, s.template.version, s.params_json),
-        )
-        latest: dict[int, tuple[int, str | None]] = {}
-        for repeat, grade, reason in rows:
-            latest[repeat] = (grade, reason)
-        grades = [grade for grade, _ in latest.values()]
-        median = resolve(grades)
-        # The reason shown is one given with the median grade, so they never disagree.
-        reason = next(r for g, r in latest.values() if g == median)
-        conn.execute(
-            "DELETE FROM suggestion WHERE query_id = ? AND passage_id = ? AND model = ?"
-            " AND endpoint IS ? AND prompt_version IS ? AND params IS ?",
-            (query_row, passage_row, model, s.endpoint, s.template.version, s.params_json),
-        )
-        conn.execute(
-            "INSERT INTO suggestion (query_id, passage_id, model, grade, reason, created_at,"
-            " endpoint, prompt_version, params, answers, low, high, flagged)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                query_row,
-                passage_row,
+        for pair, model, texts in dict.fromkeys((x.pair, x.model, x.text_key) for x in slots):
+            rows = conn.execute(
+                "SELECT j.repeat, j.grade, j.reason FROM judgment j JOIN judge_run r"
+                " ON r.id = j.run_id WHERE j.query_id = ? AND j.passage_id = ? AND j.model = ?"
+                " AND j.status = 'ok' AND j.text_key = ? AND r.endpoint = ?"
+                " AND r.prompt_version = ? AND r.params = ? ORDER BY j.id",
+                (
+                    pair.query_row,
+                    pair.passage_row,
+                    model,
+                    texts,
+                    s.endpoint,
+                    s.template.version,
+                    s.params_json,
+                ),
+            )
+            answers = standing((repeat, True, (grade, reason)) for repeat, grade, reason in rows)
+            suggestions.rewrite(
+                conn,
+                pair,
                 model,
-                median,
-                reason,
-                now(),
-                s.endpoint,
-                s.template.version,
-                s.params_json,
-                len(grades),
-                min(grades),
-                max(grades),
-                flagged,
-            ),
-        )
+                [answer for _, answer in answers.values()],
+                endpoint=s.endpoint,
+                prompt_version=s.template.version,
+                params=s.params_json,
+            )
 
     def finish(self, tally: Tally, status: str) -> None:
         self.flush()
@@ -337,13 +347,9 @@ class JudgmentLog:
             )
 
 
-def _judgment_row(run_id: int, o: Outcome, stamp: str) -> tuple[object, ...]:
+def _common_values(o: Outcome, stamp: str) -> tuple[object, ...]:
     s = o.slot
-    assert isinstance(s, Slot)
     return (
-        run_id,
-        s.pair.query_row,
-        s.pair.passage_row,
         s.model,
         s.repeat,
         s.cache_key,
@@ -362,27 +368,125 @@ def _judgment_row(run_id: int, o: Outcome, stamp: str) -> tuple[object, ...]:
     )
 
 
-def latest_run(conn: sqlite3.Connection) -> sqlite3.Row | None:
+K = TypeVar("K", bound=Hashable)
+R = TypeVar("R")
+
+
+def standing(rows: Iterable[tuple[K, bool, R]]) -> dict[K, tuple[bool, R]]:
+    """The answer that stands for each slot, from ``(slot, ok, answer)`` rows oldest
+    first: its latest good answer (a later failure does not replace it), else its latest
+    failure."""
+    found: dict[K, tuple[bool, R]] = {}
+    for slot, ok, answer in rows:
+        before = found.get(slot)
+        if not ok and before is not None and before[0]:
+            continue
+        found[slot] = (ok, answer)
+    return found
+
+
+def latest_run(conn: sqlite3.Connection, kind: str = PASSAGES) -> sqlite3.Row | None:
+    """The last run of ``kind`` in the file, with its prompt's text."""
     conn.row_factory = sqlite3.Row
     try:
         found: sqlite3.Row | None = conn.execute(
             "SELECT r.*, p.text AS prompt_text FROM judge_run r"
-            " JOIN prompt p ON p.version = r.prompt_version WHERE r.kind = 'passages'"
-            " ORDER BY r.id DESC LIMIT 1"
+            " JOIN prompt p ON p.version = r.prompt_version WHERE r.kind = ?"
+            " ORDER BY r.id DESC LIMIT 1",
+            (kind,),
         ).fetchone()
     finally:
         conn.row_factory = None
     return found
 
 
-def text_key(pair: Pair) -> str:
-    """Names the query's and passage's texts: an answer counts only while they stand."""
-    return _digest(f"{pair.query}\x1f{pair.title}\x1f{pair.passage}")
+@dataclass(frozen=True)
+class JudgedAnswer:
+    """The standing answer of one slot (model, repeat) about (sample, criterion): its
+    latest good answer about the current texts, else its latest failure."""
+
+    model: str
+    repeat: int
+    grade: int | None
+    chunks: tuple[ChunkGrade, ...] | None
+    reason: str | None
+    error: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+AnswerKey = tuple[str, str, str]  # (system, sample id, criterion)
+
+
+def judged_answers(
+    conn: sqlite3.Connection,
+    items: Iterable[AnswerItem],
+    criteria: Iterable[str],
+) -> dict[AnswerKey, list[JudgedAnswer]]:
+    """For each (system, sample, criterion) of ``items`` the judge answered about as they
+    read now, one standing answer per (model, repeat), ordered by model then repeat."""
+    current: dict[tuple[int, str, str], tuple[str, str]] = {}
+    for item in items:
+        for criterion in criteria:
+            current[item.system_row, item.sample_id, criterion] = (
+                answer_text_key(item, criterion),
+                item.system,
+            )
+    by_target: dict[tuple[int, str, str], list[tuple[tuple[str, int], bool, JudgedAnswer]]]
+    by_target = defaultdict(list)
+    rows = conn.execute(
+        "SELECT system_id, sample_id, criterion, text_key, model, repeat, status, grade,"
+        " chunks, reason, error FROM answer_judgment ORDER BY id"
+    )
+    for system_row, sample_id, criterion, texts, model, repeat, status, grade, *rest in rows:
+        chunks, reason, error = rest
+        key = (system_row, sample_id, criterion)
+        wanted = current.get(key)
+        if wanted is None or wanted[0] != texts:
+            continue
+        ok = status != "failed"
+        answer = JudgedAnswer(model, repeat, grade, _chunks(chunks), reason, None if ok else error)
+        by_target[key].append(((model, repeat), ok, answer))
+    out: dict[AnswerKey, list[JudgedAnswer]] = {}
+    for key, found in by_target.items():
+        slots = standing(found)
+        out[current[key][1], key[1], key[2]] = [slots[k][1] for k in sorted(slots)]
+    return out
+
+
+def _chunks_json(chunks: tuple[ChunkGrade, ...] | None) -> str | None:
+    if chunks is None:
+        return None
+    return json.dumps(
+        [{"position": c.position, "grade": c.grade, "reason": c.reason} for c in chunks],
+        ensure_ascii=False,
+    )
+
+
+def _chunks(text: str | None) -> tuple[ChunkGrade, ...] | None:
+    if text is None:
+        return None
+    return tuple(ChunkGrade(c["position"], c["grade"], c["reason"]) for c in json.loads(text))
+
+
+@dataclass(frozen=True)
+class Usage:
+    requests: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def run_usage(conn: sqlite3.Connection, run_id: int, kind: str = ANSWERS) -> Usage:
+    """Tokens the endpoint reported (its ``usage`` field) over one run's answers."""
+    count, prompt, completion = conn.execute(
+        "SELECT count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0)"
+        f" FROM {_TABLES[kind].name} WHERE run_id = ?",
+        (run_id,),
+    ).fetchone()
+    return Usage(int(count), int(prompt), int(completion))
 
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _marks(items: Sequence[object] | dict[str, int]) -> str:
-    return ", ".join("?" * len(items))

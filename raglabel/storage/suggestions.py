@@ -1,9 +1,21 @@
-"""Judge suggestions as the grading app reads them: every stored one for one query."""
+"""Judge suggestions: rewritten from a pair's judge answers as they arrive (by the
+judgment store, ``judgments.py``), and read back for the grading app, every stored one
+for one query.
+
+A suggestion is the lower median of the standing answers of one pair, model and setting,
+with the reason given beside that grade. Human grades are never touched here.
+"""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from typing import NamedTuple
+
+from raglabel.judge.flags import flag_passage
+from raglabel.judge.work import Pair
+from raglabel.storage.labels import resolve
+from raglabel.storage.project import now
 
 
 class StoredSuggestion(NamedTuple):
@@ -27,3 +39,47 @@ def suggestion_rows(conn: sqlite3.Connection, query_row: int) -> list[StoredSugg
             (query_row,),
         )
     ]
+
+
+def rewrite(
+    conn: sqlite3.Connection,
+    pair: Pair,
+    model: str,
+    answers: Sequence[tuple[int, str | None]],
+    *,
+    endpoint: str,
+    prompt_version: str,
+    params: str,
+) -> None:
+    """Replace the suggestion of ``pair`` by ``model`` under this setting with one made
+    from ``answers`` (grade, reason), one standing answer per repeat, in repeat order of
+    first answer."""
+    grades = [grade for grade, _ in answers]
+    median = resolve(grades)
+    # The reason shown is one given with the median grade, so they never disagree.
+    reason = next(r for g, r in answers if g == median)
+    conn.execute(
+        "DELETE FROM suggestion WHERE query_id = ? AND passage_id = ? AND model = ?"
+        " AND endpoint IS ? AND prompt_version IS ? AND params IS ?",
+        (pair.query_row, pair.passage_row, model, endpoint, prompt_version, params),
+    )
+    conn.execute(
+        "INSERT INTO suggestion (query_id, passage_id, model, grade, reason, created_at,"
+        " endpoint, prompt_version, params, answers, low, high, flagged)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            pair.query_row,
+            pair.passage_row,
+            model,
+            median,
+            reason,
+            now(),
+            endpoint,
+            prompt_version,
+            params,
+            len(grades),
+            min(grades),
+            max(grades),
+            flag_passage(pair.query, pair.passage),
+        ),
+    )

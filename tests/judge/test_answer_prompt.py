@@ -9,9 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from raglabel.judge.answer_prompt import answers_template, render, repair_request
-from raglabel.judge.answer_reply import parse_chunks
 from raglabel.judge.flags import flag_sample
-from raglabel.judge.reply import Problem
+from raglabel.judge.reply import Problem, parse_chunks
 from raglabel.judge.work import AnswerItem, Chunk, ChunkGrade
 from raglabel.metrics.criteria import CRITERIA, LENGTH_RULE, RANKING, RUBRICS
 

@@ -1,21 +1,23 @@
 """The judge run over answer slots, against the loopback chat server: every (answer,
 criterion) ends with a grade (or chunk grades) or a failure with its reason, whatever
-the server does; passage and answer slots share one worker pool."""
+the server does; the passage task and the answer task run in one worker pool."""
 
 from __future__ import annotations
 
 import json
 import math
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from raglabel.judge.backoff import RetryPolicy
 from raglabel.judge.client import ChatClient
+from raglabel.judge.prompt import Template
 from raglabel.judge.runner import JudgeRun
+from raglabel.judge.task import AnswerTask, PassageTask, Task
 from raglabel.judge.work import (
     AnswerItem,
     AnswerSlot,
@@ -99,17 +101,18 @@ class Result:
 
 async def drive(
     server: ChatServer,
-    slots: list[Slot | AnswerSlot],
+    slots: Sequence[Slot | AnswerSlot],
     *,
     concurrency: int = 8,
     timeout_s: float = 0.5,
     params: dict[str, object] | None = None,
+    task: Task[Any] | None = None,
 ) -> Result:
     client = ChatClient(server.base_url, None, timeout_s=timeout_s)
     outcomes: list[Outcome] = []
-    runner = JudgeRun(
+    runner: JudgeRun[Any] = JudgeRun(
         client,
-        None,
+        task or AnswerTask(),
         params=params or {"temperature": 0},
         limits=RunLimits(concurrency=concurrency, retry=FAST, timeout_s=timeout_s),
         on_outcome=outcomes.append,
@@ -193,14 +196,16 @@ async def test_a_bad_chunk_reply_gets_a_chunk_shaped_repair_request(server: Chat
     assert "numbered 1 to 3" in follow_up[2]["content"]
 
 
-async def test_passage_and_answer_slots_share_one_pool(server: ChatServer) -> None:
+async def test_one_pool_runs_the_passage_task_and_the_answer_task(server: ChatServer) -> None:
     pair = Pair(1, 2, "q1", "p1", "what is it", "A passage. [[grade=2]]", "")
     passage = Slot(pair, "m", 0, "pk", "pt")
     answer = answer_slot("good", CASES["good"])
     chunks = answer_slot("chunks", CASES["chunks"])
-    result = await drive(server, [passage, answer, chunks])
-    assert result.tally.ok == 3
-    grades = {type(o.slot).__name__ + str(o.grade): o for o in result.outcomes}
+    passages = await drive(server, [passage], task=PassageTask(Template.builtin()))
+    answers = await drive(server, [answer, chunks])
+    assert (passages.tally.ok, answers.tally.ok) == (1, 2)
+    outcomes = passages.outcomes + answers.outcomes
+    grades = {type(o.slot).__name__ + str(o.grade): o for o in outcomes}
     assert set(grades) == {"Slot2", "AnswerSlot4", "AnswerSlotNone"}
     prompts = [r.body["messages"][0]["content"] for r in server.requests]
     assert sum(p.startswith("You grade how useful one passage") for p in prompts) == 1
@@ -219,7 +224,7 @@ async def test_concurrency_is_held_for_answer_slots(chat_server: type[ChatServer
 
 
 async def test_should_stop_leaves_the_rest_for_the_next_run(server: ChatServer) -> None:
-    slots: list[Slot | AnswerSlot] = [
+    slots: list[AnswerSlot] = [
         answer_slot(f"s{i}", Case("answer_relevancy", "", 4)) for i in range(6)
     ]
     client = ChatClient(server.base_url, None)
@@ -227,7 +232,7 @@ async def test_should_stop_leaves_the_rest_for_the_next_run(server: ChatServer) 
     stop: Callable[[], bool] = lambda: len(seen) >= 2  # noqa: E731 -- read on each slot
     runner = JudgeRun(
         client,
-        None,
+        AnswerTask(),
         params={},
         limits=RunLimits(concurrency=1, retry=FAST),
         on_outcome=seen.append,

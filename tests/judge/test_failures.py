@@ -22,6 +22,7 @@ from raglabel.judge.failures import (
 from raglabel.judge.prompt import Template
 from raglabel.judge.reply import Problem, parse_reply
 from raglabel.judge.runner import JudgeRun
+from raglabel.judge.task import PassageTask
 from raglabel.judge.work import Outcome, RunLimits, Slot
 
 from .conftest import BASE_URL, chat_response, grade_json
@@ -158,7 +159,7 @@ def test_early_stop_needs_the_first_answers_all_failed_the_same_way() -> None:
 
 async def run_all(
     reply: Callable[[], httpx.Response] | None, slots: list[Slot], limits: RunLimits = ONE_TRY
-) -> tuple[list[Outcome], JudgeRun, int]:
+) -> tuple[list[Outcome], JudgeRun[Slot], int]:
     sent = [0]
 
     async def handler(request: httpx.Request) -> httpx.Response:
@@ -173,7 +174,7 @@ async def run_all(
     outcomes: list[Outcome] = []
     runner = JudgeRun(
         client,
-        Template.builtin(),
+        PassageTask(Template.builtin()),
         params={},
         limits=limits,
         on_outcome=outcomes.append,

@@ -21,6 +21,7 @@ from raglabel.judge.backoff import RetryPolicy
 from raglabel.judge.client import ChatClient
 from raglabel.judge.prompt import Template
 from raglabel.judge.runner import JudgeRun
+from raglabel.judge.task import PassageTask
 from raglabel.judge.work import Outcome, Pair, RunLimits, Slot, Tally
 
 from .conftest import BASE_URL, FENCE_RE, Handler, body_of, chat_response, grade_json
@@ -100,7 +101,7 @@ async def drive(
     progress: list[Tally] = []
     runner = JudgeRun(
         client,
-        Template.builtin(),
+        PassageTask(Template.builtin()),
         params={"temperature": 0},
         limits=limits or RunLimits(concurrency=4, retry=FAST),
         on_outcome=outcomes.append,
@@ -484,11 +485,11 @@ def runner_on(
     handler: Callable[[httpx.Request], Coroutine[None, None, httpx.Response]],
     concurrency: int,
     outcomes: list[Outcome],
-) -> tuple[ChatClient, JudgeRun]:
+) -> tuple[ChatClient, JudgeRun[Slot]]:
     client = ChatClient(BASE_URL, None, transport=httpx.MockTransport(handler))
     runner = JudgeRun(
         client,
-        Template.builtin(),
+        PassageTask(Template.builtin()),
         params={"temperature": 0},
         limits=RunLimits(concurrency, None, FAST),
         on_outcome=outcomes.append,
@@ -555,7 +556,7 @@ async def test_should_stop_keeps_requests_in_flight_and_takes_no_new_slot() -> N
     client = ChatClient(BASE_URL, None, transport=httpx.MockTransport(handler))
     runner = JudgeRun(
         client,
-        Template.builtin(),
+        PassageTask(Template.builtin()),
         params={"temperature": 0},
         limits=RunLimits(2, None, FAST),
         on_outcome=outcomes.append,

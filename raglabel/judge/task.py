@@ -1,6 +1,11 @@
-"""What the judge asks about one slot, how it reads the reply, and how it asks for a
-repair: one small protocol, with one implementation per slot kind (passage slots and
-answer slots), so the worker pool in ``runner.py`` serves both unchanged."""
+"""Judge tasks: what the judge asks about one slot, how it reads the reply, and how it
+asks once for a repair.
+
+A task is a prompt template, a reply model and the request parameters it needs.
+Passages are one task; answer samples are another, which asks per criterion with the
+one-grade reply and grades ``ctx_rank_prec``'s chunks with the chunk reply. The worker
+pool in ``runner.py`` runs any task unchanged; storage turns its outcomes into rows.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 
 from raglabel.judge import answer_prompt
-from raglabel.judge.answer_reply import parse_chunks
 from raglabel.judge.prompt import Template, repair_request
-from raglabel.judge.reply import JudgeReply, Problem, parse_reply
+from raglabel.judge.reply import JudgeReply, Problem, parse_chunks, parse_reply
 from raglabel.judge.work import AnswerSlot, ChunkGrade, Slot
 from raglabel.metrics.criteria import RANKING
 
@@ -32,7 +36,12 @@ CHUNK_REPLY_ROOM: Final = 48
 S_contra = TypeVar("S_contra", bound=Slot | AnswerSlot, contravariant=True)
 
 
-class Asking(Protocol[S_contra]):
+class Task(Protocol[S_contra]):
+    @property
+    def failures_cost(self) -> bool:
+        """Whether a failed slot records the time and tokens its replies took."""
+        ...
+
     def prompt(self, slot: S_contra) -> str:
         """The user message of the first request, with a fresh fence."""
         ...
@@ -50,19 +59,30 @@ class Asking(Protocol[S_contra]):
         ...
 
 
+def _one_grade(content: str) -> Reading | Problem:
+    parsed = parse_reply(content)
+    if isinstance(parsed, JudgeReply):
+        return Reading(parsed.grade, parsed.reason)
+    return parsed
+
+
 @dataclass(frozen=True)
-class PassageAsking:
+class PassageTask:
+    """Grade one (query, passage) pair 1-5 under ``template``."""
+
     template: Template
+
+    @property
+    def failures_cost(self) -> bool:
+        # Passage failures have always stored no figures; the file format keeps that.
+        return False
 
     def prompt(self, slot: Slot) -> str:
         pair = slot.pair
         return self.template.render(pair.query, pair.passage, pair.title)
 
     def read(self, slot: Slot, content: str) -> Reading | Problem:
-        parsed = parse_reply(content)
-        if isinstance(parsed, JudgeReply):
-            return Reading(parsed.grade, parsed.reason)
-        return parsed
+        return _one_grade(content)
 
     def repair(self, slot: Slot, problem: Problem) -> str:
         return repair_request(problem.text)
@@ -72,20 +92,25 @@ class PassageAsking:
 
 
 @dataclass(frozen=True)
-class AnswerAsking:
+class AnswerTask:
+    """Grade one answer sample 1-5 on one criterion, or grade each of its chunks
+    (``ctx_rank_prec``), with the answer prompts (``answer_prompt.py``)."""
+
+    @property
+    def failures_cost(self) -> bool:
+        # An answer run reports what it cost: replies that could not be read were paid for.
+        return True
+
     def prompt(self, slot: AnswerSlot) -> str:
         return answer_prompt.render(slot.item, slot.criterion)
 
     def read(self, slot: AnswerSlot, content: str) -> Reading | Problem:
-        if slot.criterion == RANKING:
-            chunks = parse_chunks(content, len(slot.item.contexts))
-            if isinstance(chunks, Problem):
-                return chunks
-            return Reading(None, None, chunks)
-        parsed = parse_reply(content)
-        if isinstance(parsed, JudgeReply):
-            return Reading(parsed.grade, parsed.reason)
-        return parsed
+        if slot.criterion != RANKING:
+            return _one_grade(content)
+        chunks = parse_chunks(content, len(slot.item.contexts))
+        if isinstance(chunks, Problem):
+            return chunks
+        return Reading(None, None, chunks)
 
     def params(self, slot: AnswerSlot, base: dict[str, Any]) -> dict[str, Any]:
         """The run's parameters; a chunk grading may write past a reply limit meant for
