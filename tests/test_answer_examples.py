@@ -143,13 +143,16 @@ def _as_ragas(tmp_path: Path) -> Path:
 def test_ragas_ids_that_come_with_two_texts_are_keyed_by_text_with_a_warning(
     tmp_path: Path, cli: Cli
 ) -> None:
-    db, _, err = _import(cli, tmp_path, f"sys={_as_ragas(tmp_path)}")
+    db, out, err = _import(cli, tmp_path, f"sys={_as_ragas(tmp_path)}")
     assert "3 context ids ('000', '001', '002') came with different texts" in err
     assert "6 of their 6 contexts" in err
     assert _contexts_by_text(db) == _ragchecker_texts()
     assert _run_by_text(db, "sys") == _ragchecker_texts()
-    # "003" keeps one text: it stays the passage id the file gave.
-    assert _rows(db, "SELECT ext_id FROM passage WHERE ext_id NOT LIKE 'text:%'") == [("003",)]
+    # "003" keeps one text, but its sample numbers its chunks ("000" to "002" clash):
+    # the sample's contexts are matched one way, all by text, and the warning says so.
+    assert "and so were the 1 other context of the same samples" in err
+    assert "retrieved passages matched by: 7 new" in out
+    assert _rows(db, "SELECT ext_id FROM passage WHERE ext_id NOT LIKE 'text:%'") == []
 
 
 def test_ragas_ids_that_keep_their_passages_text_stay_passage_ids(tmp_path: Path, cli: Cli) -> None:
@@ -325,5 +328,24 @@ def test_the_metrics_ranks_must_fit_every_row(tmp_path: Path, cli: Cli) -> None:
     assert code == 2
     assert (
         f"request.json:{row}: field metric_args.ranks of the ctx_rank_prec metric on line"
-        f" {metric}: must be one number per chunk (2 chunks here)"
+        f" {metric}: must be one number per chunk, and row evaluations.0.data.1 (line {row})"
+        " has 2 chunks"
+    ) in err
+
+
+def test_a_request_on_one_line_names_the_row_whose_chunks_do_not_fit(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # Seed 003's request as a client sends it, on one line: the line alone names no row.
+    payload = json.loads(SEED_003.read_text(encoding="utf-8"))
+    payload["evaluations"][0]["data"].append({"golden_answer": "b", "context": "one chunk"})
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    db = tmp_path / "p.db"
+    assert cli("init", db)[0] == 0
+    code, _, err = cli("import", db, "--answers", f"s={path}")
+    assert code == 2
+    assert (
+        "request.json:1: field metric_args.ranks of the ctx_rank_prec metric on line 1: must be"
+        " one number per chunk, and row evaluations.0.data.1 (line 1) has 1 chunk\n"
     ) in err

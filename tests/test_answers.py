@@ -205,7 +205,8 @@ def test_matching_by_id_text_and_new(tmp_path: Path, cli: Cli) -> None:
     db = make_project(tmp_path)
     path = tmp_path / "a.jsonl"
     lines = [
-        {"query_id": "q2", "question": "other words", "answer": "a", "contexts": [D3]},
+        # An id whose question agrees with the project's (normalised) is matched by id.
+        {"query_id": "q2", "question": f" {Q2.upper()}", "answer": "a", "contexts": [D3]},
         {"question": f"  {Q1.lower()} ", "answer": "b", "contexts": []},
         {"question": "Brand new question?", "answer": "c"},
     ]

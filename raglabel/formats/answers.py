@@ -12,20 +12,20 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
 from raglabel.errors import InputError
+from raglabel.formats.context_ids import IdScope
 from raglabel.formats.jsonl import Identifier, JsonDocument, document_text, json_error, objects
 from raglabel.formats.lines import check_readable
 
-#: What a context id names. "global": a passage, the same one in every sample (raglabel's
-#: own ids; ragas' retrieved_context_ids, which its docs compare with reference ids as
-#: document ids). "local": a chunk within its own sample only (RAGChecker's optional
-#: doc_id, which its metrics never read and its example numbers from 000 in every
-#: sample). None: the format has no context ids.
-IdScope = Literal["global", "local"] | None
+# What each format's ids name (``Layout.ids``, an IdScope), its context ids and its
+# query_id alike. "global": raglabel's own ids; ragas' retrieved_context_ids, which its
+# docs compare with reference ids as document ids. "local": RAGChecker's optional doc_id,
+# which its metrics never read and its example numbers from 000 in every sample, and its
+# query_id, which its example numbers from 0 in every file. None: the format has none.
 
 #: The custom-run request of the ``ctx_rank_prec`` service (seed 003): no question and no
 #: answer, a golden answer and the chunks, ``metric_args.ranks`` on the row or the metric.
@@ -119,7 +119,7 @@ class AnswerSample:
 class AnswerFile:
     format: str
     samples: list[AnswerSample]
-    ids: IdScope = None  # what the contexts' ids name (see IdScope)
+    ids: IdScope = None  # what the contexts' ids and query ids name (see IdScope)
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,9 @@ class _Record:
     value: Any
     shared_ranks: Any = None
     ranks_line: int | None = None
+    #: Where the row is in its document (``evaluations.0.data.2``, ``3 of the list``): a
+    #: request written on one line gives every row the same line number.
+    row: str | None = None
 
 
 def candidates(record: dict[str, Any]) -> list[str]:
@@ -224,9 +227,15 @@ def _records(path: Path) -> list[_Record]:
         raise InputError(path, f"not valid JSON ({what})") from None
     value = doc.value
     if isinstance(value, list):
-        return [_Record(doc.line(at), item) for at, item in doc.items(doc.start)]
+        return [
+            _Record(doc.line(at), item, row=f"{i} of the list")
+            for i, (at, item) in enumerate(doc.items(doc.start))
+        ]
     if isinstance(value, dict) and "results" in value:
-        return [_Record(line, item) for line, item in _list_at(doc, doc.start, "results")]
+        return [
+            _Record(line, item, row=f"results.{i}")
+            for i, (line, item) in enumerate(_list_at(doc, doc.start, "results"))
+        ]
     if isinstance(value, dict) and "evaluations" in value:
         return _request(doc)
     return [_Record(doc.line(doc.start), value)]
@@ -283,8 +292,8 @@ def _request(doc: JsonDocument) -> list[_Record]:
                 if isinstance(args, dict) and args.get("ranks") is not None:
                     ranks, ranks_line = args["ranks"], line
         records.extend(
-            _Record(line, row, ranks, ranks_line)
-            for line, row in _list_at(doc, eval_at, "data", where)
+            _Record(line, row, ranks, ranks_line, f"{where}data.{j}")
+            for j, (line, row) in enumerate(_list_at(doc, eval_at, "data", where))
         )
     return records
 
@@ -464,9 +473,10 @@ def _metric_ranks(path: Path, record: _Record, count: int) -> list[int] | None:
             for r in given
         )
     ):
-        raise InputError(
-            path, f"{where}: must be one number per chunk ({count} chunks here)", record.line
-        )
+        row = "this row" if record.row is None else f"row {record.row}"
+        chunks = f"{count} chunk" if count == 1 else f"{count} chunks"
+        has = f"{row} (line {record.line}) has {chunks}"
+        raise InputError(path, f"{where}: must be one number per chunk, and {has}", record.line)
     order = sorted(range(count), key=lambda i: (given[i], i))
     ranks = [0] * count
     for rank, position in enumerate(order):

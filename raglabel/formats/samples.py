@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Self
@@ -12,14 +12,15 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from raglabel.errors import InputError
+from raglabel.formats.context_ids import Carried, ContextIds, FileTexts, Passages
 from raglabel.formats.jsonl import Identifier, validated
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.rows import QrelsRows, RunRows
-from raglabel.formats.text import content_id, normalize
+from raglabel.formats.text import normalize
 
 
 class RetrievedPassage(BaseModel):
-    """A retrieved passage: its id, its text, or both (text alone is matched by content)."""
+    """A retrieved passage: its id, its text, or both (which passage it is: :class:`SampleKeys`)."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -31,13 +32,6 @@ class RetrievedPassage(BaseModel):
         if self.id is None and not (self.text and self.text.strip()):
             raise ValueError("a retrieved passage needs an id or a text")
         return self
-
-    def key(self) -> str:
-        """The id, or for text alone an id derived from the normalised text."""
-        if self.id is not None:
-            return self.id
-        assert self.text is not None
-        return content_id(self.text)
 
 
 class ActualOutput(BaseModel):
@@ -103,6 +97,12 @@ class Sample(BaseModel):
             return [RetrievedPassage(id=pid) for pid in self.actual_output]
         return self.actual_output.retrieved
 
+    def carried(self) -> list[Carried]:
+        """Each retrieved passage's (id, text), for :class:`SampleKeys`."""
+        if isinstance(self.actual_output, list):
+            return [(pid, None) for pid in self.actual_output]
+        return [(p.id, p.text) for p in self.actual_output.retrieved]
+
 
 def _whole(label: Any) -> bool:
     """Whether pydantic's lax int takes ``label``: an integer, a float without fraction, or
@@ -148,6 +148,51 @@ def samples_in(path: str | Path) -> Iterator[tuple[int, Sample]]:
         raise InputError(path, "has no samples (the file is empty)")
 
 
+class SampleKeys:
+    """Which passage each retrieved passage of a samples file is, for ``eval --samples``
+    (the file alone) and ``import --samples`` (into a project) alike.
+
+    Retrieved ids name passages, the same in every sample, while each keeps one text
+    (:mod:`raglabel.formats.context_ids`): a text alone is matched by content, and an
+    id that arrives with two texts numbers its sample's chunks, so that sample's
+    passages are matched by their text, with a warning. The sample's ``expected_output``
+    uses the sample's own ids, so an entry naming a context matched by text follows it.
+    """
+
+    def __init__(self, path: Path, retrieved: Sequence[list[Carried]], passages: Passages) -> None:
+        """``retrieved``: each sample's retrieved passages (:meth:`Sample.carried`)."""
+        self._path = path
+        self._ids = ContextIds(retrieved, "global", passages, noun="retrieved passage")
+        self.followed = 0  # expected_output entries that followed their context
+
+    def of(
+        self, retrieved: list[Carried], gold: dict[str, int]
+    ) -> tuple[list[str], dict[str, int]]:
+        """The passage of each of one sample's retrieved passages, in order, and its gold
+        grades by those passages."""
+        keys = self._ids.sample(retrieved, prefer=list(gold))
+        moved: dict[str, str] = {}
+        for (ident, _), key in zip(retrieved, keys, strict=True):
+            if ident is not None and key != ident:
+                moved.setdefault(ident, key)
+        followed: dict[str, int] = {}
+        for pid, grade in gold.items():
+            key = moved.get(pid, pid)
+            self.followed += key != pid
+            followed[key] = max(grade, followed.get(key, grade))
+        return keys, followed
+
+    def warnings(self) -> list[str]:
+        entries = "entry" if self.followed == 1 else "entries"
+        followed = (
+            f"; {self.followed} expected_output {entries} naming such an id went with"
+            " their sample's passage"
+            if self.followed
+            else ""
+        )
+        return self._ids.warnings(str(self._path), "a samples file", followed)
+
+
 def read_samples(
     path: str | Path, grade_map: GradeMap | None = None, relevance_threshold: int = 4
 ) -> SampleSet:
@@ -157,7 +202,8 @@ def read_samples(
     ``--grade-map 0:2,1:5``); a map gives grades 1..5, or labels through ``grade_map``
     (:data:`GAINS_GRADE_MAP` for maps of gains). Maps that cannot be grades are refused
     and maps without a relevant passage warned about (:func:`map_relevance`).
-    A retrieved passage given by text alone gets an id derived from that text.
+    Retrieved passages are keyed by :class:`SampleKeys`, as an import into an empty
+    project keys them.
     """
     path = Path(path)
     qrels = QrelsRows([], [], [])
@@ -165,24 +211,32 @@ def read_samples(
     k_override: dict[str, int] = {}
     answered: set[str] = set()
     maps: list[GoldMap] = []
+    # Which passage a retrieved id is depends on the whole file (an id may come with two
+    # texts), so samples are keyed after all are read; each is kept as plain values, as
+    # thousands of live models cost the garbage collector more than reading them.
+    read: list[tuple[str, dict[str, int], list[Carried], str]] = []
     for number, sample in samples_in(path):
         gold = gold_grades(path, number, sample, grade_map)
         maps += GoldMap.of(number, sample, gold)
-        for docid, grade in gold.items():
-            qrels.qids.append(sample.id)
-            qrels.docids.append(docid)
-            qrels.grades.append(grade)
         answer = normalize(sample.expected_answer) if sample.expected_answer else ""
         if answer:
             answered.add(sample.id)
         if sample.metadata is not None and sample.metadata.k is not None:
             k_override[sample.id] = sample.metadata.k
-        for passage in sample.retrieved():
-            run.qids.append(sample.id)
-            run.docids.append(passage.key())
+        read.append((sample.id, gold, sample.carried(), answer))
+    keys = SampleKeys(path, [retrieved for _, _, retrieved, _ in read], FileTexts())
+    for qid, given, retrieved, answer in read:
+        ranked, gold = keys.of(retrieved, given)
+        for docid, grade in gold.items():
+            qrels.qids.append(qid)
+            qrels.docids.append(docid)
+            qrels.grades.append(grade)
+        for (_, text), key in zip(retrieved, ranked, strict=True):
+            run.qids.append(qid)
+            run.docids.append(key)
             assert run.contains is not None
-            run.contains.append(bool(answer) and answer in normalize(passage.text or ""))
-    warnings = map_relevance(path, maps, grade_map, relevance_threshold)
+            run.contains.append(bool(answer) and answer in normalize(text or ""))
+    warnings = map_relevance(path, maps, grade_map, relevance_threshold) + keys.warnings()
     return SampleSet(
         qrels=qrels, run=run, k_override=k_override, answered=answered, warnings=warnings
     )

@@ -19,9 +19,10 @@ from typing import Any, Literal
 
 from raglabel.errors import InputError
 from raglabel.formats.answer_grades import AnswerGrade
-from raglabel.formats.answers import AEGIS, AnswerFile, Context, ordered
+from raglabel.formats.answers import AEGIS, AnswerFile, AnswerSample, ordered
+from raglabel.formats.context_ids import ContextIds
 from raglabel.formats.sentences import Span
-from raglabel.formats.text import content_id, normalize, normalize_passage
+from raglabel.formats.text import content_id, normalize
 from raglabel.metrics.criteria import CRITERIA
 from raglabel.storage.grades import EventRow, replay
 from raglabel.storage.items import annotator_id, ensure_passages
@@ -37,6 +38,9 @@ class Written:
     queries_added: int = 0
     repeated_queries: list[str] = field(default_factory=list)
     matched_queries: Counter[str] = field(default_factory=Counter)
+    #: Samples whose query id names another question in the project or file:
+    #: (sample, the question that id already names).
+    other_questions: list[tuple[AnswerSample, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -90,23 +94,41 @@ def write_system(
 
     known: dict[str, int] = {}
     by_text: dict[str, str] = {}
+    questions: dict[str, str] = {}  # ext_id -> the query's text, where it has one
     for qid, ext_id, text in conn.execute("SELECT id, ext_id, text FROM query ORDER BY id"):
         known[ext_id] = qid
         if text:
             by_text.setdefault(normalize(text), ext_id)
+            questions[ext_id] = text
 
-    identity = _ContextIdentity(answers, index)
+    identity = ContextIds(
+        ([(c.id, c.text) for c in sample.contexts] for sample in answers.samples),
+        answers.ids,
+        index,
+    )
     seen: dict[str, int] = {}
     rankings: dict[str, Ranking] = {}
     texts: dict[str, str] = {}
     for sample in answers.samples:
         question = normalize(sample.question) if sample.question else ""
-        if sample.query_id is not None and sample.query_id in known:
+        # A query id names a project query only while both name the same question
+        # (or one of them has none): an id that arrives with another question is a
+        # numbering (RAGChecker numbers each file's from 0) or a mistake, and the
+        # sample then goes by its question, with a warning.
+        named = sample.query_id is not None and sample.query_id in known
+        theirs = questions.get(sample.query_id or "") if named else None
+        if named and theirs and question and normalize(theirs) != question:
+            done.other_questions.append((sample, theirs))
+            named = False
+        if named:
+            assert sample.query_id is not None
             query, how = sample.query_id, "id"
         elif question and question in by_text:
             query, how = by_text[question], "text"
         else:
             query, how = sample.query_id or content_id(sample.question or ""), "new"
+            if query in known:  # the id is another question's: the question's own id
+                query = content_id(sample.question or "")
             if query not in known:
                 known[query] = int(
                     conn.execute(
@@ -115,6 +137,8 @@ def write_system(
                     or 0
                 )
                 done.queries_added += 1
+                if sample.question:
+                    questions[query] = sample.question
             if question:
                 by_text.setdefault(question, query)
         done.matched_queries[how] += 1
@@ -127,11 +151,10 @@ def write_system(
                 sample.line,
             )
         seen[sample_id] = sample.line
-        passages: list[str] = []
-        for context in sample.contexts:
-            passages.append(identity.passage(context))
-            if context.text and passages[-1] not in texts:
-                texts[passages[-1]] = context.text
+        passages = identity.sample([(c.id, c.text) for c in sample.contexts])
+        for passage, context in zip(passages, sample.contexts, strict=True):
+            if context.text and passage not in texts:
+                texts[passage] = context.text
         ids = ensure_passages(conn, passages)
         row_id = conn.execute(
             "INSERT INTO answer_sample (system_id, sample_id, query_id, question, answer,"
@@ -170,7 +193,9 @@ def write_system(
         else:
             rankings[query] = Ranking(query, ranked, None)
         done.samples += 1
-    done.warnings.extend(identity.warnings(name, answers.format))
+    done.warnings.extend(identity.warnings(f"answers of {name!r}", answers.format))
+    if done.other_questions:
+        done.warnings.append(_other_questions(name, answers, done.other_questions))
     if answers.format == AEGIS:
         # The request names no question: raglabel chose what stands for it, so it says so.
         done.warnings.append(
@@ -192,77 +217,24 @@ def write_system(
     return done
 
 
-class _ContextIdentity:
-    """Which passage each context of one answer file is.
-
-    A context id is taken as a passage id only where the format says ids name passages
-    (``AnswerFile.ids == "global"``), and only while the id keeps one text: an id that
-    comes with two different texts (in two samples, or unlike the text its passage
-    already has, a span of it aside) is a numbering, not a name, and those of its
-    contexts that are not its passage's text are matched by their text. Where ids are
-    local to a sample (RAGChecker), every context is matched by its text, the id only
-    preferred when its passage holds that text.
-    """
-
-    def __init__(self, answers: AnswerFile, index: PassageIndex) -> None:
-        self._index = index
-        self._local = answers.ids == "local"
-        texts: dict[str, set[str]] = {}
-        carried: Counter[str] = Counter()
-        for sample in answers.samples:
-            for context in sample.contexts:
-                if context.id is not None and context.text:
-                    texts.setdefault(context.id, set()).add(normalize_passage(context.text))
-                    carried[context.id] += 1
-        self.clashing: dict[str, int] = {}  # id -> how many contexts carry it
-        for ident, norms in texts.items():
-            # Chunks of one passage may differ: each a span of the text it has is no clash.
-            known = None if self._local else index.known_text(ident)
-            if any(norm not in known for norm in norms) if known else len(norms) > 1:
-                self.clashing[ident] = carried[ident]
-        self.rekeyed = 0  # contexts matched by text although they carry an id
-
-    def passage(self, context: Context) -> str:
-        index = self._index
-        if context.id is None:
-            assert context.text is not None
-            return index.match(context.text)[0]
-        if self._local:
-            assert context.text is not None  # the reader requires it
-            return index.match(context.text, prefer=[context.id])[0]
-        if context.id in self.clashing and context.text:
-            known = index.known_text(context.id)
-            norm = normalize_passage(context.text)
-            if not (known and norm and norm in known):
-                self.rekeyed += 1
-                return index.match(context.text)[0]
-        index.note_id()
-        if context.text:
-            index.remember(context.id, context.text)
-        return context.id
-
-    def warnings(self, name: str, fmt: str) -> list[str]:
-        if not self.clashing:
-            return []
-        shown = ", ".join(repr(ident) for ident in list(self.clashing)[:3])
-        more = ", ..." if len(self.clashing) > 3 else ""
-        count = len(self.clashing)
-        contexts = sum(self.clashing.values())
-        head = (
-            f"answers of {name!r}: {count} context id{'s' if count > 1 else ''}"
-            f" ({shown}{more}) came with different texts"
-        )
-        if self._local:
-            return [
-                f"{head} in different samples; {fmt}'s ids number the contexts of one"
-                f" sample only, so all {contexts} contexts carrying them were matched by"
-                " their text, not by id"
-            ]
-        return [
-            f"{head} (in different samples, or unlike the text their passage has);"
-            f" {self.rekeyed} of their {contexts} contexts, whose text is not the named"
-            " passage's, were matched by their text, not by id"
-        ]
+def _other_questions(
+    name: str, answers: AnswerFile, clashes: list[tuple[AnswerSample, str]]
+) -> str:
+    """The warning for samples whose query id named another question."""
+    sample, theirs = clashes[0]
+    count = len(clashes)
+    ids = "query id names" if count == 1 else "query ids name"
+    why = (
+        f"{answers.format}'s query_id numbers the questions of one file only"
+        if answers.ids == "local"
+        else "an id that names two questions cannot say which one is meant"
+    )
+    return (
+        f"answers of {name!r}: {count} {ids} another question than the project's"
+        f" query of that id (line {sample.line}: query_id {sample.query_id!r} is"
+        f" {sample.question!r} here, {theirs!r} in the project); {why}, so these samples"
+        " were matched by their question's text, or added as new queries"
+    )
 
 
 def write_answer_grades(

@@ -365,7 +365,7 @@ def _write_samples(
     samples: list[tuple[int, Sample]],
     summary: ImportSummary,
 ) -> None:
-    from raglabel.formats.samples import gold_grades
+    from raglabel.formats.samples import SampleKeys, gold_grades
     from raglabel.storage.matching import PassageIndex
     from raglabel.storage.runs import Ranking, Run, store
 
@@ -373,6 +373,8 @@ def _write_samples(
     name, path = request.samples
     index = PassageIndex(conn.execute("SELECT ext_id, text FROM passage WHERE text IS NOT NULL"))
     known_queries = conn.execute("SELECT count(*) FROM query").fetchone()[0]
+    # Keyed as eval --samples keys the file alone, the project's passages aside.
+    keys = SampleKeys(path, [sample.carried() for _, sample in samples], index)
     triples: list[tuple[str, str, int]] = []
     rankings: list[Ranking] = []
     texts: dict[str, str] = {}
@@ -389,15 +391,10 @@ def _write_samples(
             ),
         )
         gold = gold_grades(path, number, sample, request.grade_map)
+        retrieved, gold = keys.of(sample.carried(), gold)
         triples += [(sample.id, pid, grade) for pid, grade in gold.items()]
         ranked: list[str] = []
-        for passage in sample.retrieved():
-            if passage.id is not None:
-                index.note_id()
-                ext_id = passage.id
-            else:
-                assert passage.text is not None
-                ext_id, _ = index.match(passage.text, prefer=gold)
+        for passage, ext_id in zip(sample.retrieved(), retrieved, strict=True):
             if passage.text and ext_id not in texts:
                 texts[ext_id] = passage.text
             if ext_id not in ranked:
@@ -425,6 +422,7 @@ def _write_samples(
         ((text, ext_id) for ext_id, text in texts.items()),
     )
     summary.matched.update(index.counts)
+    summary.warnings += keys.warnings()
 
 
 def _known_events(conn: sqlite3.Connection, annotators: list[int]) -> dict[tuple[object, ...], int]:

@@ -9,22 +9,22 @@ few words occur inside too many passages to say which one was retrieved.
 from __future__ import annotations
 
 import bisect
-from collections import Counter
 from collections.abc import Iterable
-from typing import Literal
 
+from raglabel.formats.context_ids import FileTexts, How
 from raglabel.formats.text import content_id, normalize_passage
 
 #: Shortest normalised chunk (in characters) that may match as a span of a passage.
 MIN_SPAN_CHARS = 40
 
-How = Literal["id", "exact", "span", "new"]
 
-
-class PassageIndex:
-    """Known passages' normalised texts, searchable for equality and for contained spans."""
+class PassageIndex(FileTexts):
+    """Known passages' normalised texts, searchable for equality and for contained spans;
+    the texts this import stores under their own ids are kept as :class:`FileTexts` keeps
+    a file's."""
 
     def __init__(self, passages: Iterable[tuple[str, str]]) -> None:
+        super().__init__()
         self._exact: dict[str, str] = {}
         self._ids: list[str] = []
         self._position: dict[str, int] = {}
@@ -44,9 +44,6 @@ class PassageIndex:
         # One string, passages separated by NUL (which normalisation removes), so a
         # single C-speed find() scans the whole corpus for a span.
         self._haystack = "\x00".join(parts)
-        self._added: dict[str, str] = {}
-        self._remembered: dict[str, str] = {}  # ext_id -> normalised text, this import's
-        self.counts: Counter[How] = Counter()
 
     def match(self, text: str, prefer: Iterable[str] = ()) -> tuple[str, How]:
         """The passage id this text is, and how it was found; unmatched text gets a new id.
@@ -55,6 +52,7 @@ class PassageIndex:
         span that two passages share, or a text that duplicate passages hold, goes to the
         one the labels name.
         """
+        self._flush()
         norm = normalize_passage(text)
         preferred = list(prefer)
         hit = self._exact.get(norm) or self._added.get(norm)
@@ -75,25 +73,21 @@ class PassageIndex:
         self._added[norm] = new_id
         return self._count(new_id, "new")
 
-    def remember(self, ext_id: str, text: str) -> None:
-        """A passage stored during this import under its own id: later text equal to
-        it (another file of the same import) is that passage, not a new one."""
-        norm = normalize_passage(text)
-        if norm:
+    def _store(self, ext_id: str, norm: str) -> None:
+        """A passage stored during this import under its own id (``remember``): later
+        text equal to it (another file of the same import) is that passage, not a new
+        one; a text the project holds stays its passage's."""
+        if norm and norm in self._exact:
             self._remembered.setdefault(ext_id, norm)
-        if norm and norm not in self._exact:
-            self._added.setdefault(norm, ext_id)
+            return
+        super()._store(ext_id, norm)
 
     def known_text(self, ext_id: str) -> str | None:
         """The normalised text of passage ``ext_id``: the project's, else the first one
         this import stored under that id; None when there is neither."""
         if ext_id in self._position:
             return self._text_of(ext_id)
-        return self._remembered.get(ext_id)
-
-    def note_id(self) -> None:
-        """Count a passage the run named by id, so the report covers every entry."""
-        self.counts["id"] += 1
+        return super().known_text(ext_id)
 
     def _text_of(self, ext_id: str) -> str:
         index = self._position.get(ext_id)
@@ -101,7 +95,3 @@ class PassageIndex:
             return ""
         end = self._starts[index + 1] - 1 if index + 1 < len(self._starts) else None
         return self._haystack[self._starts[index] : end]
-
-    def _count(self, ext_id: str, how: How) -> tuple[str, How]:
-        self.counts[how] += 1
-        return ext_id, how
