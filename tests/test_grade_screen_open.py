@@ -13,7 +13,7 @@ import pytest
 from test_app import UNGRADED, screen_text
 from textual.pilot import Pilot
 
-from raglabel.session import grading
+from raglabel.session import loading
 from raglabel.session.grading import GradingSession
 from raglabel.session.options import AppOptions
 from raglabel.storage.grades import GradeEvent, record
@@ -67,7 +67,7 @@ def test_a_query_opened_before_the_counts_shows_what_it_shows_after(
     try:
         before = {q: _shown(session, q) for q in queries}
         # Nothing waited for the counts: the thread was not even started.
-        assert not session.counted and session._counts is None
+        assert not session.counted and not session.loading.started
         assert before == {q: _shown(reference, q) for q in queries}
         session.ensure_runs()
         assert {q: _shown(session, q) for q in queries} == before
@@ -81,14 +81,14 @@ def held(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     """The background read holds its counts (read in its snapshot) until set: writes
     made meanwhile are not in them."""
     release = threading.Event()
-    original = grading._read_counts
+    original = loading._read_counts
 
-    def read_counts(*args: Any, **kwargs: Any) -> grading._Counted:
+    def read_counts(*args: Any, **kwargs: Any) -> loading.Counted:
         found = original(*args, **kwargs)
         release.wait(30)
         return found
 
-    monkeypatch.setattr(grading, "_read_counts", read_counts)
+    monkeypatch.setattr(loading, "_read_counts", read_counts)
     return release
 
 
@@ -138,13 +138,13 @@ def hold_counts(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     """Hold the background reads of candidates and grades before they begin, until the
     returned event is set."""
     begin = threading.Event()
-    original = grading._read_counts
+    original = loading._read_counts
 
-    def read_counts(*args: Any, **kwargs: Any) -> grading._Counted:
+    def read_counts(*args: Any, **kwargs: Any) -> loading.Counted:
         begin.wait(30)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(grading, "_read_counts", read_counts)
+    monkeypatch.setattr(loading, "_read_counts", read_counts)
     return begin
 
 
@@ -306,14 +306,14 @@ async def test_a_grade_made_after_the_background_snapshot_stays_on_an_early_scre
     shows the grade, which the counts read from the older snapshot lack. When they
     land, the grade stays, in the rows and in the counts."""
     begin = threading.Event()
-    original = grading.last_event_id
+    original = loading.last_event_id
 
     def snapshot_then_wait(conn: sqlite3.Connection) -> int:
         found = original(conn)
         begin.wait(30)
         return found
 
-    monkeypatch.setattr(grading, "last_event_id", snapshot_then_wait)
+    monkeypatch.setattr(loading, "last_event_id", snapshot_then_wait)
     q = UNGRADED
     app = create_app(AppOptions(project=demo_db, annotator=ME))
     try:

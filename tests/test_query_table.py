@@ -20,7 +20,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from raglabel.cli.main import main
-from raglabel.session import grading
+from raglabel.session import loading
 from raglabel.session.grading import QueryRow
 from raglabel.session.options import AppOptions
 from raglabel.tui import query_filter
@@ -153,14 +153,14 @@ def _hold_the_runs(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     """The background read hands over the candidates and grades, then holds the runs
     until the returned event is set: a big project's slow read, on demand."""
     gate = threading.Event()
-    read = grading._read_pools_and_runs
+    read = loading._read_pools_and_runs
 
     def held(*args: Any, **kwargs: Any) -> Any:
         loaded = read(*args, **kwargs)
         gate.wait(30)
         return loaded
 
-    monkeypatch.setattr(grading, "_read_pools_and_runs", held)
+    monkeypatch.setattr(loading, "_read_pools_and_runs", held)
     return gate
 
 
@@ -210,13 +210,13 @@ async def test_progress_sort_before_the_counts_waits_for_nothing(
 ) -> None:
     # Nothing at all comes back until the test says so: counts and runs both held.
     gate = threading.Event()
-    read = grading._read_pools_and_runs
+    read = loading._read_pools_and_runs
 
     def held(*args: Any, **kwargs: Any) -> Any:
         gate.wait(30)
         return read(*args, **kwargs)
 
-    monkeypatch.setattr(grading, "_read_pools_and_runs", held)
+    monkeypatch.setattr(loading, "_read_pools_and_runs", held)
     app = create_app(AppOptions(project=demo_db, annotator=ME))
     try:
         async with app.run_test(size=(80, 24)) as pilot:

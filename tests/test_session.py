@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 from raglabel.cli.main import main
-from raglabel.session.grading import GradingSession, Timing
+from raglabel.session.grading import GradingSession
 from raglabel.session.live_metrics import PANEL_METRICS
 from raglabel.session.options import AppOptions
 from raglabel.session.run_figures import FIGURE_METRICS, compare_runs, run_reports, view_inputs
+from raglabel.session.timing import Timing
 from raglabel.storage.grades import GradeEvent, record
 from raglabel.storage.runs import ranked_ids
 
@@ -185,7 +186,7 @@ def test_undo_with_nothing_to_undo(db: Path) -> None:
 
 def test_two_windows_of_one_annotator_share_one_undo(session: GradingSession, db: Path) -> None:
     # Undo takes back the annotator's latest action in the file, wherever it was made
-    # (the README says so for two browser tabs of one person).
+    # (docs/guide/serve.md says so for two browser tabs of one person).
     other = GradingSession.open(AppOptions(project=db, annotator=ME))
     try:
         pid = session.board.holes(25, session.k)[0].pid

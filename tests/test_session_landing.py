@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raglabel.session import grading
-from raglabel.session.catalog import RunLists
+from raglabel.session import loading
+from raglabel.session.catalog import Catalog, RunLists
 from raglabel.session.grading import GradingSession, QueryColumns
 from raglabel.session.live_metrics import LiveMetrics
 from raglabel.session.options import AppOptions
@@ -36,15 +36,15 @@ class Gate:
 @pytest.fixture
 def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
     held = Gate()
-    load = grading.load_runs
+    load = loading.load_runs
 
-    def held_load(reader: Project, catalog: grading.Catalog) -> list[RunLists]:
+    def held_load(reader: Project, catalog: Catalog) -> list[RunLists]:
         held.reading.set()
         runs = load(reader, catalog)
         assert held.open.wait(30), "the test never let the runs' thread go on"
         return runs
 
-    monkeypatch.setattr(grading, "load_runs", held_load)
+    monkeypatch.setattr(loading, "load_runs", held_load)
     yield held
     held.open.set()
 
@@ -323,7 +323,7 @@ def test_a_session_closed_while_the_runs_load_stops_scoring(
     session = _session(demo_db, blind=False, background=True)
     session.start_runs()
     assert gate.reading.wait(30)
-    pending = session._pending
+    pending = session.loading._runs
     assert pending is not None
     session.close()  # the thread is reading: it cannot be cancelled
     gate.open.set()
@@ -341,7 +341,7 @@ def test_scoring_that_fails_in_the_thread_is_done_on_landing(
         raise MemoryError("no room to score here")
 
     monkeypatch.setattr(live_metrics, "score_in_chunks", broken)
-    monkeypatch.setattr(grading, "score_in_chunks", broken)
+    monkeypatch.setattr(loading, "score_in_chunks", broken)
     session = _session(demo_db, blind=blind, background=True)
     try:
         session.ensure_runs()

@@ -2,8 +2,8 @@
 judge's suggestions and the sentences marked unsupported.
 
 Every write goes through the answer log (``answer_event``) and is committed before the
-method returns, as passage grades are; the session's undo stack (``GradingSession.undo``)
-covers both kinds in the order they were made.
+method returns, as passage grades are, and put on the session's undo stack, which
+covers both kinds in the order they were made (``GradingSession.undo``).
 
 Unsupported sentences belong to the faithfulness grade: their character spans are stored
 with the faithfulness grade event. A mark made before the answer has a faithfulness grade
@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from raglabel.formats.sentences import Span, sentence_spans
 from raglabel.judge.flags import flag_sample
 from raglabel.judge.work import AnswerItem
 from raglabel.metrics.criteria import CRITERIA, NA_REASONS
+from raglabel.session.timing import Timing
+from raglabel.session.undo import AnswerEntry, UndoStack
 from raglabel.storage.answer_items import answer_items
 from raglabel.storage.answer_judgments import JudgedAnswer, judged_answers
 from raglabel.storage.answers import (
@@ -39,9 +40,7 @@ from raglabel.storage.answers import (
     undo_last_answer,
 )
 from raglabel.storage.labels import resolve
-
-if TYPE_CHECKING:
-    from raglabel.session.grading import GradingSession, Timing
+from raglabel.storage.project import Project
 
 #: (system, sample id): one answer.
 AnswerKey = tuple[str, str]
@@ -146,9 +145,13 @@ def toggled(marks: Sequence[Span], sentence: Span) -> tuple[Span, ...]:
 
 @dataclass
 class AnswerGrading:
-    """The answers side of a grading session: same project, annotator and blindness."""
+    """The answers side of a grading session: same project, annotator and blindness, and
+    the same undo stack, all handed in by the session."""
 
-    session: GradingSession = field(repr=False, compare=False)
+    project: Project = field(repr=False, compare=False)
+    annotator: str
+    blind: bool
+    undo_stack: UndoStack = field(repr=False, compare=False)
     _loaded: _Loaded | None = None
     _queries: list[str] | None = None
     # Each visited query's samples: they change only on import, or (the gold passages
@@ -157,12 +160,10 @@ class AnswerGrading:
     # Marks that wait for their answer's faithfulness grade.
     _waiting: dict[AnswerKey, tuple[Span, ...]] = field(default_factory=dict)
 
-    @property
-    def annotator(self) -> str:
-        return self.session.annotator
-
-    def forget(self) -> None:
-        """Read everything again on the next look (another annotator)."""
+    def switch_annotator(self, name: str) -> None:
+        """Grade as ``name``: read everything again on the next look, and drop the marks
+        waiting for a grade (the other annotator's)."""
+        self.annotator = name
         self.passages_changed()
         self._queries = None
         self._waiting.clear()
@@ -180,7 +181,7 @@ class AnswerGrading:
     def queries(self) -> list[str]:
         """External ids of the queries some system answered, in the project's order."""
         if self._queries is None:
-            self._queries = answered_queries(self.session.project.conn)
+            self._queries = answered_queries(self.project.conn)
         return self._queries
 
     def waiting_marks(self) -> int:
@@ -202,7 +203,7 @@ class AnswerGrading:
     def _load(self, query: str) -> _Loaded:
         if self._loaded is not None and self._loaded.query == query:
             return self._loaded
-        conn = self.session.project.conn
+        conn = self.project.conn
         items = self._items.get(query)
         if items is None:
             items = self._items[query] = answer_items(conn, queries=[query])
@@ -220,7 +221,7 @@ class AnswerGrading:
 
     def _view(self, loaded: _Loaded, key: AnswerKey) -> AnswerView:
         item = loaded.items[key]
-        blind = self.session.blind
+        blind = self.blind
         criteria = []
         for criterion in CRITERIA:
             slot = (*key, criterion)
@@ -297,7 +298,7 @@ class AnswerGrading:
 
     def undo(self) -> AnswerChange | None:
         """Revert this annotator's latest answer action, on whatever query it was."""
-        done = undo_last_answer(self.session.project, self.annotator, origin="app")
+        done = undo_last_answer(self.project, self.annotator, origin="app")
         if done is None:
             return None
         self._apply(done)
@@ -324,7 +325,7 @@ class AnswerGrading:
         timing: Timing | None = None,
     ) -> AnswerChange:
         done = record_answer(
-            self.session.project,
+            self.project,
             AnswerAction(
                 system=key[0],
                 sample_id=key[1],
@@ -338,7 +339,9 @@ class AnswerGrading:
                 active_ms=None if timing is None else timing.active_ms,
             ),
         )
-        self.session.note_action("answer")
+        self.undo_stack.push(
+            AnswerEntry(done.query, done.system, done.sample_id, done.criterion, done.event_id)
+        )
         self._apply(done)
         return _change(done)
 
@@ -352,9 +355,9 @@ class AnswerGrading:
             loaded.own.pop(slot, None)
         else:
             loaded.own[slot] = (done.grade, done.unsupported)
-        if not self.session.blind:
+        if not self.blind:
             grades = standing_answer_grades(
-                self.session.project.conn, samples={(done.system, done.sample_id)}
+                self.project.conn, samples={(done.system, done.sample_id)}
             )
             loaded.others[slot] = [
                 grade

@@ -2,48 +2,42 @@
 
 Every action writes through the grade log first (committed before it returns) and only
 then updates what the screens show, so a grade the screen shows is a grade on disk.
+
+The session is what the screens ask and what the annotator's actions go through; its
+parts live beside it, each with one job: the background load of a big project's
+candidates, grades and runs (``loading``), each query's figures at the cutoff
+(``query_figures``), the undo stack (``undo``), and the answers side (``answers``), which
+is handed the project, the annotator and the undo stack rather than the session.
 """
 
 from __future__ import annotations
 
 import gc
 import math
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from threading import Event
 from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
 
-from raglabel.metrics.config import MetricConfig
 from raglabel.session.catalog import (
     Catalog,
     Passage,
-    RunLists,
     load_catalog,
     load_passages,
-    load_runs,
-    name_late_entries,
-    pool_pairs,
 )
-from raglabel.session.gradebook import GradeBook, entry_grades, late_for
-from raglabel.session.live_metrics import (
-    PANEL_METRICS,
-    Hole,
-    LiveMetrics,
-    QueryPanel,
-    hole_counts_of,
-    ra_nwg_of,
-    score_in_chunks,
-)
+from raglabel.session.gradebook import GradeBook
+from raglabel.session.live_metrics import PANEL_METRICS, Hole, LiveMetrics, QueryPanel
+from raglabel.session.loading import BackgroundLoad, Write
 from raglabel.session.options import AppOptions
+from raglabel.session.query_figures import QueryFigures
 from raglabel.session.suggestions import Suggestion, query_suggestions
+from raglabel.session.timing import Timing
+from raglabel.session.undo import AnswerEntry, PassageEntry, UndoStack
 from raglabel.storage import adjudication
 from raglabel.storage.labels import (
     graders,
-    last_event_id,
     own_grade_rows,
     resolved_grade_rows,
     resolved_grades,
@@ -156,15 +150,9 @@ class Change:
 
 
 @dataclass
-class Timing:
-    """When a passage was put in front of the annotator, and how long they worked on it."""
-
-    shown_at: str | None = None
-    active_ms: int | None = None
-
-
-@dataclass
 class GradingSession:
+    """One annotator grading one project file at one cutoff, as the app shows it."""
+
     project: Project
     options: AppOptions
     annotator: str
@@ -172,27 +160,18 @@ class GradingSession:
     book: GradeBook
     board: LiveMetrics
     k: int
-    _ra: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
-    _holes: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
-
-    # Pools, grades and runs still to come: not yet read, or read but not put in place.
-    _waiting: bool = False
-    _counting: bool = False  # candidates and grades still to come (read before the runs)
-    _counts: Future[_Counted] | None = None
-    _generation: int = 0  # grades read again (reload) since the thread started
-    # Before the counts are in: the queries whose pool and grades were read on their own
-    # (into the interim book), and every change written meanwhile as (event id, query,
-    # pid, own grade), put again on the book the thread read once it lands.
-    _early: set[int] = field(default_factory=set)
-    _meanwhile: list[tuple[int, int, int, int | None]] = field(default_factory=list)
+    # Pools, grades and runs still to come (all in at once without a background load).
+    loading: BackgroundLoad = field(default_factory=lambda: BackgroundLoad(pending=False))
     # Per query, passages outside its pool the annotator opened from a search.
     _extra: dict[int, list[int]] = field(default_factory=dict)
-    _pending: Future[_LoadedRuns] | None = None
-    _closing: Event = field(default_factory=Event)  # set by close: the thread stops scoring
-    # The kind ("passage" or "answer") of each action this session wrote and has not
-    # undone, oldest first: undo takes them back in the order they were made.
-    _actions: list[str] = field(default_factory=list)
+    # What this session wrote and has not undone: undo takes it back in that order.
+    undo_stack: UndoStack = field(default_factory=UndoStack)
     _answers: AnswerGrading | None = field(default=None, repr=False, compare=False)
+    # Each query's figures at K, from the board (whose book is the session's).
+    figures: QueryFigures = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.figures = QueryFigures(self.board)
 
     def __repr__(self) -> str:
         # Short on purpose: Textual describes a worker by repr(its function), and the
@@ -228,12 +207,12 @@ class GradingSession:
             book=book,
             board=LiveMetrics(catalog, book, options.config),
             k=options.cutoffs[0],
+            loading=BackgroundLoad(pending=background),
         )
         if project.path is not None:
             # The app checkpoints from a worker instead (``checkpoint``), and on close.
             project.defer_checkpoints()
         catalog.grew = session._candidates_grew
-        session._waiting = session._counting = background
         session.reload()
         _settle_collector()
         return session
@@ -241,79 +220,64 @@ class GradingSession:
     def start_runs(self) -> None:
         """Read candidates, grades and runs (and score the runs) in another thread, if
         they are still to come."""
-        if not self._waiting or self._pending is not None:
+        if not self.loading.waiting:
             return
         assert self.project.path is not None
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="raglabel-runs")
-        # Counts first: the progress column and its sort need them, and they take a
-        # fraction of the runs' time.
-        counts: Future[_Counted] | None = Future() if self._counting else None
-        self._counts = counts
-        self._pending = pool.submit(
-            _read_pools_and_runs,
-            counts,
+        self.loading.start(
             self.project.path,
             self.catalog,
             annotator=self.annotator,
             blind=self.blind,
-            generation=self._generation,
-            k=self.k,  # set_k waits for the runs: K stays until they land
+            k=self.k,
             config=self.options.config,
-            stop=self._closing,
         )
-        pool.shutdown(wait=False)
 
     @property
     def counts_ready(self) -> bool:
         """Candidates and grades are read (``ensure_counts`` will not wait)."""
-        return not self._counting or (self._counts is not None and self._counts.done())
+        return self.loading.counts_ready
 
     @property
     def counted(self) -> bool:
         """Candidates and grades are in: progress is known."""
-        return not self._counting
+        return not self.loading.counting
 
     def ensure_counts(self) -> None:
         """Wait for candidates and grades still to come, then put them in place."""
-        if not self._counting:
+        if not self.loading.counting:
             return
         self.start_runs()
-        assert self._counts is not None
-        counted = self._counts.result()
-        self._counts = None
-        self._counting = False
+        landing = self.loading.take_counts()
+        counted = landing.counted
         grown = self.catalog.take_counts(counted.pairs, counted.sizes)
-        if counted.generation == self._generation:
-            self._load_grades(counted.grades, counted.own, counted.book)
-            # The thread's book counted the graded candidates among its pairs only.
-            for q, pids in grown.items():
-                self._candidates_grew(q, pids)
-            # A query opened early was read after the thread's snapshot began, and may
-            # show a grade made in between by another window or annotator, which the
-            # thread's book lacks: those queries are read again, as the file is now.
-            early = {key for key in self._own if key[0] in self._early}
-            for key in early:
-                del self._own[key]
-            for q in sorted(self._early):
-                grades, own = self._query_grades(q)
-                for pid in set(self.book.grades[q]) | set(grades):
-                    self.book.set(q, pid, grades.get(pid))
-                for pid, grade in own.items():
-                    self._own[(q, pid)] = grade
-            # The thread's reads may predate writes of this session: those written after
-            # they began are put again, in order, with the grade in view as it is now
-            # (another annotator may have graded the pair since, and the reads seen it).
-            for event, q, pid, own_grade in self._meanwhile:
-                if event <= counted.before or q in self._early:
-                    continue  # in the reads already
-                if not self.blind:
-                    self._set_own(q, pid, own_grade)
-                self.book.set(q, pid, own_grade if self.blind else self._resolved(q, pid))
-            self._rescore()
-        else:  # grades were reloaded meanwhile (another annotator): read them again
+        if not landing.current:  # grades were reloaded meanwhile (another annotator)
             self.reload()
-        self._early.clear()
-        self._meanwhile.clear()
+            return
+        self._load_grades(counted.grades, counted.own, counted.book)
+        # The thread's book counted the graded candidates among its pairs only.
+        for q, pids in grown.items():
+            self._candidates_grew(q, pids)
+        # A query opened early was read after the thread's snapshot began, and may show a
+        # grade made in between by another window or annotator, which the thread's book
+        # lacks: those queries are read again, as the file is now.
+        early = {key for key in self._own if key[0] in landing.early}
+        for key in early:
+            del self._own[key]
+        for q in sorted(landing.early):
+            grades, own = self._query_grades(q)
+            for pid in set(self.book.grades[q]) | set(grades):
+                self.book.set(q, pid, grades.get(pid))
+            for pid, grade in own.items():
+                self._own[(q, pid)] = grade
+        # The thread's reads may predate writes of this session: those written after they
+        # began are put again, in order, with the grade in view as it is now (another
+        # annotator may have graded the pair since, and the reads seen it).
+        for write in landing.replay:
+            q, pid = write.query, write.pid
+            if not self.blind:
+                self._set_own(q, pid, write.own)
+            self.book.set(q, pid, write.own if self.blind else self._resolved(q, pid))
+        self._rescore()
 
     def _candidates_grew(self, q: int, pids: list[int]) -> None:
         """Count the graded ones among candidates another process made after the counts
@@ -324,27 +288,25 @@ class GradingSession:
     @property
     def runs_ready(self) -> bool:
         """Candidates, grades and runs are read (``ensure_runs`` will not wait)."""
-        return not self._waiting or (self._pending is not None and self._pending.done())
+        return self.loading.runs_ready
 
     @property
     def runs_scored(self) -> bool:
         """Candidates, grades and runs are in and every figure is computed."""
-        return not self._waiting
+        return not self.loading.waiting
 
     def ensure_runs(self) -> None:
         """Wait for candidates, grades and runs still to come (reading them now if nobody
         started), then put them in place; at once if they are in."""
-        if not self._waiting:
+        if not self.loading.waiting:
             return
         self.ensure_counts()
-        assert self._pending is not None
-        loaded = self._pending.result()
-        self._pending = None
-        self._waiting = False
+        landing = self.loading.take_runs()
+        loaded = landing.loaded
         book = self.book
         changed = self.catalog.install(loaded.runs)
         regraded: list[int] | None = None
-        if loaded.generation == self._generation and changed is not None:
+        if landing.current and changed is not None:
             book.run_grades = loaded.run_grades
             # Queries opened or graded meanwhile: their entries as shown, graded as now.
             regraded = sorted(changed | book.touched)
@@ -355,44 +317,10 @@ class GradingSession:
             book.score_runs()
         book.touched.clear()
         if regraded is not None and loaded.k == self.k and loaded.ra is not None:
-            self._land_scores(loaded, regraded)
+            self.figures.land(loaded, regraded, self.k)
         else:
             self._rescore()
         _settle_collector()
-
-    def _land_scores(self, loaded: _LoadedRuns, regraded: list[int]) -> None:
-        """Take the figures the runs' thread computed on its snapshot, and compute again
-        on this thread only the queries that differ from it now: those whose entries were
-        graded again (opened, graded or replayed meanwhile) and those whose grade counts
-        differ from the snapshot's. What is shown is what ``_rescore`` would give; the
-        whole-array work over every query (seconds on a big project, every key waiting
-        for it) stays in the thread."""
-        self._panels.clear()  # as _rescore: the panels come from the figures now
-        cat, book = self.catalog, self.book
-        stale = np.flatnonzero((loaded.counts != book.counts).any(axis=1))
-        redo = np.union1d(np.array(regraded, dtype=np.int64), stale).astype(np.int64)
-        ra = loaded.ra
-        assert ra is not None  # (ensure_runs scores them all here otherwise)
-        if redo.size:
-            ra[:, redo] = ra_nwg_of(
-                cat.queries,
-                book.counts,
-                cat.runs,
-                book.run_grades,
-                k=self.k,
-                config=self.options.config,
-                which=redo,
-            )
-        holes = loaded.holes
-        if holes is not None and redo.size:
-            found = hole_counts_of(cat.runs, book.run_grades, self.k, redo)
-            if found is None:
-                holes = None
-            else:
-                holes[redo] = found
-        self._ra = ra
-        # A top K with unnamed entries is named first, which only this thread can do.
-        self._holes = self.board.hole_counts(self.k) if holes is None else holes
 
     def checkpoint(self) -> None:
         """Copy committed pages from the WAL into the database file, on a connection of
@@ -400,12 +328,7 @@ class GradingSession:
         self.project.checkpoint(aside=True)
 
     def close(self) -> None:
-        # A thread already reading cannot be cancelled, and the interpreter waits for it
-        # at exit: it stops at its next chunk of scoring instead.
-        self._closing.set()
-        for pending in (self._counts, self._pending):
-            if pending is not None:
-                pending.cancel()
+        self.loading.close()
         self.project.checkpoint()
         self.project.close()
 
@@ -420,11 +343,9 @@ class GradingSession:
             self._answers.passages_changed()
         self.book = GradeBook(self.catalog)
         self.board.book = self.book
-        self._generation += 1
+        self.loading.reread()
         self._own: dict[tuple[int, int], int] = {}
-        self._early.clear()  # read into the book just replaced
-        self._meanwhile.clear()  # the grades read now (or once the counts land) hold them
-        if self._counting:  # the thread reading the runs reads the grades first
+        if self.loading.counting:  # the thread reading the runs reads the grades first
             self._rescore()
             return
         rows = own_grade_rows(conn, self.annotator) if self.blind else resolved_grade_rows(conn)
@@ -452,14 +373,10 @@ class GradingSession:
         self._rescore()
 
     def _rescore(self) -> None:
-        # A panel is computed once per change of its query, by whoever asks first.
-        self._panels: dict[int, QueryPanel] = {}
-        if self._waiting:  # scored when the runs come in
-            self._ra = np.zeros((0, 0))
-            self._holes = np.zeros(0, np.int64)
-            return
-        self._ra = self.board.ra_nwg_all(self.k)
-        self._holes = self.board.hole_counts(self.k)
+        if self.loading.waiting:  # scored when the runs come in
+            self.figures.clear()
+        else:
+            self.figures.rescore(self.k)
 
     # -- cutoff and annotator ----------------------------------------------------------
 
@@ -481,9 +398,9 @@ class GradingSession:
         if not name:
             raise ValueError("an annotator needs a name")
         self.annotator = name
-        self._actions.clear()  # another annotator's log: their own latest action is undone
+        self.undo_stack.clear()  # another annotator's log: their own latest action is undone
         if self._answers is not None:
-            self._answers.forget()  # marks waiting for a grade were the other annotator's
+            self._answers.switch_annotator(name)
         self.reload()
 
     # -- what the screens show ---------------------------------------------------------
@@ -495,24 +412,27 @@ class GradingSession:
         """What the Queries screen sorts and sums, for every query at once."""
         n = len(self.catalog.queries)
         runs = len(self.catalog.run_names)
+        ra, holes = self.figures.ra, self.figures.holes
         return QueryColumns(
             graded=self.book.graded_candidates,
             candidates=self.catalog.candidates.sizes,
-            holes=self._holes if self._holes.size else np.zeros(n, np.int64),
-            ra_nwg=self._ra if self._ra.size else np.full((runs, n), math.nan),
-            scored=not self._waiting,
-            counted=not self._counting,
+            holes=holes if holes.size else np.zeros(n, np.int64),
+            ra_nwg=ra if ra.size else np.full((runs, n), math.nan),
+            scored=not self.loading.waiting,
+            counted=not self.loading.counting,
         )
 
     def query_row(self, q: int) -> QueryRow:
         query = self.catalog.queries[q]
-        holes: int | None = int(self._holes[q]) if self._holes.size else None
+        figures = self.figures
+        holes: int | None = int(figures.holes[q]) if figures.holes.size else None
         ra: tuple[float, ...] | None = (
-            tuple(float(v) for v in self._ra[:, q]) if self._ra.size else None
+            tuple(float(v) for v in figures.ra[:, q]) if figures.ra.size else None
         )
         # Opened before the counts are in, its own pool and grades were read (never
         # here: the Queries table asks for every row it paints).
-        if self._waiting and (self.counted or q in self._early) and q in self.catalog.opened:
+        early = self.loading.is_early
+        if self.loading.waiting and (self.counted or early(q)) and q in self.catalog.opened:
             # Opened before the runs are in: its own rankings give its figures.
             holes = len(self.board.holes(q, self.k))
             values = self.panel(q).values
@@ -526,7 +446,7 @@ class GradingSession:
             holes=holes or 0,
             ra_nwg=ra if ra is not None else (math.nan,) * len(self.catalog.run_names),
             scored=holes is not None,
-            counted=self.counted or q in self._early,
+            counted=self.counted or early(q),
         )
 
     def passages(self, q: int) -> list[PassageRow]:
@@ -614,10 +534,7 @@ class GradingSession:
 
     def panel(self, q: int) -> QueryPanel:
         self._read_query(q)  # neither the runs nor the counts are needed: its own are read
-        found = self._panels.get(q)
-        if found is None:
-            found = self._panels[q] = self.board.panel(q, self.k)
-        return found
+        return self.figures.panel(q, self.k)
 
     def hole_here(self, q: int) -> Hole | None:
         """Query ``q``'s most-retrieved ungraded passage: the queue's next pair while it
@@ -633,9 +550,10 @@ class GradingSession:
         if here is not None:
             return here
         self.ensure_runs()  # which query has the most holes needs them all
-        if not self._holes.size or int(self._holes.max()) == 0:
+        holes = self.figures.holes
+        if not holes.size or int(holes.max()) == 0:
             return None
-        other = int(np.argmax(self._holes))
+        other = int(np.argmax(holes))
         found = self.board.holes(other, self.k)
         return found[0] if found else None
 
@@ -676,7 +594,7 @@ class GradingSession:
             shown_at=timing.shown_at,
             active_ms=timing.active_ms,
         )
-        self.note_action("passage")
+        self.undo_stack.push(PassageEntry(done.query, done.passage, done.event_id))
         return self._apply(done, "grade")
 
     @property
@@ -685,17 +603,13 @@ class GradingSession:
         if self._answers is None:
             from raglabel.session.answers import AnswerGrading
 
-            self._answers = AnswerGrading(self)
+            self._answers = AnswerGrading(self.project, self.annotator, self.blind, self.undo_stack)
         return self._answers
 
     def waiting_marks(self) -> int:
         """Answers whose unsupported marks wait for a faithfulness grade (not yet saved);
         0 when the answers were never opened, without loading them."""
         return 0 if self._answers is None else self._answers.waiting_marks()
-
-    def note_action(self, kind: str) -> None:
-        """Put a written action on the undo stack ("passage" or "answer")."""
-        self._actions.append(kind)
 
     def undo(self) -> Change | AnswerChange | None:
         """Revert this annotator's latest action, on whatever query it was: a passage's
@@ -705,12 +619,13 @@ class GradingSession:
         (the app was closed and opened again) the two logs are weighed by when their
         latest actions were made.
         """
-        kind = self._actions.pop() if self._actions else self._latest_kind()
-        if kind is None:
+        entry = self.undo_stack.pop()
+        answer = isinstance(entry, AnswerEntry) if entry is not None else self._answer_latest()
+        if answer is None:
             return None
         first, then = (
             (self.answers.undo, self._undo_passage)
-            if kind == "answer"
+            if answer
             else (self._undo_passage, self.answers.undo)
         )
         # The other log answers when this one has nothing left (another window undid it).
@@ -724,15 +639,17 @@ class GradingSession:
             return None
         return self._apply(done, "undo")
 
-    def _latest_kind(self) -> str | None:
+    def _answer_latest(self) -> bool | None:
+        """Whether the annotator's latest action in the two logs is an answer's (None:
+        neither log holds one to undo)."""
         from raglabel.storage.answers import last_undoable_answer_at
         from raglabel.storage.grades import last_undoable_at
 
         passage = last_undoable_at(self.project.conn, self.annotator)
         answer = last_undoable_answer_at(self.project.conn, self.annotator)
         if answer is None:
-            return None if passage is None else "passage"
-        return "answer" if passage is None or answer > passage else "passage"
+            return None if passage is None else False
+        return passage is None or answer > passage
 
     def _write(
         self,
@@ -761,7 +678,7 @@ class GradingSession:
             accepted_suggestion=True if accepted else None,
         )
         done = record(self.project, event)
-        self.note_action("passage")
+        self.undo_stack.push(PassageEntry(done.query, done.passage, done.event_id))
         return self._apply(done, kind)
 
     def _apply(self, done: Recorded, kind: str) -> Change:
@@ -780,8 +697,7 @@ class GradingSession:
         else:
             self._set_own(q, pid, done.grade)
             shown = self._resolved(q, pid)
-        if self._counting:
-            self._meanwhile.append((done.event_id, q, pid, done.grade))
+        self.loading.note_write(Write(done.event_id, q, pid, done.grade))
         if kind == "grade" and pid not in self.catalog.candidates[q]:
             # The log made the pair a candidate (a passage found by search); before the
             # book hears of the grade, which counts graded candidates.
@@ -804,7 +720,7 @@ class GradingSession:
         """Before the counts are in, query ``q``'s pool and grades read on their own into
         the interim book (what the Grade screen shows and scores needs nothing else);
         the counts instead once they are read."""
-        if not self._counting or q in self._early:
+        if not self.loading.counting or self.loading.is_early(q):
             return
         if self.counts_ready:
             self.ensure_counts()
@@ -822,8 +738,8 @@ class GradingSession:
         pool = cat.candidates[q]
         cat.candidates.sizes[q] = len(pool)
         book.graded_candidates[q] = sum(pid in grades for pid in pool)
-        self._panels.pop(q, None)
-        self._early.add(q)
+        self.figures.forget(q)
+        self.loading.read_early(q)
 
     def _query_grades(self, q: int) -> tuple[dict[int, int], dict[int, int]]:
         """Query ``q``'s grades as the file holds them now, by passage: those in view
@@ -854,14 +770,10 @@ class GradingSession:
         return rows[0][2] if rows else None
 
     def _refresh_query(self, q: int) -> None:
-        self._panels.pop(q, None)
-        if self._waiting:  # the runs' figures come with them; the panel is asked anew
-            return
-        if self._ra.size:
-            values = self.panel(q).values
-            self._ra[:, q] = [values[name]["ra_nwg"] for name in self.catalog.run_names]
-        if self._holes.size:
-            self._holes[q] = len(self.board.holes(q, self.k))
+        if self.loading.waiting:  # the runs' figures come with them; the panel is asked anew
+            self.figures.forget(q)
+        else:
+            self.figures.refresh(q, self.k)
 
     def annotators(self) -> list[str]:
         """Everyone with a grade in the file, by name."""
@@ -921,163 +833,3 @@ class GradingSession:
     def _titles(self, pids: list[int]) -> dict[int, str]:
         found = load_passages(self.project, self.catalog, pids)
         return {pid: p.title for pid, p in found.items()}
-
-
-@dataclass(frozen=True)
-class _Counted:
-    """The candidates and the grades as the thread read them (the book's, and this
-    annotator's own when not blind)."""
-
-    pairs: tuple[NDArray[np.int64], NDArray[np.int64]]  # (query index, pid)
-    sizes: NDArray[np.int64]  # candidates per query
-    grades: NDArray[np.int64]
-    own: NDArray[np.int64] | None
-    book: GradeBook  # filled from ``grades`` here: seconds of numpy off the app's thread
-    generation: int  # the session's reload count when the thread started
-    # The newest event when the reads began: every event up to it is in them; a later
-    # one (this session's own, written meanwhile) may be or not.
-    before: int
-
-
-@dataclass  # the thread fills in its scores after reading
-class _LoadedRuns:
-    runs: list[RunLists]
-    run_grades: list[NDArray[np.int8]]
-    generation: int
-    # The figures ``_rescore`` gives on the snapshot: at cutoff ``k``, from the grade
-    # counts ``counts`` and ``run_grades``; holes None when a top K needs naming.
-    k: int
-    counts: NDArray[np.int64]
-    # Both None until the thread scored them (and if it could not: closing, an error).
-    ra: NDArray[np.float64] | None
-    holes: NDArray[np.int64] | None
-
-
-# Each reader has its own connection: the app's connection belongs to the app's thread.
-# Nothing here writes to the catalog or the book; the app's thread puts the results in
-# place. The collector rests while the counts are read: millions of grades hold no
-# cycle, and collections walking them again and again slowed the reading.
-
-
-def _read_pools_and_runs(
-    counts: Future[_Counted] | None,
-    path: Path,
-    catalog: Catalog,
-    *,
-    annotator: str,
-    blind: bool,
-    generation: int,
-    k: int,
-    config: MetricConfig,
-    stop: Event,
-) -> _LoadedRuns:
-    """Candidates and grades (into ``counts``, as soon as they are read: the progress
-    column waits for them), then the runs. One snapshot for both: the run entries' grades
-    must be the book's as read, whatever another process grades meanwhile. The grades
-    are taken as arrays before the book is handed over: the app's thread changes the book
-    from then on, and the grades it makes meanwhile reach the runs through ``_apply``."""
-    with Project.reader(path) as reader, reader.snapshot():
-        loaded = _read_in_snapshot(
-            reader, counts, catalog, annotator=annotator, blind=blind, generation=generation, k=k
-        )
-    # Out of the snapshot (it holds back the app's checkpoints) for the numpy that follows.
-    _score(loaded, catalog, config, stop)
-    return loaded
-
-
-def _read_in_snapshot(
-    reader: Project,
-    counts: Future[_Counted] | None,
-    catalog: Catalog,
-    *,
-    annotator: str,
-    blind: bool,
-    generation: int,
-    k: int,
-) -> _LoadedRuns:
-    """The counts (handed to ``counts`` as soon as they are read) and the runs, in the
-    reader's snapshot."""
-    counted = None
-    if counts is not None and counts.set_running_or_notify_cancel():
-        try:
-            counted = _read_counts(reader, catalog, annotator, blind, generation)
-            table = counted.book.grades.table()
-            grade_counts = counted.book.counts.copy()
-            counts.set_result(counted)
-        except BaseException as exc:
-            counts.set_exception(exc)
-            raise
-    if counted is None:
-        counted = _read_counts(reader, catalog, annotator, blind, generation)
-        table = counted.book.grades.table()
-        grade_counts = counted.book.counts
-    return _read_runs(reader, catalog, table, grade_counts, generation=generation, k=k)
-
-
-def _read_counts(
-    reader: Project, catalog: Catalog, annotator: str, blind: bool, generation: int
-) -> _Counted:
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        conn = reader.conn
-        before = last_event_id(conn)
-        pairs = pool_pairs(catalog, reader)
-        grades = own_grade_rows(conn, annotator) if blind else resolved_grade_rows(conn)
-        own = None if blind else own_grade_rows(conn, annotator)
-        sizes = np.bincount(pairs[0], minlength=len(catalog.queries)).astype(np.int64)
-        book = GradeBook(catalog)
-        # No pid was handed out yet (nothing named moved in), and the catalog's pairs are
-        # the app thread's to set: both are given.
-        book.load(grades, score=False, moved={}, pairs=pairs)
-        return _Counted(pairs, sizes, grades, own, book, generation, before)
-    finally:
-        if collecting:
-            gc.enable()
-
-
-def _read_runs(
-    reader: Project,
-    catalog: Catalog,
-    table: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]],
-    counts: NDArray[np.int64],
-    *,
-    generation: int,
-    k: int,
-) -> _LoadedRuns:
-    """The runs as pids, with their entries' grades from ``table`` (the book's grades as
-    (query, pid, grade) arrays, read in the same snapshot). Their pids are the rows the
-    rankings store; the app's thread names the rest when it needs them, and puts queries
-    opened meanwhile in as it showed them."""
-    runs = load_runs(reader, catalog)
-    q, pids, grades = table
-    late = late_for(runs, pids)
-    if late.any():
-        # A graded passage that got its row after a run was stored (found by search,
-        # named by a later label file) may be an entry stored as 0: found by its id.
-        name_late_entries(reader, catalog, runs, q[late], pids[late])
-    run_grades = entry_grades(runs, q, pids, grades)
-    # Warm the import the first grade needs, here rather than on the annotator's key.
-    import raglabel.storage.grades  # noqa: F401
-
-    return _LoadedRuns(runs, run_grades, generation, k, counts, None, None)
-
-
-def _score(loaded: _LoadedRuns, catalog: Catalog, config: MetricConfig, stop: Event) -> None:
-    """Score the runs on the thread's snapshot (``loaded.ra``, ``loaded.holes``), not on
-    the app's thread when they land. Nothing if the session closes meanwhile; nothing
-    either if scoring fails here: the app's thread then scores them all, as it did."""
-    try:
-        found = score_in_chunks(
-            catalog.queries,
-            loaded.counts,
-            loaded.runs,
-            loaded.run_grades,
-            k=loaded.k,
-            config=config,
-            stop=stop,
-        )
-    except Exception:  # scored again on the app's thread, where an error is seen
-        return
-    if found is not None:
-        loaded.ra, loaded.holes = found

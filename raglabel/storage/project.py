@@ -17,17 +17,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from raglabel.errors import InputError, StorageError
+
+# Named here too for the storage modules that stamp rows through this module; its home is
+# ``clock``, which the runs module imports instead (through here it made a cycle).
+from raglabel.storage.clock import now as now  # noqa: PLC0414 (an explicit re-export)
 from raglabel.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
 #: "RAGL": marks a SQLite file as a raglabel project (SQLite's application_id header).
 APPLICATION_ID = 0x5241474C
 #: How long a writer waits for another's transaction before giving up.
 BUSY_TIMEOUT_S = 30.0
-
-
-def now() -> str:
-    """UTC time as ISO 8601 with milliseconds: sortable as text, exact enough for timing."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 #: What SQLite keeps beside a project in WAL mode: the log of recent writes, and its index.

@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from raglabel.errors import InputError
 from raglabel.formats.score_order import trec_scores
 from raglabel.storage.background import in_background
+from raglabel.storage.clock import now
 from raglabel.storage.items import (
     ensure_queries,
     json_list,
@@ -38,7 +39,6 @@ from raglabel.storage.items import (
     plan_ids,
     worth_reading_whole,
 )
-from raglabel.storage.project import now
 
 if TYPE_CHECKING:
     import polars as pl

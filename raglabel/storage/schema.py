@@ -23,7 +23,8 @@ class Migration:
 
 
 def _fill_passage_rows(conn: sqlite3.Connection) -> None:
-    # Imported here: the runs module imports the project module, which imports this one.
+    # Imported here: only an upgrade from before these rows needs the runs module (and the
+    # numpy it brings); opening a project does not.
     from raglabel.storage.runs import fill_passage_rows
 
     fill_passage_rows(conn)

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import events, work
 from textual.app import App
 from textual.binding import BindingType
+from textual.message import Message
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from raglabel.session.grading import Change, GradingSession
+from raglabel.session.loading import Stage
 from raglabel.session.options import AppOptions
 from raglabel.tui.collector import Collector
 from raglabel.tui.commands import LabelCommands
@@ -38,6 +40,16 @@ if TYPE_CHECKING:
 CHECKPOINT_EVERY_S = 15.0
 #: How often the app looks for a moment at rest to collect garbage in.
 COLLECT_CHECK_S = 1.0
+
+
+class Landed(Message):
+    """A stage of the session's background load landed: posted from the thread that read
+    it (``post_message`` is thread-safe), handled on the app's thread, which puts what
+    was read in place."""
+
+    def __init__(self, stage: Stage) -> None:
+        super().__init__()
+        self.stage = stage
 
 
 class GradingApp(App[int]):
@@ -85,9 +97,9 @@ class GradingApp(App[int]):
         if self.session.counted:  # else once the grades are read
             self._hint_if_empty()
         if not self.session.runs_scored:
+            self.session.loading.watch(self._post_landed)
             # After the first paint: reading them sooner would slow the paint down.
             self.call_after_refresh(self.session.start_runs)
-            self._runs_timer = self.set_interval(0.05, self._runs_arrived)
         if self.session.options.adjudicate:
             self.action_adjudicate()
         self.set_interval(CHECKPOINT_EVERY_S, self._checkpoint)
@@ -110,20 +122,24 @@ class GradingApp(App[int]):
             group="checkpoint",
         )
 
-    def _runs_arrived(self) -> None:
+    def _post_landed(self, stage: Stage) -> None:
+        """The background load's report, from its thread: handled as a message."""
+        self.post_message(Landed(stage))
+
+    def on_landed(self, message: Landed) -> None:
         """Fill in progress once the candidates and grades read in the background are
         in, and the run columns once the runs are."""
-        if not self.session.counted and self.session.counts_ready:
+        if message.stage == "counts":
+            if self.session.counted:  # something needed them sooner and put them in
+                return
             self.session.ensure_counts()
             self._hint_if_empty()
             self.all_dirty = True
             # A Grade screen opened meanwhile showed its query's own read: the same
             # figures, now from the whole counts, and its rows as read with them.
             self._landed_on_screen()
-        if not self.session.runs_ready:
             return
-        self._runs_timer.stop()
-        self.session.ensure_runs()
+        self.session.ensure_runs()  # at once if something needed them sooner
         self.all_dirty = True
         self._landed_on_screen()  # the rankings, holes and figures of all the runs
 

@@ -18,7 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from raglabel.metrics.criteria import CRITERIA, RUBRICS
-from raglabel.session.grading import Timing
+from raglabel.session.timing import Timing
 from raglabel.tui.keys import bind, first_key
 from raglabel.tui.screens.grade import IDLE_CAP_MS
 from raglabel.tui.widgets.answer_table import JUDGE_STYLE, AnswerTable

@@ -15,7 +15,8 @@ from textual.events import Resize, ScreenResume
 from textual.screen import Screen
 from textual.widgets import Static
 
-from raglabel.session.grading import Change, PassageRow, Timing
+from raglabel.session.grading import Change, PassageRow
+from raglabel.session.timing import Timing
 from raglabel.tui.keys import bind, first_key
 from raglabel.tui.screens.confirm import ConfirmScreen
 from raglabel.tui.screens.prompt import PromptScreen
