@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import re
+import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -325,3 +326,115 @@ def test_eval_compare_says_why_a_comparison_has_no_values(cli: Cli, tmp_path: Pa
         assert code == 0, err
         assert "n_recall_5@5, b vs a: nothing to compare: it is NA for both on every query" in out
         assert "ndcg@5, b vs a" not in out  # that one has values
+
+
+# -- the Runs screen: one interval, read alike in its chart and its table ---------------------
+
+
+def runs_screen_lines(app: GradingApp) -> tuple[dict[str, str], list[str]]:
+    """The chart's interval text by run, and the runs' table lines as on screen."""
+    lines = screen_text(app).splitlines()
+    chart = {}
+    for line in lines:
+        found = re.match(r" (\S+) +[█├─┤ ]+ (\d\.\d{3}) (\[\d\.\d\d, \d\.\d\d\])$", line)
+        if found:
+            chart[found.group(1)] = f"{found.group(2)} {found.group(3)}"
+    head = next(i for i, line in enumerate(lines) if line.startswith("  run "))
+    table = [lines[head]]
+    for line in lines[head + 1 :]:
+        if not line.startswith("    "):
+            break
+        table.append(line)
+    return chart, table
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 32), (200, 50)])
+async def test_runs_chart_and_table_show_the_same_interval_and_no_cut_value(
+    db: Path, size: tuple[int, int]
+) -> None:
+    shown: dict[str, Any] = {}
+
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        await pilot.press("r")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, RunsScreen)
+        shown["reports"] = app.screen.latest
+        shown["chart"], shown["table"] = runs_screen_lines(app)
+
+    await drive(db, scenario, size)
+    reports, chart, table = shown["reports"], shown["chart"], shown["table"]
+    assert set(chart) == set(SIX_RUNS)
+    rows = [line for line in table[1:] if line.split()[:1] and line.split()[0] in chart]
+    assert len(rows) == len(SIX_RUNS)
+    for line in rows:
+        run, mean, interval = line.split()[:3]
+        # The chart said [0.629, 0.852] where the table said .62-.86: now both say the
+        # same bounds, rounded outwards, so each holds the mean beside it.
+        low, high = interval.split("-")
+        assert chart[run] == f"{mean} [{float(low):.2f}, {float(high):.2f}]", (line, chart[run])
+        ci = reports[run].ci["ra_nwg"]
+        assert float(low) <= ci[0] and ci[1] <= float(high)
+        assert float(low) <= float(mean) <= float(high)
+        # Every cell whole: a mean and its interval, the last one too (not ".49-.7").
+        cells = line.split()[1:]
+        assert len(cells) % 2 == 0, line
+        for mean_cell, interval_cell in zip(cells[::2], cells[1::2], strict=True):
+            assert re.fullmatch(r"\d\.\d{3}", mean_cell), line
+            assert re.fullmatch(r"(\.\d\d|1\.00)-(\.\d\d|1\.00)", interval_cell), line
+    headers = table[0].split()
+    assert len(headers) == len(rows[0].split()[1:]) // 2 + 1  # no header without its column
+    if size[0] >= 200:
+        assert headers[-1] == "nDCG"  # wide enough for all nine
+
+
+# -- a cut title says it is cut -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 32), (150, 40)])
+async def test_a_cut_title_on_the_grade_screen_ends_with_an_ellipsis(
+    db: Path, size: tuple[int, int]
+) -> None:
+    seen: dict[str, Any] = {}
+
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        await open_query(app, pilot, 16)  # q17 has the demo's longest title
+        await pilot.pause()
+        seen["shown"] = shown_titles(app)
+        seen["whole"] = whole_cells(app, 16)
+
+    await drive(db, scenario, size)
+    shown, whole = seen["shown"], seen["whole"]
+    assert len(shown) >= 5
+    cut = [cell for cell in shown if cell not in whole]
+    assert cut  # narrower than the titles: some are cut
+    for cell in cut:
+        # Cut where the column ends, and said so: never a whole-looking "...deleted-file wind".
+        assert cell.endswith("\u2026"), cell
+        assert any(title.startswith(cell[:-1]) for title in whole), cell
+
+
+async def test_a_cut_title_in_search_results_ends_with_an_ellipsis(db: Path) -> None:
+    seen: dict[str, list[str]] = {}
+
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        await open_query(app, pilot, 0)
+        await pilot.press("b")
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        seen["cells"] = [
+            line.split("  kb-", 1)[1].split("  ", 1)[1].split("  ")[0]
+            for line in lines
+            if "  kb-" in line and "  " in line.split("  kb-", 1)[1]
+        ]
+
+    await drive(db, scenario, (200, 50))
+    with sqlite3.connect(db) as conn:
+        seen["titles"] = [title for (title,) in conn.execute("SELECT title FROM passage")]
+    cells, titles = seen["cells"], seen["titles"]
+    # "Enterprise: change the deleted-file wind" was the first 40 characters, no mark.
+    long = [cell for cell in cells if cell not in titles]
+    assert long, cells
+    for cell in long:
+        assert cell.endswith("\u2026") and len(cell) == 40, cell
+        assert any(title.startswith(cell[:-1]) for title in titles), cell

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from raglabel.cli.arguments import int_in
 from raglabel.cli.options import add_convention_options, cutoffs_option, metric_config
+from raglabel.cli.plain_table import Column, Table, console_width, layout, wrapped
 from raglabel.errors import UsageError
 
 if TYPE_CHECKING:
@@ -104,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "markdown":
         sys.stdout.write(as_markdown(report))
     else:
-        sys.stdout.write(as_text(report) + answers_text(report))
+        width = console_width()
+        sys.stdout.write(as_text(report, width) + answers_text(report, width=width))
     return 0
 
 
@@ -120,79 +122,162 @@ def _share(value: float | None) -> str:
     return "NA" if value is None else f"{value:.0%}"
 
 
-def as_text(report: AgreementReport) -> str:
+def as_text(report: AgreementReport, width: int | None = None) -> str:
+    """The report as text, its tables laid out for a console ``width`` wide (None: no
+    console, each table whole)."""
     out: list[str] = []
+
+    def say(text: str) -> None:
+        # Prose wraps at spaces to the console, never mid-word as a terminal would.
+        out.extend(wrapped(text, width))
+
     models = ", ".join(report.models) or "none"
-    out.append(
+    say(
         f"human-graded pairs: {report.human_pairs} by {len(report.annotators)} annotator(s);"
         f" judge-graded pairs: {report.judged_pairs} (models: {models});"
         f" graded by both: {report.shared_pairs}"
     )
-    out.append(
+    say(
         f"Krippendorff's alpha (ordinal): annotators {_num(report.alpha_annotators)},"
         f" annotators plus judge {_num(report.alpha_with_judge)}"
     )
     out.append("")
     # Names are never cut: two raters (a judge's long model names) cut alike would
-    # read as one.
-    a = _name_width("rater a", [p.a for p in report.pairs], 28)
-    b = _name_width("rater b", [p.b for p in report.pairs], 16)
-    out.append(
-        f"{'rater a':<{a}} {'rater b':<{b}} {'pairs':>6} {'kappa(q)':>8} {'alpha':>7}"
-        f" {'bias a-b':>8} {'exact':>6} {'within 1':>8}"
+    # read as one. The two raters name a row and lead each block of a split table.
+    out += text_table(
+        ("rater a", "rater b", "pairs", "kappa(q)", "alpha", "bias a-b", "exact", "within 1"),
+        [
+            [
+                p.a,
+                p.b,
+                str(p.n),
+                _num(p.kappa),
+                _num(p.alpha),
+                _num(p.bias, 2),
+                _share(p.exact),
+                _share(p.within_one),
+            ]
+            for p in report.pairs
+        ],
+        width,
+        keys=2,
     )
-    for p in report.pairs:
-        out.append(
-            f"{p.a:<{a}} {p.b:<{b}} {p.n:>6} {_num(p.kappa):>8} {_num(p.alpha):>7}"
-            f" {_num(p.bias, 2):>8} {_share(p.exact):>6} {_share(p.within_one):>8}"
-        )
     if report.accepted_left_out:
-        out.append(
+        say(
             f"({report.accepted_left_out} pairs whose human grade accepted a suggestion are"
             " left out of the judge's figures)"
         )
     if not report.shared_pairs and report.models:
-        out.append(
+        say(
             "(no pair has both a human grade and a suggestion: run raglabel judge with"
             " --include-graded to compare the judge with people)"
         )
     if report.confusion is not None:
         out.append("")
-        out.append(f"confusion: humans (rows) vs {report.judge} (columns)")
+        say(f"confusion: humans (rows) vs {report.judge} (columns)")
         out.append("      " + "".join(f"{g:>6}" for g in range(1, 6)))
         for grade, row in enumerate(report.confusion, 1):
             out.append(f"{grade:>6}" + "".join(f"{n:>6}" for n in row))
     out.append("")
-    out.append(
+    say(
         f"suggestions accepted as they were: {report.accepted} of {report.offered}"
         f" human-graded pairs that had one ({_share(report.accepted_share)})"
     )
     if report.queries:
         out.append("")
         out.append("queries with most disagreement (judge vs humans):")
-        width = _name_width("query", [q.qid for q in report.queries], 20)
-        out.append(f"  {'query':<{width}} {'pairs':>5} {'mean |gap|':>10} {'bias':>6}")
-        for q in report.queries:
-            out.append(f"  {q.qid:<{width}} {q.pairs:>5} {q.mean_gap:>10.2f} {q.bias:>6.2f}")
+        out += text_table(
+            ("query", "pairs", "mean |gap|", "bias"),
+            [[q.qid, str(q.pairs), f"{q.mean_gap:.2f}", f"{q.bias:.2f}"] for q in report.queries],
+            width,
+            indent=2,
+        )
     for agreement in report.runs:
         out.append("")
-        out.append(
+        say(
             f"{agreement.metric} on human vs judge grades ({agreement.queries} queries);"
             f" Kendall tau of the runs' order: {_num(agreement.tau)}"
         )
         order = sorted(agreement.human, key=lambda r: -(agreement.human[r] or -1.0))
-        width = _name_width("run", order, 24)
         # Headed: two bare columns of numbers do not say which grades each is on.
-        out.append(f"  {'run':<{width}} {'humans':>7} {'judge':>7}")
-        for name in order:
-            h, j = agreement.human[name], agreement.judge[name]
-            out.append(f"  {name:<{width}} {_num(h):>7} {_num(j):>7}")
+        out += text_table(
+            ("run", "humans", "judge"),
+            [[name, _num(agreement.human[name]), _num(agreement.judge[name])] for name in order],
+            width,
+            indent=2,
+        )
     return "\n".join(out) + "\n"
 
 
-def _name_width(header: str, names: list[str], least: int) -> int:
-    """A column of names as wide as its longest name (at least ``least``), whole."""
-    return max([least, len(header), *(len(name) for name in names)])
+def text_table(
+    headers: tuple[str, ...],
+    rows: list[list[str]],
+    width: int | None,
+    *,
+    keys: int = 1,
+    indent: int = 0,
+) -> list[str]:
+    """A headed table as lines: the first ``keys`` columns (names) to the left and as
+    wide as their longest name, never cut; the others right-aligned, as wide as their
+    header or widest value; one space between. Wider than a console ``width``, it is
+    printed in blocks of columns that each fit, each led by the name columns, after a
+    line that says so (:func:`raglabel.cli.plain_table.layout`); where the names alone
+    leave no room for a value (a judge named for its models), a row at a time
+    (:func:`_records`)."""
+    columns = [Column(header, right=i >= keys) for i, header in enumerate(headers)]
+    table = Table(columns, rows, keys=keys)
+    if width is None:
+        return _aligned(table, indent)
+    blocks, note = layout(table, width, spacing=(1, indent - 1), cut=False)
+    lines = [] if note is None else note.splitlines()
+    for block in blocks:
+        if len(blocks) > 1:
+            lines.append(" " * indent + f"({block.title})")
+        lines += _aligned(block, indent)
+    if max(map(len, lines)) > width:
+        return _records(headers, rows, width, keys=keys, indent=indent)
+    return lines
+
+
+def _aligned(table: Table, indent: int) -> list[str]:
+    cells = [[c.header for c in table.columns], *table.rows]
+    sizes = [max(len(row[i]) for row in cells) for i in range(len(table.columns))]
+    lines = []
+    for row in cells:
+        parts = [
+            cell.rjust(size) if column.right else cell.ljust(size)
+            for cell, column, size in zip(row, table.columns, sizes, strict=True)
+        ]
+        lines.append((" " * indent + " ".join(parts)).rstrip())
+    return lines
+
+
+def _records(
+    headers: tuple[str, ...], rows: list[list[str]], width: int, *, keys: int, indent: int
+) -> list[str]:
+    """Each row as its names, a line each (``rater a: ...``, wrapped at spaces), then
+    its values as ``header value`` pairs, as many to a line as fit: for names too long
+    to stand beside even one value on the console."""
+    pad = " " * indent
+    lines = [
+        *wrapped(
+            f"{pad}(too wide for {width} columns as a table: each row as its names, then"
+            " its values)",
+            width,
+        )
+    ]
+    for row in rows:
+        for header, name in zip(headers[:keys], row[:keys], strict=True):
+            lines += wrapped(f"{pad}{header}: {name}", width)
+        line = pad + "  "
+        for header, value in zip(headers[keys:], row[keys:], strict=True):
+            item = f"{header} {value}"
+            if line.strip() and len(line) + 3 + len(item) > width:
+                lines.append(line.rstrip())
+                line = pad + "  "
+            line += ("   " if line.strip() else "") + item
+        lines.append(line.rstrip())
+    return lines
 
 
 _ALPHAS = (
@@ -210,7 +295,9 @@ def _alpha_cell(stats: AlphaInterval) -> str:
     return f"{stats.alpha:.3f}{ci} ({stats.items} items)"
 
 
-def _answer_lines(criterion: str, a: CriterionAgreement, *, markdown: bool) -> list[str]:
+def _answer_lines(
+    criterion: str, a: CriterionAgreement, *, markdown: bool, width: int | None = None
+) -> list[str]:
     lines: list[str] = []
     if markdown:
         lines += ["", f"### {criterion}", "", "| alpha (ordinal) | value [95% CI] (items) |"]
@@ -245,21 +332,30 @@ def _answer_lines(criterion: str, a: CriterionAgreement, *, markdown: bool) -> l
             ]
         else:
             lines.append("  largest judge-human gaps:")
-            lines += [
-                f"    {g.system[:16]:<16} {g.sample_id[:20]:<20} humans {g.human} judge"
-                f" {g.judge} ({g.gap:+d})"
-                for g in a.gaps
-            ]
+            # A system and a sample name a row: whole, as the Markdown has them.
+            lines += text_table(
+                ("system", "sample", "humans", "judge", "gap"),
+                [
+                    [g.system, g.sample_id, str(g.human), str(g.judge), f"{g.gap:+d}"]
+                    for g in a.gaps
+                ],
+                width,
+                keys=2,
+                indent=4,
+            )
     return lines
 
 
-def answers_text(report: AgreementReport, *, markdown: bool = False) -> str:
-    """The answers section (``--answers``), as text or Markdown; empty without it."""
+def answers_text(
+    report: AgreementReport, *, markdown: bool = False, width: int | None = None
+) -> str:
+    """The answers section (``--answers``), as text (its tables laid out for a console
+    ``width`` wide, as :func:`as_text`) or Markdown; empty without it."""
     if report.answers is None:
         return ""
     lines = ["", "## Answers" if markdown else "answers:"]
     for criterion, agreement in report.answers.items():
-        lines += _answer_lines(criterion, agreement, markdown=markdown)
+        lines += _answer_lines(criterion, agreement, markdown=markdown, width=width)
     return "\n".join(lines) + "\n"
 
 

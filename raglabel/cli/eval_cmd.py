@@ -285,6 +285,7 @@ def spare_blas_threads(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from raglabel.cli.plain_table import console_width
     from raglabel.cli.render import render
 
     spare_blas_threads(args)
@@ -293,7 +294,9 @@ def run(args: argparse.Namespace) -> int:
     computed_at = time.perf_counter()
     for warning in warnings:
         print(f"raglabel eval: warning: {warning}", file=sys.stderr)
-    text = render(report, args.format, per_query=args.per_query)
+    # A file has no console: its tables are whole; a terminal's are laid out to fit it.
+    width = None if args.output else console_width()
+    text = render(report, args.format, per_query=args.per_query, width=width)
     if args.output:
         from raglabel.formats.output import atomic_text
 

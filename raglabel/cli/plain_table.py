@@ -9,15 +9,17 @@ caller then asks rich. tests/test_plain_table.py holds the two to the same outpu
 Before either draws a table, :func:`fit` lays it out so that nothing is wrapped or cut
 where a reader could misread it: a value (an interval ``[0.531, 0.900]`` with its count)
 stays whole on one line, and a header cut to save width keeps the end that tells it from
-the others (``precision_4…@3`` beside ``precision_4…@5``).
+the others (``precision_4…@3`` beside ``precision_4…@5``); and :func:`split` first makes
+a table wider than the console blocks of its columns that each fit, so the terminal
+never wraps one mid-value.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import sys
 import unicodedata
-from collections import Counter
 from collections.abc import Sequence
 
 # What rich reads in a cell instead of printing it: a markup tag, an emoji code, an
@@ -36,14 +38,31 @@ class Column:
 
 
 class Table:
-    __slots__ = ("columns", "rows", "title")
+    """Columns, rows of cells and a title; the first ``keys`` columns name a row (a
+    metric; a metric, baseline and run) and lead every block :func:`split` makes. A
+    block's ``siblings`` are the headers of the whole table: a header cut in one block
+    must not read as a column of another. A table with a ``corner`` may be turned, rows
+    for columns, where that fits better (:func:`layout`): its first column's header
+    then, ``run`` for the metric table's runs."""
+
+    __slots__ = ("columns", "corner", "keys", "rows", "siblings", "title")
 
     def __init__(
-        self, columns: Sequence[Column], rows: Sequence[Sequence[str]], title: str | None = None
+        self,
+        columns: Sequence[Column],
+        rows: Sequence[Sequence[str]],
+        title: str | None = None,
+        *,
+        keys: int = 1,
+        siblings: Sequence[str] = (),
+        corner: str | None = None,
     ) -> None:
         self.columns = columns
         self.rows = rows
         self.title = title
+        self.keys = keys
+        self.siblings = siblings
+        self.corner = corner
 
 
 def _plain(text: str) -> bool:
@@ -54,6 +73,30 @@ def _plain(text: str) -> bool:
         and text == text.strip()
         and not _RICH_SYNTAX.search(text)
     )
+
+
+def console_width() -> int | None:
+    """The width tables are laid out for when stdout is a terminal: ``COLUMNS`` when
+    set to a number (as the shell and rich read it), else the terminal's own. None for
+    a pipe or a file: nothing wraps there, so a table is printed whole at its own width
+    (a ``COLUMNS`` inherited there, as readline sets it for its children, is no
+    console's)."""
+    if not _is_terminal():
+        return None
+    text = os.environ.get("COLUMNS", "").strip()
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns
+    except (OSError, ValueError):  # a replaced stdout without a descriptor
+        return None
+
+
+def _is_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):  # a closed or replaced stdout
+        return False
 
 
 def _colour_forced() -> bool:
@@ -122,28 +165,52 @@ def _line_width(line: str) -> int:
     return width
 
 
-def fit(table: Table, width: int) -> tuple[Table, int]:
-    """``table`` and the console width to draw it at, so that rich wraps and cuts
-    nothing: the columns whose header is longer than every value in them give up
-    width first, widest first and only as much as the table is too wide, each header
-    cut to a name no other header reads as (:func:`cut_names`) and never below
-    :data:`MIN_HEADER` or its values; a table still too wide is drawn wider than
-    ``width``. Rich, given less than a table's width, wraps cells at their spaces (an
-    interval over two lines) and cuts names alike (``precision_4plus…`` for both
-    ``@3`` and ``@5``)."""
+def _cutoff(name: str) -> str:
+    """The end of a metric's name that says its cutoff (``@3``, ``@k``, ``_10``), or
+    empty: the part a cut header always keeps, as it tells the name from its siblings."""
+    found = _CUTOFF.search(name)
+    return found.group() if found is not None and found.start() > 0 else ""
+
+
+_CUTOFF = re.compile(r"@[A-Za-z0-9]+$|_[0-9]+$")
+
+
+def _narrowest(table: Table) -> tuple[list[int], list[int], list[int]]:
+    """Per column: its header's width, its widest value, and the least width its header
+    may be cut to (never below :data:`MIN_HEADER`, its values or its cutoff and a
+    character before the ellipsis)."""
     count = len(table.columns)
     heads = [text_width(column.header) for column in table.columns]
     values = [
         max((text_width(row[i]) for row in table.rows if i < len(row)), default=0)
         for i in range(count)
     ]
+    floors = [
+        min(head, max(value, MIN_HEADER, len(_cutoff(column.header)) + 2))
+        for head, value, column in zip(heads, values, table.columns, strict=True)
+    ]
+    if floors != heads:
+        # Headers that read alike cut that far need more to be told apart.
+        cut = cut_names([column.header for column in table.columns], floors, table.siblings)
+        floors = [max(floor, text_width(text)) for floor, text in zip(floors, cut, strict=True)]
+    return heads, values, floors
+
+
+def fit(table: Table, width: int) -> tuple[Table, int]:
+    """``table`` and the console width to draw it at, so that rich wraps and cuts
+    nothing: the columns whose header is longer than every value in them give up
+    width first, widest first and only as much as the table is too wide, each header
+    cut to a name no other header reads as (:func:`cut_names`) and never below
+    :data:`MIN_HEADER` or its values; a table still too wide is drawn wider than
+    ``width`` (:func:`split` first makes it blocks that fit). Rich, given less than a
+    table's width, wraps cells at their spaces (an interval over two lines) and cuts
+    names alike (``precision_4plus…`` for both ``@3`` and ``@5``)."""
+    count = len(table.columns)
+    heads, values, floors = _narrowest(table)
     widths = [max(head, value) for head, value in zip(heads, values, strict=True)]
     # One space of padding each side of a cell, and a space for each edge and divider.
     excess = sum(widths) + 3 * count + 1 - width
     if excess > 0:
-        floors = [
-            min(head, max(value, MIN_HEADER)) for head, value in zip(heads, values, strict=True)
-        ]
         while excess > 0:
             # The widest header that can still give a column up, first of equals.
             shrinkable = [i for i in range(count) if widths[i] > max(floors[i], values[i])]
@@ -153,66 +220,206 @@ def fit(table: Table, width: int) -> tuple[Table, int]:
             widths[widest] -= 1
             excess -= 1
         room = [min(head, w) for head, w in zip(heads, widths, strict=True)]
-        headers = cut_names([column.header for column in table.columns], room)
+        headers = cut_names([column.header for column in table.columns], room, table.siblings)
         columns = [
             Column(header, column.right)
             for header, column in zip(headers, table.columns, strict=True)
         ]
-        table = Table(columns, table.rows, table.title)
-        # Measured again as cut: a wide character may have kept a header wider.
+        table = Table(columns, table.rows, table.title, keys=table.keys, siblings=table.siblings)
+        # Measured again as cut: a header kept distinct, or a wide character, may be wider.
         widths = [max(text_width(h), v) for h, v in zip(headers, values, strict=True)]
     return table, max(width, sum(widths) + 3 * count + 1)
 
 
-def cut_names(names: Sequence[str], widths: Sequence[int]) -> list[str]:
-    """Each name cut to its width with an ellipsis where it was cut; names that would
-    read alike keep the end that tells them apart, from the start of its word
-    (``precision_4plus@3`` and ``@5`` at 14 columns: ``precision_4…@3`` and
-    ``precision_4…@5``); names alike at both ends are numbered (``dens…1``)."""
-    shown = [_cut(name, width, 0) for name, width in zip(names, widths, strict=True)]
-    alike = Counter(shown)
-    groups: dict[str, list[int]] = {}
-    for i, text in enumerate(shown):
-        if alike[text] > 1:
-            groups.setdefault(text, []).append(i)
-    for members in groups.values():
-        cut = [i for i in members if shown[i] != names[i]]
-        others = {text for j, text in enumerate(shown) if j not in members}
-        # A character of the head always stays before the ellipsis.
-        for tail in range(1, max((widths[i] for i in cut), default=0) - 1):
-            tried = {
-                i: _cut(names[i], widths[i], _word_tail(names[i], tail, widths[i])) for i in cut
-            }
-            texts = [tried.get(i, shown[i]) for i in members]
-            if len(set(texts)) == len(texts) and not others & set(texts):
-                for i, text in tried.items():
-                    shown[i] = text
-                break
-        else:
-            for number, i in enumerate(cut, 1):
-                suffix = str(number)
-                room = max(widths[i] - 1 - len(suffix), 0)
-                shown[i] = names[i][:room] + _ELLIPSIS + suffix
+def own_width(table: Table) -> int:
+    """The console width ``table`` is drawn whole at, its title unwrapped."""
+    heads, values, _ = _narrowest(table)
+    widths = [max(head, value) for head, value in zip(heads, values, strict=True)]
+    return max(sum(widths) + 3 * len(widths) + 1, text_width(table.title or ""))
+
+
+#: Columns a table takes besides its cells: per column and once. Rich's simple box
+#: pads a cell a space each side with a space between and at each edge.
+BOXED = (3, 1)
+
+
+def split(
+    table: Table, width: int, *, spacing: tuple[int, int] = BOXED, cut: bool = True
+) -> list[Table]:
+    """``table`` as blocks of its columns that each fit ``width`` (once :func:`fit` has
+    cut their headers, or with headers whole without ``cut``; ``spacing`` as
+    :data:`BOXED`), every block led by the table's first ``keys`` columns (the names of
+    its rows), in order, no column left out: a terminal given a wider table wraps it
+    mid-value (``0.3667 [0.`` over ``250, 0.483]``). A single column too wide for any
+    block is a block of its own, drawn wider: a value is never cut. One block is the
+    table as it is."""
+    count = len(table.columns)
+    keys = min(table.keys, count)
+    if any(len(row) != count for row in table.rows):
+        return [table]  # rich reports what is wrong with it
+    heads, values, floors = _narrowest(table)
+    least = [
+        max(floor if cut else head, value)
+        for floor, head, value in zip(floors, heads, values, strict=True)
+    ]
+    each, once = spacing
+    if sum(least) + each * count + once <= width or count <= keys + 1:
+        return [table]
+    lead = sum(least[:keys]) + each * keys + once
+    groups: list[list[int]] = [[]]
+    used = lead
+    for i in range(keys, count):
+        if groups[-1] and used + least[i] + each > width:
+            groups.append([])
+            used = lead
+        groups[-1].append(i)
+        used += least[i] + each
+    if len(groups) == 1:
+        return [table]
+    blocks = []
+    for number, group in enumerate(groups, 1):
+        chosen = [*range(keys), *group]
+        part = f"part {number} of {len(groups)}"
+        blocks.append(
+            Table(
+                [table.columns[i] for i in chosen],
+                [[row[i] for i in chosen] for row in table.rows],
+                f"{table.title} ({part})" if table.title else part,
+                keys=keys,
+                siblings=[column.header for column in table.columns],
+            )
+        )
+    return blocks
+
+
+def layout(
+    table: Table, width: int, *, spacing: tuple[int, int] = BOXED, cut: bool = True
+) -> tuple[list[Table], str | None]:
+    """The blocks ``table`` is printed as on a console ``width`` wide, and the line
+    said before them (None for the table as it is): split into blocks of columns
+    (:func:`split`, ``spacing`` and ``cut`` as there), or, for a table with a
+    ``corner``, turned rows for columns where that takes fewer blocks (six runs with
+    intervals side by side are 3 blocks at 80 columns, a row each are one)."""
+    blocks = split(table, width, spacing=spacing, cut=cut)
+    if len(blocks) == 1:
+        return blocks, None
+    turned = _turned(table)
+    if turned is not None:
+        turned_blocks = split(turned, width, spacing=spacing, cut=cut)
+        if len(turned_blocks) < len(blocks):
+            first = turned.columns[0].header
+            text = (
+                f"(too wide for {width} columns with a {first} a column: printed a {first} a row)"
+            )
+            if len(turned_blocks) > 1:
+                text = text[:-1] + f", in {len(turned_blocks)} parts; no column is left out)"
+            return turned_blocks, _fill(text, width)
+    names = [column.header for column in table.columns[: max(table.keys, 1)]]
+    led = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    column = "column" if len(names) == 1 else "columns"
+    text = (
+        f"(too wide for {width} columns: printed in {len(blocks)} parts, each led by the"
+        f" {led} {column}; no column is left out)"
+    )
+    return blocks, _fill(text, width)
+
+
+def wrapped(line: str, width: int | None) -> list[str]:
+    """``line`` in lines of at most ``width`` where it has spaces to break at, each
+    further line indented to just after the line's label (``conventions: ``), or two
+    more than the first without one; a word (a fingerprint, a ``name=value``
+    convention, a path) is never split, so one wider than the console stays whole on
+    a line of its own."""
+    if width is None or len(line) <= width:
+        return [line]
+    import textwrap
+
+    label = line.find(": ")
+    hang = label + 2 if 0 < label < min(24, width // 3) else len(line) - len(line.lstrip()) + 2
+    indent = " " * hang
+    return textwrap.wrap(
+        line,
+        width,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+def _fill(text: str, width: int) -> str:
+    import textwrap  # only a table too wide for its console needs it
+
+    return textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
+
+
+def _turned(table: Table) -> Table | None:
+    """``table`` with rows for columns, or None where it has no ``corner`` or its rows
+    do not all have a cell per column. The row names head the columns, the column
+    headers name the rows; a value keeps the side it was set to."""
+    count = len(table.columns)
+    if table.corner is None or table.keys != 1 or not table.rows:
+        return None
+    if any(len(row) != count for row in table.rows):
+        return None
+    right = any(column.right for column in table.columns[1:])
+    columns = [Column(table.corner), *(Column(row[0], right) for row in table.rows)]
+    rows = [[table.columns[i].header, *(row[i] for row in table.rows)] for i in range(1, count)]
+    return Table(columns, rows, table.title)
+
+
+def cut_names(
+    names: Sequence[str], widths: Sequence[int], siblings: Sequence[str] = ()
+) -> list[str]:
+    """Each name in its width, cut with an ellipsis where it does not fit. A cut name
+    always keeps its cutoff (``@3``, ``_10``: what tells ``precision_4plus@3`` from
+    ``@5``) and a character of its start: ``precision_4…@3``. A cut that could be
+    another of the names (``precisi…@3`` beside ``precision@3`` and
+    ``precision_4plus@3``) keeps more of its end, from the start of a word
+    (``ndcg_…_10``), and failing that takes more columns than it was given, up to the
+    whole name: no header reads as two names, nor as one of ``siblings`` (the columns
+    of the other blocks of a table split in blocks). A name is shown whole rather than
+    cut to as many characters as it has."""
+    distinct = sorted({*names, *siblings})
+    shown = []
+    for name, width in zip(names, widths, strict=True):
+        others = [other for other in distinct if other != name]
+        least = len(_cutoff(name))
+        room = width
+        text = _cut(name, room, least)
+        while text != name and any(_could_be(text, other) for other in others):
+            # Ends that start at a word (``_4plus@3``), each leaving a few characters
+            # of the start to read the name by.
+            tails = [t for t in range(least + 1, room - 3) if not name[-t].isalnum()]
+            text = next(
+                (
+                    tried
+                    for tail in tails
+                    for tried in [_cut(name, room, tail)]
+                    if not any(_could_be(tried, other) for other in others)
+                ),
+                text,
+            )
+            if any(_could_be(text, other) for other in others):
+                room += 1
+                text = _cut(name, room, least)
+        shown.append(text)
     return shown
 
 
-def _word_tail(name: str, tail: int, width: int) -> int:
-    """``tail`` end characters of ``name``, grown back to the start of the word they
-    begin in and the separator before it (``3`` -> ``@3``, ``0`` of ``_10`` ->
-    ``_10``), while a character of the head still fits before the ellipsis."""
-    start = len(name) - tail
-    while start > 0 and name[start - 1].isalnum() and name[start].isalnum():
-        start -= 1
-    if start > 0 and not name[start - 1].isalnum():
-        start -= 1
-    grown = len(name) - start
-    return grown if grown <= width - 2 else tail
+def _could_be(shown: str, name: str) -> bool:
+    """Whether a header as shown, whole or cut (``head…tail``), reads as ``name``."""
+    if _ELLIPSIS not in shown:
+        return shown == name
+    head, tail = shown.split(_ELLIPSIS, 1)
+    return len(name) > len(head) + len(tail) and name.startswith(head) and name.endswith(tail)
 
 
 def _cut(name: str, width: int, tail: int) -> str:
-    """``name`` in ``width`` columns: whole if it fits, else its start, an ellipsis
-    and its last ``tail`` characters."""
+    """``name`` in ``width`` columns: whole if it fits, else a character or more of
+    its start, an ellipsis and its last ``tail`` characters (wider than ``width``
+    where those do not fit in it); whole again where the cut would be no shorter."""
     if text_width(name) <= width:
         return name
-    head = max(width - 1 - tail, 0)
-    return name[:head] + _ELLIPSIS + (name[len(name) - tail :] if tail else "")
+    head = max(width - 1 - tail, 1)
+    text = name[:head] + _ELLIPSIS + (name[len(name) - tail :] if tail else "")
+    return name if text_width(text) >= text_width(name) else text

@@ -11,7 +11,7 @@ import io
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from raglabel.cli.plain_table import Column, Table, draw, fit
+from raglabel.cli.plain_table import Column, Table, draw, fit, layout, own_width, wrapped
 
 if TYPE_CHECKING:
     from raglabel.formats.report import Comparison, Report
@@ -20,14 +20,16 @@ if TYPE_CHECKING:
 CSV_COLUMNS = ("kind", "run", "metric", "query", "baseline", "value")
 
 
-def render(report: Report, fmt: str, *, per_query: bool = False) -> str:
+def render(report: Report, fmt: str, *, per_query: bool = False, width: int | None = None) -> str:
+    """``report`` in ``fmt``; a table laid out for a console ``width`` wide (None: no
+    console, each table whole at its own width)."""
     if fmt == "json":
         return report.to_json()
     if fmt == "csv":
         return _csv(report)
     if fmt == "markdown":
         return _markdown(report, per_query=per_query)
-    return _table(report, per_query=per_query)
+    return _table(report, per_query=per_query, width=width)
 
 
 def _number(value: float | None, digits: int = 4) -> str:
@@ -182,8 +184,9 @@ _SHOWN = (
 
 
 def header_lines(report: Report) -> list[str]:
-    """Label set, conventions and definitions, each a line of its own (a fingerprint is
-    never split: these lines are printed as they are, not wrapped)."""
+    """Label set, conventions and definitions, each a line of its own. A table wraps
+    them to its console at spaces only (:func:`~raglabel.cli.plain_table.wrapped`): a
+    fingerprint, a path or a ``name=value`` convention is never split."""
     labels = report.labels
     config = report.config
     lines = [
@@ -392,21 +395,18 @@ def _answers_markdown(report: Report, *, per_query: bool) -> list[str]:
     return lines
 
 
-def _table(report: Report, *, per_query: bool = False) -> str:
-    has_ci = any(result.ci for result in report.runs.values())
-    # Wide enough that a cell with its interval and count never wraps.
-    column = 36 if has_ci else 20
-    width = max(80, 24 + column * len(report.runs))
+def _table(report: Report, *, per_query: bool = False, width: int | None = None) -> str:
     output = io.StringIO()
     labels = report.labels
     for line in header_lines(report):
-        output.write(line + "\n")
+        output.writelines(text + "\n" for text in wrapped(line, width))
     columns = [Column("metric"), *(Column(run, right=True) for run in report.runs)]
     rows = [
         [metric, *[_cell(report, run, metric) for run in report.runs]]
         for metric in _metric_names(report)
     ]
-    output.write(_drawn(Table(columns, rows), width))
+    # Runs side by side, or a run a row where that fits better (six with intervals).
+    output.write(_drawn(Table(columns, rows, corner="run"), width))
     if report.compare:
         output.write(
             _drawn(
@@ -416,7 +416,8 @@ def _table(report: Report, *, per_query: bool = False) -> str:
                 width,
             )
         )
-        output.writelines(line + "\n" for line in _empty_comparisons(report, report.compare))
+        for line in _empty_comparisons(report, report.compare):
+            output.writelines(text + "\n" for text in wrapped(line, width))
     if per_query and report.runs:
         metrics = _metric_names(report)
         for run, result in report.runs.items():
@@ -425,30 +426,42 @@ def _table(report: Report, *, per_query: bool = False) -> str:
                 [qid, *[_per_query_cell(values, m) for m in metrics]]
                 for qid, values in (result.per_query or {}).items()
             ]
-            wide = max(80, 12 + 12 * (len(metrics) + 1))
-            output.write(_drawn(Table(columns, rows, title=f"{run}: per query"), wide))
-    _answers_table(report, output, per_query=per_query)
+            output.write(_drawn(Table(columns, rows, title=f"{run}: per query"), width))
+    _answers_table(report, output, per_query=per_query, width=width)
     if labels.grade_inversions:
         shown = ", ".join(labels.grade_inversions[:5])
         more = "" if len(labels.grade_inversions) <= 5 else ", ..."
-        output.write(
+        line = (
             f"grade inversion (a lower grade outweighs a higher one) in "
-            f"{len(labels.grade_inversions)} queries: {shown}{more}\n"
+            f"{len(labels.grade_inversions)} queries: {shown}{more}"
         )
+        output.writelines(text + "\n" for text in wrapped(line, width))
     return output.getvalue()
 
 
 def _compare_table(title: str, side: str, comparisons: list[Comparison], report: Report) -> Table:
     headers = ("metric", "baseline", side, "diff", "CI", "p", _p_header(report), "family", "W/T/L")
     columns = [Column(header, right=header in {"diff", "p"}) for header in headers]
-    return Table(columns, [_compare_cells(c) for c in comparisons], title=title)
+    # A test is named by its metric, baseline and run: all three lead each block.
+    return Table(columns, [_compare_cells(c) for c in comparisons], title=title, keys=3)
 
 
-def _drawn(table: Table, width: int) -> str:
-    """The table as rich draws it on a console ``width`` wide, or wider where that
-    would wrap a value or cut names alike (:func:`fit`); rich itself is imported only
-    for what the plain drawing cannot do."""
-    table, width = fit(table, width)
+def _drawn(table: Table, width: int | None) -> str:
+    """The table for a console ``width`` wide: as blocks of its columns that each fit,
+    or turned rows for columns, after a line that says so, where it is wider
+    (:func:`layout`); each drawn as rich
+    draws it, or wider where a value alone is wider (:func:`fit`). With no console
+    (None) the table is drawn whole."""
+    if width is None:
+        return _drawn_block(table, own_width(table))
+    blocks, note = layout(table, width)
+    text = "".join(_drawn_block(*fit(block, width)) for block in blocks)
+    return text if note is None else note + "\n" + text
+
+
+def _drawn_block(table: Table, width: int) -> str:
+    """One table as rich draws it on a console ``width`` wide; rich itself is imported
+    only for what the plain drawing cannot do."""
     text = draw(table, width)
     if text is not None:
         return text
@@ -466,19 +479,20 @@ def _drawn(table: Table, width: int) -> str:
     return output.getvalue()
 
 
-def _answers_table(report: Report, output: io.StringIO, *, per_query: bool) -> None:
+def _answers_table(
+    report: Report, output: io.StringIO, *, per_query: bool, width: int | None
+) -> None:
     if report.answers is None:
         return
-    width = 200
     for line in _answers_header(report):
-        output.write(line + "\n")
+        output.writelines(text + "\n" for text in wrapped(line, width))
     for system, criteria in report.answers.items():
         columns = [Column(h, right=h in ANSWER_HEADERS[1:4]) for h in ANSWER_HEADERS]
         rows = [answer_cells(criterion, answers) for criterion, answers in criteria.items()]
         output.write(_drawn(Table(columns, rows, title=f"answers of {system}"), width))
         retrieval = _retrieval_line(report, system)
         if retrieval:
-            output.write(retrieval + "\n")
+            output.writelines(text + "\n" for text in wrapped(retrieval, width))
         if per_query and criteria:
             headers, sample_rows = _sample_rows(criteria)
             title = f"{system}: per sample (human / judge)"
@@ -488,4 +502,5 @@ def _answers_table(report: Report, output: io.StringIO, *, per_query: bool) -> N
         title = "paired randomization tests between answer systems (system - baseline)"
         table = _compare_table(title, "system", report.answer_compare, report)
         output.write(_drawn(table, width))
-        output.writelines(line + "\n" for line in _empty_comparisons(report, report.answer_compare))
+        for line in _empty_comparisons(report, report.answer_compare):
+            output.writelines(text + "\n" for text in wrapped(line, width))

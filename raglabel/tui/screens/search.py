@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from raglabel.session.grading import SearchRow
 from raglabel.tui.keys import bind
-from raglabel.tui.widgets.format import GRADE_STYLES
+from raglabel.tui.widgets.format import GRADE_STYLES, cut
 from raglabel.tui.widgets.passage_view import query_terms
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ class SearchScreen(Screen[None]):
         pool = Text("yes" if hit.in_pool else "new", style="dim" if hit.in_pool else "cyan")
         name = Text(hit.ext_id, style="bold")
         if hit.title:
-            name.append(f"  {hit.title[:40]}", style="dim")
+            name.append(f"  {cut(hit.title, 40)}", style="dim")
         return grade, pool, name, snippet_text(hit.snippet)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

@@ -12,8 +12,10 @@ from textual.widgets import DataTable
 
 from raglabel.formats.report import GradeSummary, RunReport
 from raglabel.metrics.criteria import RANKING
+from raglabel.metrics.definitions import display_name
+from raglabel.metrics.names import MetricKey
 from raglabel.session.answer_figures import CORRECTED_MIN, AnswerFigure
-from raglabel.tui.widgets.format import interval_bounds, number
+from raglabel.tui.widgets.format import interval_bounds, number, run_interval
 
 #: Short names, so a row fits 80 columns; the detail line names the criterion in full.
 CRITERION_LABELS = {
@@ -161,7 +163,9 @@ def detail(row: AnswerFigure, retrieval: RunReport | None, k: int) -> Text:
         )
     if retrieval is not None:
         ci = retrieval.ci["ra_nwg"] if retrieval.ci else None
-        span = "" if ci is None else f" [{number(ci[0])}, {number(ci[1])}]"
+        # As the Runs screen's chart and table round it.
+        span = "" if ci is None else f" {run_interval(ci)}"
         out.append("\nretrieval: ", style="bold")
-        out.append(f"RA-nWG@{k} {number(retrieval.mean['ra_nwg'])}{span}")
+        ra = display_name(MetricKey("ra_nwg", k))
+        out.append(f"{ra} {number(retrieval.mean['ra_nwg'])}{span}")
     return out

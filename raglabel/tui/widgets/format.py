@@ -28,8 +28,29 @@ def interval_bounds(low: float, high: float, digits: int) -> tuple[str, str]:
     return f"{down:.{digits}f}", f"{up:.{digits}f}"
 
 
+def cut(text: str, width: int) -> str:
+    """``text`` in ``width`` characters, ending with an ellipsis where it was cut, so a
+    cut title never reads as a whole one."""
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+#: Decimals of a run's interval on the Runs screen, in its chart and its table alike:
+#: two, so nine metrics with intervals fit 140 columns.
+RUN_CI_DIGITS = 2
+
+
+def run_interval(ci: tuple[float, float], *, compact: bool = False) -> str:
+    """A run's interval as the Runs screen shows it, rounded outwards to
+    :data:`RUN_CI_DIGITS` so it holds the 3-decimal mean beside it: ``[0.62, 0.86]``
+    in the chart, ``.62-.86`` in the table (``compact``), the same bounds."""
+    low, high = interval_bounds(*ci, RUN_CI_DIGITS)
+    if compact:
+        return f"{low.removeprefix('0')}-{high.removeprefix('0')}"
+    return f"[{low}, {high}]"
+
+
 def short_run(name: str, width: int = 6) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
+    return cut(name, width)
 
 
 def short_runs(names: Sequence[str], widths: Sequence[int]) -> list[str]:

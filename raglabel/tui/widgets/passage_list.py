@@ -237,11 +237,15 @@ class PassageList(LineTable):
         return self._order[self._cursor] if self._order else None
 
     def cells(self, pid: int) -> list[Text]:
-        """Passage ``pid``'s cells as shown: grade, judge (when shown), ranks, passage."""
+        """Passage ``pid``'s cells as shown: grade, judge (when shown), ranks, passage
+        (cut to its column with an ellipsis, so a cut title does not read as whole)."""
         row = self._rows[pid]
         ranks = [Text(str(r) if r is not None else "", justify="right") for r in row.ranks]
         judge = [_suggestion_cell(row)] if self._layout and self._layout.judge else []
-        return [_grade_cell(row), *judge, *ranks, _passage_cell(row)]
+        passage = _passage_cell(row)
+        if self._layout is not None and passage.cell_len > self._layout.passage:
+            passage.truncate(self._layout.passage, overflow="ellipsis")
+        return [_grade_cell(row), *judge, *ranks, passage]
 
     # -- the cursor ----------------------------------------------------------------------
 

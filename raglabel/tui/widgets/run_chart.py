@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from raglabel.formats.report import RunReport
-from raglabel.tui.widgets.format import number
+from raglabel.tui.widgets.format import number, run_interval
 
 
 def bar(mean: float | None, ci: tuple[float, float] | None, width: int) -> Text:
@@ -40,6 +40,7 @@ class RunChart(Static):
             mean, ci = report.mean[metric], report.ci[metric] if report.ci else None
             out.append(run.ljust(name_width) + " ")
             out.append_text(bar(mean, ci, width))
-            span = "" if ci is None else f" [{number(ci[0])}, {number(ci[1])}]"
+            # As the table below rounds it: one interval reads the same in both.
+            span = "" if ci is None else f" {run_interval(ci)}"
             out.append(f" {number(mean)}{span}\n")
         self.update(out)
