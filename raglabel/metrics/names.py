@@ -1,6 +1,7 @@
 """Metric names (``ndcg@10``, ``mrr``), the groups a user may ask for, and the names
 other tools give the same measures (trec_eval's ``P_5``, ir_measures' ``nDCG@10``,
-ranx's ``map@100``; the tables are in :mod:`raglabel.metrics.aliases`)."""
+ranx's ``map@100``): how a typed list of them is read. The measures themselves, with
+their groups, aliases and direction, are the records of :mod:`raglabel.metrics.table`."""
 
 from __future__ import annotations
 
@@ -8,40 +9,29 @@ import re
 
 from raglabel.metrics.aliases import CUT, FAMILIES, PLAIN, SYNONYMS
 from raglabel.metrics.record import FrozenRecord
+from raglabel.metrics.table import METRICS, names_in
 
-SET_METRICS = (
-    "ra_nwg",
-    "proc",
-    "pct_proc",
-    "n_recall_4plus",
-    "n_recall_5",
-    "precision_4plus",
-    "harm",
-    "judged",
-)
-CLASSIC_METRICS = ("hit", "recall", "recall_all", "precision", "mrr", "ndcg", "containment")
-RANKING_METRICS = ("ctx_rank_prec", "ctx_rank_pass")
+SET_METRICS = names_in("set")
+CLASSIC_METRICS = names_in("classic")
+RANKING_METRICS = names_in("ranking")
 #: trec_eval's ranked-list measures beside the classic ones: AP, R-precision, bpref.
-TREC_METRICS = ("ap", "rprec", "bpref")
+TREC_METRICS = names_in("trec")
 #: Measures other libraries report, computed when named (no group holds them): F1
 #: (ranx's f1) and nDCG with exponential gain 2**gain - 1 (ranx's ndcg_burges).
-PEER_METRICS = ("f1", "ndcg_exp")
+PEER_METRICS = names_in("peer")
 ALL_METRICS = SET_METRICS + CLASSIC_METRICS + RANKING_METRICS
 KNOWN_METRICS = ALL_METRICS + TREC_METRICS + PEER_METRICS
-#: Metrics whose better run has the lower value: the share of harmful passages on top.
-LOWER_IS_BETTER = frozenset({"harm"})
+#: Metrics whose better run has the lower value (the share of harmful passages on top).
+LOWER_IS_BETTER = frozenset(m.name for m in METRICS if m.better == "lower")
 #: Metrics that also exist without a cutoff; a group adds their uncut form.
-UNCUT = frozenset({"mrr", "ap", "rprec", "bpref"})
+UNCUT = frozenset(m.name for m in METRICS if m.uncut in ("grouped", "only"))
 #: Metrics whose name without ``@k`` means the uncut measure, as in trec_eval, ir_measures
 #: and ranx (``ndcg`` is nDCG over the whole ranking there); groups hold nDCG at ``-k``.
-BARE_IS_UNCUT = UNCUT | {"ndcg", "ndcg_exp"}
+BARE_IS_UNCUT = frozenset(m.name for m in METRICS if m.uncut != "never")
 #: Metrics that exist only without a cutoff.
-UNCUT_ONLY = frozenset({"rprec", "bpref"})
+UNCUT_ONLY = frozenset(m.name for m in METRICS if m.uncut == "only")
 #: The classic metrics: with ``--judged-only`` they see condensed lists.
-RANKED_LIST_METRICS = frozenset(
-    {"hit", "recall", "recall_all", "precision", "f1", "mrr", "ndcg", "ndcg_exp", "ap"}
-    | {"rprec", "bpref"}
-)
+RANKED_LIST_METRICS = frozenset(m.name for m in METRICS if m.ranked_list)
 GROUPS: dict[str, tuple[str, ...]] = {
     "set": SET_METRICS,
     "classic": CLASSIC_METRICS,

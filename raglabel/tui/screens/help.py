@@ -14,6 +14,7 @@ from textual.widgets import Footer, Static
 
 from raglabel.config.bindings import BINDING_IDS
 from raglabel.metrics.criteria import CRITERIA, LENGTH_RULE, RUBRICS
+from raglabel.metrics.table import metric
 
 RUBRIC = (
     (
@@ -95,7 +96,10 @@ def key_table(keymap: dict[str, str], *, answers: bool = False) -> Table:
         table.add_row("ctrl+q", "", "quit (asks first while unsupported marks wait)")
         return table
     for keys, description in (
-        ("o", "Queries: sort by file order, progress, holes, or a run's RA-nWG"),
+        (
+            "o",
+            f"Queries: sort by file order, progress, holes, or a run's {metric('ra_nwg').display}",
+        ),
         ("Enter", "open the highlighted query (on Runs: the highlighted divergent query)"),
         ("space / c", "Runs: mark two runs / compare them"),
         ("Escape", "close a prompt or this help; back one screen"),

@@ -14,6 +14,9 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Input, Static
 
+from raglabel.metrics.definitions import display_name
+from raglabel.metrics.names import MetricKey
+from raglabel.metrics.table import metric
 from raglabel.session.grading import QueryRow
 from raglabel.tui.keys import bind, first_key
 from raglabel.tui.query_filter import QueryFilter
@@ -61,7 +64,8 @@ class QueriesScreen(Screen[None]):
 
     def sort_names(self) -> list[str]:
         runs = self.glapp.session.catalog.run_names
-        return ["file order", "progress", "holes", *(f"RA-nWG of {name}" for name in runs)]
+        ra = metric("ra_nwg").display
+        return ["file order", "progress", "holes", *(f"{ra} of {name}" for name in runs)]
 
     def compose(self) -> ComposeResult:
         yield Static(id="queries-head")
@@ -169,7 +173,7 @@ class QueriesScreen(Screen[None]):
             f"annotator {session.annotator}{'' if session.blind else ' (all annotators)'} · ",
             f"K={session.k} · graded {f'{graded}/{total}' if columns.counted else '…'}"
             f" · holes {holes if columns.scored else '…'} · ",
-            f"run columns: RA-nWG@{session.k}",
+            f"run columns: {display_name(MetricKey('ra_nwg', session.k))}",
             (self._runs_folded(), "yellow"),
             " · ",
             f"sorted by {self.sort_names()[self.sort]}",

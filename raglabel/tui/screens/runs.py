@@ -15,6 +15,9 @@ from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker, get_current_worker
 
 from raglabel.formats.report import RunReport
+from raglabel.metrics.definitions import display_name
+from raglabel.metrics.names import MetricKey
+from raglabel.metrics.table import metric
 from raglabel.session.answer_figures import (
     AnswerFigure,
     AnswerRequest,
@@ -32,7 +35,7 @@ from raglabel.session.run_figures import (
 )
 from raglabel.tui.keys import bind
 from raglabel.tui.widgets.answer_figures import AnswerFigureTable, detail
-from raglabel.tui.widgets.format import interval_bounds, number
+from raglabel.tui.widgets.format import number, run_interval
 from raglabel.tui.widgets.run_chart import RunChart
 
 if TYPE_CHECKING:
@@ -40,26 +43,13 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_LABELS = {
-    "ra_nwg": "RA-nWG",
-    "proc": "PROC",
-    "pct_proc": "%PROC",
-    "n_recall_4plus": "NRecall4+",
-    "n_recall_5": "NRecall5",
-    "precision_4plus": "Prec4+",
-    "harm": "Harm",
-    "judged": "Judged",
-    "ndcg": "nDCG",
-}
-
 
 def _cell(report: RunReport, metric: str) -> Text:
     ci = report.ci[metric] if report.ci else None
     text = Text(number(report.mean[metric]))
     if ci is not None:
         # Compact so nine metrics fit in 140 columns: ".57-.79" is the 95% interval.
-        low, high = (bound.removeprefix("0") for bound in interval_bounds(*ci, 2))
-        text.append(f" {low}-{high}", style="dim")
+        text.append(f" {run_interval(ci, compact=True)}", style="dim")
     return text
 
 
@@ -67,7 +57,7 @@ def no_values_reason(result: ComparisonDetail) -> str:
     """Why two runs have no query to compare on: no grades, or no values of the
     metric for one run, for both, or never on the same query."""
     t = result.comparison
-    metric = f"RA-nWG@{result.k}"
+    metric = display_name(MetricKey("ra_nwg", result.k))
     graded = result.graded
     if not graded:
         return "No query has grades in view yet: grade some passages first."
@@ -130,8 +120,10 @@ class RunsScreen(Screen[None]):
     def on_mount(self) -> None:
         table = self.query_one("#standings", DataTable)
         table.add_column("run", key="run")
-        for metric in FIGURE_METRICS:
-            table.add_column(_LABELS[metric], key=metric)
+        for name in FIGURE_METRICS:
+            # Display names, not short ones: each column is wider than its name
+            # anyway, for the interval beside the mean.
+            table.add_column(metric(name).display, key=name)
         divergent = self.query_one("#divergent", DataTable)
         divergent.display = False
         self.has_answers = has_answer_systems(self.glapp.session)
@@ -216,6 +208,7 @@ class RunsScreen(Screen[None]):
             mark = "▶ " if run in self.marked else "  "
             table.add_row(Text(mark + run), *("NA" for _ in FIGURE_METRICS), key=run)
         table.move_cursor(row=min(max(keep, 0), table.row_count - 1))
+        self.call_after_refresh(self._fit_standings)
         whose = session.annotator if session.blind else "anyone"
         self.query_one("#chart", RunChart).update(
             Text(
@@ -275,7 +268,8 @@ class RunsScreen(Screen[None]):
         self.latest = result
         if self.answers_shown:
             self._show_detail()  # its retrieval line
-        self.query_one("#chart", RunChart).show(result, "ra_nwg", f"RA-nWG@{self.glapp.session.k}")
+        ra = display_name(MetricKey("ra_nwg", self.glapp.session.k))
+        self.query_one("#chart", RunChart).show(result, "ra_nwg", ra)
         table = self.query_one("#standings", DataTable)
         keep = table.cursor_row
         table.clear()
@@ -287,6 +281,27 @@ class RunsScreen(Screen[None]):
             self.select = None
         elif keep < table.row_count:
             table.move_cursor(row=keep)
+        self.call_after_refresh(self._fit_standings)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit_standings)
+
+    def _fit_standings(self) -> None:
+        """The runs' table only as wide as its columns that fit whole, so its right edge
+        never cuts a value in two (``.49-.7`` of ``.49-.71``); the other columns are a
+        scroll to the right, as its scrollbar shows."""
+        table = self.query_one("#standings", DataTable)
+        room = self.query_one("#runs-body").scrollable_content_region.width
+        tallest = table.styles.max_height
+        if tallest is not None and table.row_count + 1 > tallest.value:
+            room -= table.styles.scrollbar_size_vertical  # rows to scroll: a bar beside
+        widths = [column.get_render_width(table) for column in table.ordered_columns]
+        whole = 0
+        for width in widths:
+            if whole + width > room:
+                break
+            whole += width
+        table.styles.max_width = whole if 0 < whole < sum(widths) else None
 
     def _cursor_run(self) -> str | None:
         table = self.query_one("#standings", DataTable)
@@ -333,7 +348,7 @@ class RunsScreen(Screen[None]):
             duel.update(
                 Text.assemble(
                     (f"{t.run} vs {t.baseline}", "bold"),
-                    f" on RA-nWG@{result.k}: nothing to compare. ",
+                    f" on {display_name(MetricKey('ra_nwg', result.k))}: nothing to compare. ",
                     (no_values_reason(result), "yellow"),
                 )
             )
@@ -347,7 +362,8 @@ class RunsScreen(Screen[None]):
         duel.update(
             Text.assemble(
                 (f"{t.run} vs {t.baseline}", "bold"),
-                f" on RA-nWG@{result.k}: mean difference {number(t.mean_difference)} {ci}, ",
+                f" on {display_name(MetricKey('ra_nwg', result.k))}: mean difference "
+                f"{number(t.mean_difference)} {ci}, ",
                 f"p = {p} (paired randomization), wins/ties/losses {t.wins}/{t.ties}/{t.losses} ",
                 f"over {t.queries} {'query' if t.queries == 1 else 'queries'}.",
                 differ,

@@ -11,7 +11,10 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from raglabel.session.live_metrics import QueryPanel
+from raglabel.metrics.definitions import display_name
+from raglabel.metrics.names import MetricKey
+from raglabel.metrics.table import metric
+from raglabel.session.live_metrics import PANEL_METRICS, QueryPanel
 from raglabel.tui.widgets.format import number
 
 
@@ -28,15 +31,9 @@ def _rich_share() -> Callable[[int, list[int]], list[int]] | None:
 
 _share = _rich_share()
 
-_HEADERS = {
-    "ra_nwg": "RA-nWG",
-    "proc": "PROC",
-    "pct_proc": "%PROC",
-    "n_recall_4plus": "NR4+",
-    "n_recall_5": "NR5",
-    "harm": "Harm",
-    "judged": "Judged",
-}
+#: Each of the panel's metrics with the name it is headed by: the table's short name,
+#: as the panel is a narrow column beside the passage.
+_HEADERS = {name: metric(name).short for name in PANEL_METRICS}
 
 
 def full_height(runs: int) -> int:
@@ -53,7 +50,7 @@ class Folded:
     def __init__(self, panel: QueryPanel, key: str) -> None:
         self.head = Text(key, style="bold reverse")
         self.head.append(" all metrics · ", style="dim")
-        self.head.append(f"RA-nWG@{panel.k} ", style="bold")
+        self.head.append(f"{display_name(MetricKey('ra_nwg', panel.k))} ", style="bold")
         if not panel.values:
             self.head.append("no runs in this project", style="dim")
         self.runs = []
