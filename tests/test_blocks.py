@@ -13,21 +13,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from raglabel.analysis import sources
 from raglabel.cli import eval_inputs
 from raglabel.cli.main import build_parser, parse_args
 from raglabel.errors import InputError
-from raglabel.formats import align, blocks, trec
-from raglabel.formats.align import NOT_GROUPED, Alignment, NotInBlocks
-from raglabel.formats.blocks import QueryTooLargeError, query_blocks
-from raglabel.formats.rows import read_run_exactly
-from raglabel.formats.trec import (
+from raglabel.formats.trec import align, blocks, large
+from raglabel.formats.trec import frames as trec
+from raglabel.formats.trec.align import NOT_GROUPED, Alignment, NotInBlocks
+from raglabel.formats.trec.blocks import QueryTooLargeError, query_blocks
+from raglabel.formats.trec.frames import (
     _repeated_pairs,
     read_qrels,
     read_run,
     read_run_block,
     read_run_blocks,
 )
+from raglabel.formats.trec.rows import read_run_exactly
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -337,7 +337,7 @@ def test_eval_starts_the_first_block_early_and_reports_as_read_whole(
     code, whole, _ = cli(*args)
     assert code == 0
     started: list[Path] = []
-    early = sources._EarlyBlocks
+    early = large.EarlyBlocks
 
     class Watched(early):  # type: ignore[misc, valid-type]
         def __init__(self, path: Path, *, start: bool = True) -> None:
@@ -345,16 +345,16 @@ def test_eval_starts_the_first_block_early_and_reports_as_read_whole(
                 started.append(path)
             super().__init__(path, start=start)
 
-    monkeypatch.setattr(sources, "_EarlyBlocks", Watched)
+    monkeypatch.setattr(large, "EarlyBlocks", Watched)
     monkeypatch.setattr(blocks, "BLOCK_BYTES", 2048)
     read_whole: list[Path] = []
-    reader = trec.read_run
+    reader = large.read_run
 
     def whole_read(path: Path, *more: object, **options: object) -> pl.DataFrame:
         read_whole.append(path)
         return reader(path, *more, **options)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(trec, "read_run", whole_read)
+    monkeypatch.setattr(large, "read_run", whole_read)
     code, streamed, _ = cli(*args)
     assert code == 0
     assert started == [run]
@@ -377,7 +377,7 @@ def test_early_blocks_let_go_of_each_block_once_the_caller_moved_on(
     import gc
     import weakref
 
-    early = sources._EarlyBlocks(small_blocks_run(tmp_path, monkeypatch, 7))
+    early = large.EarlyBlocks(small_blocks_run(tmp_path, monkeypatch, 7))
     alive: list[weakref.ref[pl.DataFrame]] = []
     held: list[bool] = []
     for frame in early:
@@ -401,14 +401,14 @@ def test_closing_after_an_interrupted_wait_lets_the_thread_finish_first(
 
     run = small_blocks_run(tmp_path, monkeypatch, 3)
     going = threading.Event()
-    first_block = sources._first_block
+    first_block = large.first_block
 
     def slow(frames: object) -> object:
         going.wait(5)  # held until the interrupt below has happened
         return first_block(frames)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(sources, "_first_block", slow)
-    early = sources._EarlyBlocks(run)
+    monkeypatch.setattr(large, "first_block", slow)
+    early = large.EarlyBlocks(run)
     assert early._first is not None
 
     def interrupted(timeout: float | None = None) -> object:
@@ -427,7 +427,7 @@ def test_closing_after_an_interrupted_wait_lets_the_thread_finish_first(
 def test_early_blocks_are_the_reader_s_blocks(tmp_path: Path) -> None:
     run = tmp_path / "run.txt"
     run.write_text("\n".join(run_lines(5, 40, 20)) + "\n")
-    early = sources._EarlyBlocks(run)
+    early = large.EarlyBlocks(run)
     # The reader's own default block size applies; a file of one block is one frame.
     frames = list(early)
     early.close()
@@ -436,7 +436,7 @@ def test_early_blocks_are_the_reader_s_blocks(tmp_path: Path) -> None:
     assert frames[0] is not None and frames[0].equals(whole[0])
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")
-    nothing = sources._EarlyBlocks(empty)
+    nothing = large.EarlyBlocks(empty)
     assert list(nothing) == []
     nothing.close()
 

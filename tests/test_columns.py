@@ -3,11 +3,14 @@ reader would split differently."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from raglabel.formats.columns import split_fields
+from raglabel.formats.trec.canonical import is_canonical
+from raglabel.formats.trec.columns import split_fields
 
 plain_decimal = st.from_regex(r"-?[0-9]{1,7}(\.[0-9]{0,8})?", fullmatch=True) | st.from_regex(
     r"-?\.[0-9]{1,12}", fullmatch=True
@@ -92,3 +95,18 @@ def test_fields_are_cut_exactly() -> None:
     assert fields.text(2).tolist() == ["doc-\u00e9".encode(), b"z"]
     scores = fields.decimals(4)
     assert scores is not None and [repr(s) for s in scores.tolist()] == ["2.5", "-0.0"]
+
+
+def test_both_fast_readers_leave_every_white_space_split_sees_to_the_exact_reader() -> None:
+    # One set of bytes (canonical.UNICODE_SPACE) decides for the numpy cutter and the
+    # polars reader alike; it must hold every character outside ASCII that str.split,
+    # and so the exact reader, splits on, and no other.
+    splits = [chr(c) for c in range(0x80, sys.maxunicode + 1) if len(f"a{chr(c)}b".split()) == 2]
+    assert splits  # NEL, no-break space, ...
+    for char in splits:
+        line = f"q Q0 d{char}x 1 0.5 t\n".encode()
+        assert split_fields(line, 6) is None, hex(ord(char))
+        assert not is_canonical(line), hex(ord(char))
+    for char in ("é", "\u200b", "\u2060", "\ufeff", "\U0001f600"):  # not white space to split
+        line = f"q Q0 d{char}x 1 0.5 t\n".encode()
+        assert split_fields(line, 6) is not None and is_canonical(line), hex(ord(char))

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from raglabel.errors import InputError
-from raglabel.formats.align import Alignment
 from raglabel.formats.maps import GradeMap, parse_gain_map, parse_grade_map
-from raglabel.formats.rows import read_qrels_rows, read_run_rows
 from raglabel.formats.samples import read_samples
 from raglabel.formats.text import normalize
-from raglabel.formats.trec import read_qrels, read_run
+from raglabel.formats.trec.align import Alignment
+from raglabel.formats.trec.frames import read_qrels, read_run
+from raglabel.formats.trec.rows import read_qrels_rows, read_run_rows
 
 
 def write(tmp_path: Path, name: str, content: str | bytes) -> Path:

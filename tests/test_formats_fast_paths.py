@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from raglabel.formats import arrays
-from raglabel.formats.align import Alignment, _distinct_in_blocks, as_numpy
-from raglabel.formats.ranking import block_starts, ranking_order
-from raglabel.formats.rows import RowAlignment, read_qrels_rows
-from raglabel.formats.trec import read_qrels, read_run
+from raglabel.formats.trec import arrays
+from raglabel.formats.trec.align import Alignment, _distinct_in_blocks, as_numpy
+from raglabel.formats.trec.frames import read_qrels, read_run
+from raglabel.formats.trec.ranking import block_starts, ranking_order
+from raglabel.formats.trec.rows import RowAlignment, read_qrels_rows
 from raglabel.metrics.labels import counts_from_grades
 from raglabel.metrics.run import RankedRun
 
@@ -234,7 +234,7 @@ def test_qrels_rows_cut_by_numpy_equal_the_line_reader(
 ) -> None:
     from raglabel.errors import InputError
     from raglabel.formats.maps import GradeMap
-    from raglabel.formats.rows import read_qrels_exactly, read_qrels_rows
+    from raglabel.formats.trec.rows import read_qrels_exactly, read_qrels_rows
 
     path = tmp_path_factory.mktemp("qrels") / "qrels.txt"
     path.write_text("\n".join(" ".join(line) for line in lines) + ("\n" if newline else ""))
@@ -267,8 +267,8 @@ _SPLIT_SPACES = [chr(c) for c in range(0x110000) if chr(c).isspace() and chr(c) 
 def test_quick_readers_split_ids_where_the_exact_reader_does(tmp_path: Path, odd: str) -> None:
     from raglabel.errors import InputError
     from raglabel.formats.maps import GradeMap
-    from raglabel.formats.rows import read_qrels_exactly, read_run_exactly
-    from raglabel.formats.trec import read_qrels, read_run, read_run_block
+    from raglabel.formats.trec.frames import read_qrels, read_run, read_run_block
+    from raglabel.formats.trec.rows import read_qrels_exactly, read_run_exactly
 
     run = "".join(f"q{q} Q0 d{i}{odd}x {i} {10 - i}.5 t\n" for q in range(3) for i in range(5))
     run_path = tmp_path / "run"
@@ -293,8 +293,8 @@ def test_a_byte_order_mark_stays_part_of_the_first_id_as_the_exact_reader_keeps_
     tmp_path: Path,
 ) -> None:
     from raglabel.formats.maps import GradeMap
-    from raglabel.formats.rows import read_qrels_exactly, read_run_exactly
-    from raglabel.formats.trec import read_qrels, read_run, read_run_block
+    from raglabel.formats.trec.frames import read_qrels, read_run, read_run_block
+    from raglabel.formats.trec.rows import read_qrels_exactly, read_run_exactly
 
     bom = "\ufeff"
     run = bom + "".join(f"q{q} Q0 d{i} {i} {10 - i}.5 t\n" for q in range(3) for i in range(5))

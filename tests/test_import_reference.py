@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from raglabel.formats import rows as row_readers
-from raglabel.formats.rows import QrelsColumns, read_qrels_columns, read_qrels_rows
+from raglabel.formats.trec import rows as row_readers
+from raglabel.formats.trec.rows import QrelsColumns, read_qrels_columns, read_qrels_rows
 from raglabel.storage import background, importer, items, log, runs
 from raglabel.storage.grades import rebuild_current
 from raglabel.storage.importer import ImportRequest, run_import

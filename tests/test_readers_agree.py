@@ -12,10 +12,10 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from raglabel.formats.align import Alignment
-from raglabel.formats.arrays import align_qrels, read_run_arrays
-from raglabel.formats.rows import RowAlignment, read_qrels_rows, read_run_rows
-from raglabel.formats.trec import read_qrels, read_run
+from raglabel.formats.trec.align import Alignment
+from raglabel.formats.trec.arrays import align_qrels, read_run_arrays
+from raglabel.formats.trec.frames import read_qrels, read_run
+from raglabel.formats.trec.rows import RowAlignment, read_qrels_rows, read_run_rows
 
 ids = st.sampled_from(["a", "b", "B", "c", "d10", "d9", "\u00e9", "z#1", "\u4e2d"])
 queries = st.sampled_from(["q1", "q2", "q10", "Q3"])

@@ -11,20 +11,21 @@ import numpy as np
 import polars as pl
 import pytest
 
-from raglabel.formats.score_order import trec_scores
-from raglabel.formats.trec import read_run
+from raglabel.formats.trec import ranked
+from raglabel.formats.trec.frames import read_run
+from raglabel.formats.trec.order import trec_scores
 from raglabel.storage import runs
 
 
 def _plain(frame: pl.DataFrame) -> pl.DataFrame:
     """The order as a plain sort gives it: query, the score as a 32-bit float (as
     trec_eval keeps it), passage id, then the float64 score; then unique."""
-    ranked = (
+    in_order = (
         frame.with_columns(_rank=pl.col("score").cast(pl.Float32))
         .sort(["qid", "_rank", "docid", "score"], descending=[False, True, True, True])
         .drop("_rank")
     )
-    return ranked.unique(subset=["qid", "docid"], keep="first", maintain_order=True)
+    return in_order.unique(subset=["qid", "docid"], keep="first", maintain_order=True)
 
 
 def _frame(rows: list[tuple[str, str, float]]) -> pl.DataFrame:
@@ -70,12 +71,12 @@ def test_the_order_is_the_plain_sorts() -> None:
     for seed in range(120):
         frame = _frame(_random_run(seed))
         expected = _plain(frame)
-        got = runs._first_of_each_pair(runs.trec_order(frame))
+        got = ranked._first_of_each_pair(ranked.trec_order(frame))
         assert got.to_dicts() == expected.to_dicts(), f"seed {seed}"
         scores = frame["score"].to_numpy()
         if frame.height and not (np.signbit(scores) & (scores == 0)).any():
             ranks = trec_scores(scores)
-            paths[runs._score_order(runs._query_keys(frame["qid"]), ranks)[1]] += 1
+            paths[ranked._score_order(ranked._query_keys(frame["qid"]), ranks)[1]] += 1
     assert min(paths.values()) >= 20, paths  # both the block moves and the sorts
 
 
@@ -93,7 +94,7 @@ def test_the_order_is_the_plain_sorts() -> None:
 )
 def test_runs_that_are_not_grouped_and_falling(rows: list[tuple[str, str, float]]) -> None:
     frame = _frame(rows)
-    assert runs.trec_order(frame).to_dicts() == _plain(frame).to_dicts()
+    assert ranked.trec_order(frame).to_dicts() == _plain(frame).to_dicts()
 
 
 def test_a_grouped_run_with_falling_scores_and_ties(tmp_path: Path) -> None:
@@ -107,7 +108,7 @@ def test_a_grouped_run_with_falling_scores_and_ties(tmp_path: Path) -> None:
     path = tmp_path / "r.run"
     path.write_text("".join(lines))
     frame = read_run(path)
-    assert runs.trec_order(frame).to_dicts() == _plain(frame).to_dicts()
+    assert ranked.trec_order(frame).to_dicts() == _plain(frame).to_dicts()
     stored = runs.rank_trec_file("r", path)
     assert stored.queries == ["10", "100", "2", "9"]
     assert runs.decode_ids(stored.id_blobs[0])[:3] == ["d7", "d6", "d5"]
@@ -202,16 +203,16 @@ def test_scores_tied_as_32_bit_floats_go_by_passage_id(
         expected += [(f"t{i}", 0.25) for i in reversed(range(8))]
     frame = _frame(rows)
     plain: list[bool] = []
-    plain_order = runs._plain_order
+    plain_order = ranked._plain_order
 
     def spy(frame: pl.DataFrame) -> pl.DataFrame:
         plain.append(True)
         return plain_order(frame)
 
-    monkeypatch.setattr(runs, "_plain_order", spy)
-    ranked = runs._first_of_each_pair(runs.trec_order(frame)).filter(pl.col("qid") == "q1")
+    monkeypatch.setattr(ranked, "_plain_order", spy)
+    q1 = ranked._first_of_each_pair(ranked.trec_order(frame)).filter(pl.col("qid") == "q1")
     assert plain == ([True] if layout == "mostly tied, no order" else [])
-    assert list(zip(ranked["docid"], ranked["score"], strict=True)) == expected
+    assert list(zip(q1["docid"], q1["score"], strict=True)) == expected
 
 
 def _stored(columns: runs.RunColumns, known: list[str]) -> dict[str, list[tuple[object, ...]]]:
@@ -263,7 +264,7 @@ def test_a_grouped_run_is_stored_as_the_general_path_stores_it(
         )
         # Random runs tie a lot: the rewrite in place is tried on them all the same.
         with monkeypatch.context() as patch:
-            patch.setattr(runs, "TIES_REWRITTEN", 1.0)
+            patch.setattr(ranked, "TIES_REWRITTEN", 1.0)
             fast = runs.rank_trec_file("r", path)
         with monkeypatch.context() as patch:
             patch.setattr(runs, "_grouped_columns", lambda *_: None)

@@ -28,7 +28,7 @@ def _imported_by(module: str) -> set[str]:
     ("module", "forbidden"),
     [
         ("raglabel.metrics", {"textual", "polars", "rich", "sqlite_utils", "httpx", "sqlite3"}),
-        ("raglabel.formats.trec", {"textual", "rich", "sqlite_utils", "httpx"}),
+        ("raglabel.formats.trec.frames", {"textual", "rich", "sqlite_utils", "httpx"}),
         ("raglabel.analysis.evaluation", {"textual", "rich", "sqlite_utils", "httpx"}),
         ("raglabel.cli.main", {"textual", "polars", "numpy", "pydantic", "rich"}),
         ("raglabel.cli.label_cmd", {"textual", "polars", "numpy", "pydantic", "rich"}),

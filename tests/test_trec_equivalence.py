@@ -26,11 +26,11 @@ import pytest
 import pytrec_eval
 
 import raglabel
-from raglabel.formats import blocks
-from raglabel.formats.align import Alignment
 from raglabel.formats.maps import GradeMap
-from raglabel.formats.rows import RowAlignment, read_qrels_rows, read_run_rows
-from raglabel.formats.trec import read_qrels, read_run
+from raglabel.formats.trec import blocks
+from raglabel.formats.trec.align import Alignment
+from raglabel.formats.trec.frames import read_qrels, read_run
+from raglabel.formats.trec.rows import RowAlignment, read_qrels_rows, read_run_rows
 from raglabel.metrics import MetricConfig, evaluate_runs, parse_metric_list
 from raglabel.metrics.run import RankedRun
 

@@ -1,6 +1,6 @@
 """raglabel's own reading of a large run, and nothing after it: the file cut into blocks
 of whole queries and each block parsed and checked as `raglabel eval` does
-(raglabel.formats.trec.read_run_blocks), the next block read while this one is
+(raglabel.formats.trec.frames.read_run_blocks), the next block read while this one is
 parsed. No labels, no ranking, no grading.
 
     python benchmarks/tools/blocks_read.py RUN
@@ -16,8 +16,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from raglabel.formats.blocks import share_malloc_arenas
-from raglabel.formats.trec import read_run_blocks
+from raglabel.formats.trec.blocks import share_malloc_arenas
+from raglabel.formats.trec.frames import read_run_blocks
 
 
 def main(argv: list[str]) -> int:

@@ -24,7 +24,7 @@ from raglabel.formats.agreement_report import (
     QueryAgreement,
     RunOrderAgreement,
 )
-from raglabel.formats.rows import QrelsRows, RowAlignment, RunRows
+from raglabel.formats.trec.rows import QrelsRows, RowAlignment, RunRows
 from raglabel.metrics.agreement import (
     confusion,
     kendall_tau_b,

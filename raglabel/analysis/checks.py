@@ -11,7 +11,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from pathlib import Path
 
-from raglabel.formats.trec_shape import first_data_line, is_number, run_given_as_qrels
+from raglabel.formats.trec.shape import first_data_line, is_number, run_given_as_qrels
 from raglabel.metrics.evaluate import QueryStats
 from raglabel.metrics.run import RankedRun
 

@@ -13,7 +13,7 @@ from raglabel.formats.jsonl import Identifier, describe, objects, validated
 from raglabel.formats.limits import check_line, id_problem
 from raglabel.formats.lines import check_readable
 from raglabel.formats.maps import GradeMap
-from raglabel.formats.rows import QrelsRows
+from raglabel.formats.trec.rows import QrelsRows
 
 
 class QueryRecord(BaseModel):

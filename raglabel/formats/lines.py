@@ -1,36 +1,18 @@
 """Line-level reading shared by the whitespace-separated formats.
 
-The fast readers hand canonical files to polars; whenever a file is anything but
-canonical (tabs, carriage returns, odd spacing, bad bytes, a bad value), this exact
-reader takes over, so that an error can name its line.
+The fast readers hand canonical files (:mod:`raglabel.formats.trec.canonical`) to
+polars or numpy; whenever a file is anything but canonical (tabs, carriage returns, odd
+spacing, bad bytes, a bad value), this exact reader takes over, so that an error can
+name its line.
 """
 
 from __future__ import annotations
 
 import math
-import mmap
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from raglabel.errors import InputError
-
-# Bytes that polars' single-space reader would misread silently, or that are invalid.
-# Each is a single byte so that the scan is a memchr; empty fields (double or leading
-# spaces) show up later as nulls instead. 0x1c-0x1f are white space to str.split(),
-# which the exact reader uses: polars would keep them inside an id.
-# polars drops a byte order mark at the start of a file; the exact reader (like
-# trec_eval) keeps it as part of the first id, so such a file is the exact reader's.
-# (A block that starts with one goes there too: it may be the file's first.)
-_BOM = b"\xef\xbb\xbf"
-_IRREGULAR = (b"\t", b"\r", b"\x0b", b"\x0c", b"\x00", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
-# The white space outside ASCII that str.split() splits on, as UTF-8: NEL, no-break
-# space, ogham space, U+2000-U+200A, the line and paragraph separators, the narrow
-# no-break space, the medium mathematical space and the ideographic space. Searched
-# only in a file that is not ASCII.
-_UNICODE_SPACE = re.compile(
-    rb"\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80"
-)
 
 
 def check_readable(path: Path) -> int:
@@ -45,28 +27,6 @@ def check_readable(path: Path) -> int:
     except OSError as exc:
         raise InputError(path, f"cannot be read: {exc.strerror}") from None
     return path.stat().st_size
-
-
-def is_canonical(source: Path | bytes) -> bool:
-    """True when the file (or a block of it) has none of the bytes that need the exact
-    reader."""
-    if isinstance(source, bytes):
-        return (
-            not source.startswith(_BOM)
-            and all(source.find(byte) < 0 for byte in _IRREGULAR)
-            and (source.isascii() or _UNICODE_SPACE.search(source) is None)
-        )
-    with source.open("rb") as handle:
-        if source.stat().st_size == 0:
-            return True
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            if data[: len(_BOM)] == _BOM or any(data.find(byte) >= 0 for byte in _IRREGULAR):
-                return False
-            # Slices of a megabyte: isascii is the quick test, the search is for the rest.
-            ascii_only = all(
-                data[at : at + (1 << 20)].isascii() for at in range(0, len(data), 1 << 20)
-            )
-            return ascii_only or _UNICODE_SPACE.search(data) is None
 
 
 _WHOLE_FILE_BYTES = 64 << 20

@@ -15,8 +15,8 @@ from raglabel.errors import InputError
 from raglabel.formats.context_ids import Carried, ContextIds, FileTexts, Passages
 from raglabel.formats.jsonl import Identifier, validated
 from raglabel.formats.maps import GradeMap
-from raglabel.formats.rows import QrelsRows, RunRows
 from raglabel.formats.text import normalize
+from raglabel.formats.trec.rows import QrelsRows, RunRows
 
 
 class RetrievedPassage(BaseModel):

@@ -19,7 +19,7 @@ import numpy as np
 
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import repeated_passages
-from raglabel.formats.rows import QrelsColumns, QrelsRows, read_qrels_columns
+from raglabel.formats.trec.rows import QrelsColumns, QrelsRows, read_qrels_columns
 from raglabel.storage.additions import Mark, new_queries_warning
 from raglabel.storage.background import in_background
 from raglabel.storage.items import (

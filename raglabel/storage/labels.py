@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from raglabel.errors import UsageError
-from raglabel.formats.rows import QrelsRows
+from raglabel.formats.trec.rows import QrelsRows
 from raglabel.storage.items import names_of_rows
 from raglabel.storage.policies import Policy
 from raglabel.storage.pool import in_chunks, joined_ints

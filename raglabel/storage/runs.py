@@ -27,7 +27,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from raglabel.errors import InputError
-from raglabel.formats.score_order import trec_scores
 from raglabel.storage.background import in_background
 from raglabel.storage.clock import now
 from raglabel.storage.items import (
@@ -43,12 +42,11 @@ from raglabel.storage.items import (
 if TYPE_CHECKING:
     import polars as pl
 
+    from raglabel.formats.trec.ranked import GroupedRun
+
 SCORE_DTYPE = np.dtype("<f8")
 #: A ranking's passage rows as stored.
 ROW_DTYPE = np.dtype("<i4")
-#: The share of a grouped run's rows that may tie and still be put in order by
-#: rewriting their ids' bytes in place (:func:`_grouped_columns`); above it, the sort.
-TIES_REWRITTEN = 0.5
 
 
 @dataclass
@@ -75,28 +73,25 @@ class Run:
 
 
 def rank_trec_file(name: str, path: Path) -> RunColumns:
-    """Read a TREC run and put every query's list in trec_eval order.
+    """Read a TREC run and encode every query's list in trec_eval order.
 
-    Score descending, then passage id descending as bytes; a repeated passage keeps
-    its best-ranked occurrence.
+    The order is :mod:`raglabel.formats.trec.ranked`'s (score descending, then passage
+    id descending as bytes; a repeated passage keeps its best-ranked occurrence); this
+    only encodes it as stored.
     """
     import polars as pl
 
-    from raglabel.formats.trec import read_run
+    from raglabel.formats.trec.frames import read_run
+    from raglabel.formats.trec.ranked import grouped_run, sorted_run
 
     frame = read_run(path)
-    grouped = _grouped_columns(name, path, frame)
+    grouped = grouped_run(frame)
     if grouped is not None:
-        return grouped
-    ranked = trec_order(frame)
-    before = ranked.height
-    ranked = _first_of_each_pair(ranked)
-    repeats: list[str] = []
-    if ranked.height != before:
-        doubled = frame.filter(pl.struct("qid", "docid").is_duplicated()).unique(
-            subset=["qid", "docid"], maintain_order=True
-        )
-        repeats = [f"{d} in {q}" for q, d in doubled.select("qid", "docid").iter_rows()]
+        columns = _grouped_columns(name, path, grouped)
+        if columns is not None:
+            return columns
+    run = sorted_run(frame)
+    ranked = run.frame
     qids = ranked["qid"]
     starts = np.flatnonzero((qids != qids.shift(1)).fill_null(value=True).to_numpy())
     bounds = [*starts.tolist(), ranked.height]
@@ -113,174 +108,25 @@ def rank_trec_file(name: str, path: Path) -> RunColumns:
         ranked["docid"],
         np.diff(np.array(bounds, dtype=np.int64)).astype(np.int64),
         [scores[bounds[i] : bounds[i + 1]].tobytes() for i in range(len(query_names))],
-        repeats,
+        run.repeats,
     )
 
 
-def trec_order(frame: pl.DataFrame) -> pl.DataFrame:
-    """``frame`` (``qid``, ``docid``, ``score``) sorted as trec_eval orders a run: query
-    id, then score descending, then passage id descending as bytes.
+def _grouped_columns(name: str, path: Path, run: GroupedRun) -> RunColumns | None:
+    """The columns of a grouped run, encoded in file order; None when its ids are too
+    many bytes to join (:data:`_JOINED_LIMIT`), and the run is sorted instead.
 
-    A sort on all three keys compares ten million strings; here the rows are put in
-    order by numbers (each query id's place among the distinct ones, the score), and
-    only rows whose query and score tie are ordered by their passage ids. A run written
-    grouped by query with scores falling needs no sort by score: its query blocks are
-    moved into place, and only its ties are sorted. A negative zero (or a score that is
-    not finite, which the reader refuses) takes the plain sort, whose notion of a tie
-    the shortcut could not promise to share; so does a run in no order whose scores
-    mostly tie, where sorting the ties by passage id is most of the plain sort's work.
-    Scores are compared as trec_eval keeps them (:func:`trec_scores`); the frame keeps
-    its float64 scores.
+    The frame is never gathered in rank order (a copy of ten million strings), nor
+    grouped again by query: the ids are joined once in file order, the ties' bytes
+    rewritten in place, and each query's ids are a slice of that buffer. ``docids``
+    stay in file order, with the file row of every stored entry beside them
+    (``RunColumns.order``).
     """
     import polars as pl
 
-    if frame["qid"].dtype != pl.Categorical:  # the keys are the categories' codes
-        frame = frame.with_columns(pl.col("qid").cast(pl.Categorical))
-    scores = frame["score"].to_numpy()
-    # A tiny score rounds to zero as a 32-bit float: the negative zero is looked for there.
-    ranks = trec_scores(scores)
-    if not frame.height or not bool(
-        np.isfinite(scores).all() and not (np.signbit(ranks) & (ranks == 0)).any()
-    ):
-        return _plain_order(frame)
-    keys = _query_keys(frame["qid"])
-    order, grouped = _score_order(keys, ranks)
-    keys, ranks = keys[order], ranks[order]
-    tied = (keys[1:] == keys[:-1]) & (ranks[1:] == ranks[:-1])
-    if tied.any():
-        # Rows in a run of equal (query, score): each run's rows go in passage id order.
-        member = np.zeros(len(order), dtype=np.bool_)
-        member[1:] |= tied
-        member[:-1] |= tied
-        places = np.flatnonzero(member)
-        if not grouped and 2 * places.size > len(order):
-            return _plain_order(frame)
-        group = np.cumsum(np.concatenate(([True], ~tied)))
-        # A passage repeated with scores that tie only as 32-bit floats: the higher
-        # float64 score first, the one kept and stored (equal rows are alike).
-        tie = pl.DataFrame(
-            {
-                "group": group[places],
-                "row": order[places],
-                "docid": frame["docid"].gather(order[places]),
-                "score": frame["score"].gather(order[places]),
-            }
-        ).sort(["group", "docid", "score"], descending=[False, True, True])
-        order[places] = tie["row"].to_numpy()
-    return frame[order]
-
-
-def _plain_order(frame: pl.DataFrame) -> pl.DataFrame:
-    import polars as pl
-
-    # The score as trec_eval compares it (a 32-bit float, as trec_scores rounds it); the
-    # float64 score last, for the repeat of a passage kept, as in trec_order.
-    rank = pl.col("score").cast(pl.Float32)
-    keys = [pl.col("qid"), rank, pl.col("docid"), pl.col("score")]
-    return frame.sort(keys, descending=[False, True, True, True])
-
-
-def _query_keys(qids: pl.Series) -> NDArray[np.int64]:
-    """Each row's query id as its place among the distinct query ids in string order."""
-    import polars as pl
-
-    distinct = qids.unique()
-    names = distinct.cast(pl.String).to_list()
-    codes = distinct.to_physical().to_numpy().astype(np.int64)
-    place = np.zeros(int(codes.max()) + 1 if len(codes) else 0, dtype=np.int64)
-    place[codes[sorted(range(len(names)), key=names.__getitem__)]] = np.arange(len(names))
-    keys: NDArray[np.int64] = place[qids.to_physical().to_numpy()]
-    return keys
-
-
-def _score_order(
-    keys: NDArray[np.int64], scores: NDArray[np.float32]
-) -> tuple[NDArray[np.int64], bool]:
-    """The row order by query key, then score descending (stable), and whether the run
-    was grouped by query with scores falling (its blocks only moved)."""
-    n = len(keys)
-    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    same = keys[1:] == keys[:-1]
-    if (
-        len(np.unique(keys[starts])) == len(starts)
-        and not (same & (scores[1:] > scores[:-1])).any()
-    ):
-        # One block per query, scores falling within it: the blocks in query order.
-        lengths = np.diff(np.append(starts, n))
-        blocks = np.argsort(keys[starts], kind="stable")
-        moved = np.cumsum(lengths[blocks]) - lengths[blocks]
-        shifted: NDArray[np.int64] = np.arange(n, dtype=np.int64) + np.repeat(
-            starts[blocks] - moved, lengths[blocks]
-        )
-        return shifted, True
-    # Two stable sorts, score then query: what a lexsort on both gives, in about
-    # two thirds of its time (numpy's lexsort compares a float key slowly).
-    order = np.argsort(-scores, kind="stable")
-    ordered: NDArray[np.int64] = order[np.argsort(keys[order], kind="stable")].astype(np.int64)
-    return ordered, False
-
-
-def _first_of_each_pair(ranked: pl.DataFrame) -> pl.DataFrame:
-    """``ranked`` without the later rows of a (query, passage) pair. Finding the pairs
-    by hash costs a fraction of polars' unique over ten million string pairs; only a
-    run where two hashes meet (a pair repeated, or a collision) takes the unique, and
-    then pays for both (about a quarter more than the unique alone)."""
-    if not _may_repeat_a_pair(ranked):
-        return ranked
-    return ranked.unique(subset=["qid", "docid"], keep="first", maintain_order=True)
-
-
-def _may_repeat_a_pair(frame: pl.DataFrame) -> bool:
-    """Whether two rows of ``frame`` may hold one (query, passage) pair: False only when
-    no two rows' hashes of the pair meet."""
-    import polars as pl
-
-    hashes = frame.select(
-        pl.col("docid").hash(0) ^ (pl.col("qid").to_physical().cast(pl.UInt64) * 0x9E3779B97F4A7C15)
-    ).to_series()
-    ordered = np.sort(hashes.to_numpy())
-    return bool((ordered[1:] == ordered[:-1]).any())
-
-
-def _grouped_columns(name: str, path: Path, frame: pl.DataFrame) -> RunColumns | None:
-    """The columns of a run written as runs nearly always are, each query's lines
-    together with scores falling, and no pair repeated; None for any other run, which
-    :func:`trec_order` puts in order row by row.
-
-    Such a run is in trec_eval order but for its query blocks' order and its ties
-    (equal scores, as :func:`trec_scores` compares them), which go in passage id order,
-    descending: rows that only move within their block. So the frame is never gathered
-    in rank order (a copy of ten million strings), nor grouped again by query: the ids
-    are joined once in file order, the ties' bytes rewritten in place, and each query's
-    ids are a slice of that buffer. ``docids`` stay in file order, with the file row of
-    every stored entry beside them (``RunColumns.order``).
-    """
-    import polars as pl
-
-    scores = frame["score"].to_numpy()
-    ranks = trec_scores(scores)
-    # As in trec_order: a negative zero or a score that is not finite takes the sort.
-    if not frame.height or not bool(
-        np.isfinite(scores).all() and not (np.signbit(ranks) & (ranks == 0)).any()
-    ):
-        return None
-    qids = frame["qid"]
-    if qids.dtype != pl.Categorical:  # the blocks are found by the categories' codes
-        qids = qids.cast(pl.Categorical)
-    codes = qids.to_physical().to_numpy()
-    same = codes[1:] == codes[:-1]
-    starts = np.flatnonzero(np.concatenate(([True], ~same)))
-    if len(np.unique(codes[starts])) != len(starts) or bool(
-        (same & (ranks[1:] > ranks[:-1])).any()
-    ):
-        return None
-    if _may_repeat_a_pair(frame.with_columns(qid=qids)):
-        return None  # trec_order's path drops the repeats and names them
-    docids = frame["docid"]
-    n = frame.height
-    ends = np.append(starts[1:], n)
-    names: list[str] = qids.gather(starts).cast(pl.String).to_list()
-    by_name = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
+    docids = run.frame["docid"]
+    scores = run.frame["score"].to_numpy()
+    starts, ends, by_name = run.starts, run.ends, run.by_name
     # Every entry's passage id and its newline, back to back in file order.
     sizes = docids.str.len_bytes().to_numpy().astype(np.int64) + 1
     after = np.cumsum(sizes)
@@ -289,26 +135,9 @@ def _grouped_columns(name: str, path: Path, frame: pl.DataFrame) -> RunColumns |
     joined: bytes = docids.str.join("\n").cast(pl.Binary).item() + b"\n"
     ids = memoryview(joined)
     ranked_scores = scores.astype(SCORE_DTYPE, copy=True)
-    order = _block_order(starts, ends, by_name)
-    tied = same & (ranks[1:] == ranks[:-1])
-    if tied.any():
-        # Each run of equal scores in a query: its rows in passage id order, descending.
-        member = np.zeros(n, dtype=np.bool_)
-        member[1:] |= tied
-        member[:-1] |= tied
-        places = np.flatnonzero(member)
-        if places.size > TIES_REWRITTEN * n:
-            # Mostly ties (integer-like scores): trec_order sorts them in one pass, in
-            # less memory than rewriting most of the ids' bytes here.
-            return None
-        group = np.cumsum(np.concatenate(([True], ~tied)))[places]
-        source: NDArray[np.int64] = (
-            pl.DataFrame({"group": group, "row": places, "docid": docids.gather(places)})
-            .sort(["group", "docid"], descending=[False, True])["row"]
-            .to_numpy()
-            .astype(np.int64)
-        )
-        ranked_scores[places] = scores[source]
+    if run.tied is not None and run.tie_source is not None:
+        source = run.tie_source
+        ranked_scores[run.tied] = scores[source]
         # The tied rows' bytes (each id with its newline) rewritten in their new order: a
         # group's rows keep the bytes they span between them, so the tied rows' bytes in
         # file order take the new order's ids back to back. A mask of one byte per byte
@@ -316,40 +145,21 @@ def _grouped_columns(name: str, path: Path, frame: pl.DataFrame) -> RunColumns |
         patched = bytearray(joined)
         buffer = np.frombuffer(patched, dtype=np.uint8)  # writable: the bytearray's own
         moved: bytes = docids.gather(source).str.join("\n").cast(pl.Binary).item() + b"\n"
-        buffer[np.repeat(member, sizes)] = np.frombuffer(moved, dtype=np.uint8)
+        buffer[np.repeat(run.tied, sizes)] = np.frombuffer(moved, dtype=np.uint8)
         ids = memoryview(patched)
-        # Where the tied rows stand once their blocks are moved: their rows go there.
-        block = np.searchsorted(starts, places, side="right") - 1
-        moved_to = np.empty(len(starts), dtype=np.int64)
-        moved_to[by_name] = np.cumsum((ends - starts)[by_name]) - (ends - starts)[by_name]
-        order[places - starts[block] + moved_to[block]] = source
     first = after[starts] - sizes[starts]
     blocks = by_name.tolist()
     return RunColumns(
         name,
         str(path),
-        [names[b] for b in blocks],
+        [run.queries[b] for b in blocks],
         # The last newline of each query's slice left out: ids joined by newlines.
         [ids[first[b] : after[ends[b] - 1] - 1].tobytes() for b in blocks],
         docids,
         (ends - starts)[by_name],
         [ranked_scores[starts[b] : ends[b]].tobytes() for b in blocks],
-        order=order,
+        order=run.order,
     )
-
-
-def _block_order(
-    starts: NDArray[np.int64], ends: NDArray[np.int64], blocks: NDArray[np.int64]
-) -> NDArray[np.int64]:
-    """The rows of the blocks ``[starts, ends)`` one block after the other, in the order
-    ``blocks`` lists them."""
-    lengths = (ends - starts)[blocks]
-    # Steps of one, but for a jump at each block's first row: one array, summed in place.
-    rows: NDArray[np.int64] = np.ones(int(lengths.sum()), dtype=np.int64)
-    firsts = np.cumsum(lengths) - lengths
-    kept = lengths > 0
-    rows[firsts[kept]] = starts[blocks][kept] - np.concatenate(([0], (ends[blocks][kept] - 1)[:-1]))
-    return np.cumsum(rows, out=rows)
 
 
 @dataclass

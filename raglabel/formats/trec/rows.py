@@ -28,8 +28,8 @@ from raglabel.formats.lines import (
 )
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import repeated_passages, unknown_queries
-from raglabel.formats.score_order import trec_scores
-from raglabel.formats.trec_shape import refuse_run_as_qrels, require_run_fields
+from raglabel.formats.trec.order import trec_scores
+from raglabel.formats.trec.shape import refuse_run_as_qrels, require_run_fields
 from raglabel.metrics.labels import LabelSet
 from raglabel.metrics.run import RankedRun
 
@@ -149,7 +149,7 @@ def _qrels_bytes(path: Path, grade_map: GradeMap) -> QrelsColumns | None:
 
     Splitting 400,000 lines in Python took longer than storing them in a project.
     """
-    from raglabel.formats.columns import split_fields
+    from raglabel.formats.trec.columns import split_fields
 
     data = path.read_bytes()
     fields = split_fields(data, 4)

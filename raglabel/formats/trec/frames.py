@@ -15,13 +15,14 @@ import numpy as np
 import polars as pl
 
 from raglabel.errors import InputError
-from raglabel.formats.align import as_numpy
-from raglabel.formats.blocks import query_blocks
 from raglabel.formats.limits import MAX_ID_CHARS
-from raglabel.formats.lines import check_readable, is_canonical, line_of_row
+from raglabel.formats.lines import check_readable, line_of_row
 from raglabel.formats.maps import GradeMap
-from raglabel.formats.rows import read_qrels_exactly, read_run_exactly
-from raglabel.formats.trec_shape import refuse_run_as_qrels
+from raglabel.formats.trec.align import as_numpy
+from raglabel.formats.trec.blocks import query_blocks
+from raglabel.formats.trec.canonical import is_canonical
+from raglabel.formats.trec.rows import read_qrels_exactly, read_run_exactly
+from raglabel.formats.trec.shape import refuse_run_as_qrels
 
 _QRELS_FIELDS = ("qid", "iteration", "docid", "relevance")
 _PAIR_SEED = 0x5EED
@@ -248,7 +249,7 @@ def read_run_block(source: Path | bytes) -> pl.DataFrame | None:
 def read_run_blocks(
     path: Path, block_bytes: int | None = None
 ) -> Generator[pl.DataFrame | None, None, None]:
-    """A grouped run's blocks of whole queries (:mod:`raglabel.formats.blocks`), each as
+    """A grouped run's blocks of whole queries (:mod:`raglabel.formats.trec.blocks`), each as
     :func:`read_run_block` reads it; the next block is parsed while the caller works on
     this one (polars parses without the GIL)."""
     with ThreadPoolExecutor(max_workers=1) as pool:

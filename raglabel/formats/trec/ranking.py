@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from raglabel.formats.score_order import trec_scores
+from raglabel.formats.trec.order import trec_scores
 from raglabel.metrics.run import RankedRun
 
 
@@ -100,12 +100,26 @@ def ranking_order(
     rows = np.flatnonzero(in_tie)
     # A tie group starts at a tied row that is not tied to the row before it.
     group = np.cumsum(~np.concatenate([[False], tied_pair])[rows])
-    ties = pl.DataFrame({"_group": group, "_row": rows, "docid": docid.gather(rows)})
-    reordered = ties.sort(["_group", "docid"], descending=[False, True])["_row"].to_numpy()
+    reordered = ties_by_passage(group, rows, docid.gather(rows))
     moved = reordered != rows
     if not moved.any():
         return None
     return Reorder(reordered[moved].astype(np.int64), rows[moved].astype(np.int64))
+
+
+def ties_by_passage(
+    group: NDArray[np.int64], rows: NDArray[np.int64], docids: pl.Series
+) -> NDArray[np.int64]:
+    """``rows`` (each in its ``group`` of tied scores, groups in order, ``docids`` their
+    passage ids) with each group's rows in passage id order, descending as bytes:
+    trec_eval's rule for ties."""
+    ties = pl.DataFrame({"_group": group, "_row": rows, "docid": docids})
+    ordered: NDArray[np.int64] = (
+        ties.sort(["_group", "docid"], descending=[False, True])["_row"]
+        .to_numpy()
+        .astype(np.int64, copy=False)
+    )
+    return ordered
 
 
 def _in_query_order(

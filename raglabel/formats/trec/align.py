@@ -21,7 +21,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from raglabel.formats.notices import keep_first, unknown_queries
-from raglabel.formats.ranking import assemble, block_starts, ranking_order
+from raglabel.formats.trec.ranking import assemble, block_starts, ranking_order
 from raglabel.metrics.labels import LabelSet, counts_from_grades
 from raglabel.metrics.run import RankedRun
 

@@ -1,9 +1,9 @@
 """Qrels and run files of a few megabytes, aligned on numpy byte arrays.
 
-The small-file twin of :mod:`raglabel.formats.align` (polars) and of
-:class:`raglabel.formats.rows.RowAlignment` (dictionaries), with the same results,
+The small-file twin of :mod:`raglabel.formats.trec.align` (polars) and of
+:class:`raglabel.formats.trec.rows.RowAlignment` (dictionaries), with the same results,
 which the tests check. Canonical files are cut into columns by
-:mod:`raglabel.formats.columns`; any other file goes through the exact line reader,
+:mod:`raglabel.formats.trec.columns`; any other file goes through the exact line reader,
 which names the line of any error.
 """
 
@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from raglabel.formats.columns import split_fields
 from raglabel.formats.lines import check_readable
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import keep_first, unknown_queries
-from raglabel.formats.score_order import trec_scores
+from raglabel.formats.trec.columns import split_fields
+from raglabel.formats.trec.order import trec_scores
 from raglabel.metrics.labels import LabelSet, counts_from_grades
 from raglabel.metrics.run import RankedRun
 
@@ -64,7 +64,7 @@ def align_qrels(path: Path, grade_map: GradeMap | None) -> ArrayAlignment:
             aligned = ArrayAlignment.from_columns(fields.text(0), fields.text(2), grades)
             if not aligned.has_repeated_pairs():
                 return aligned
-    from raglabel.formats.rows import read_qrels_rows
+    from raglabel.formats.trec.rows import read_qrels_rows
 
     rows = read_qrels_rows(path, grade_map)
     grades = np.array(rows.grades, dtype=np.int8)
@@ -78,7 +78,7 @@ def read_run_arrays(path: Path) -> tuple[Text, Text, NDArray[np.float64]]:
     scores = None if fields is None else fields.decimals(4)
     if fields is not None and scores is not None:
         return fields.text(0), fields.text(2), scores
-    from raglabel.formats.rows import read_run_rows
+    from raglabel.formats.trec.rows import read_run_rows
 
     rows = read_run_rows(path)
     assert rows.scores is not None

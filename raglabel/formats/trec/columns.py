@@ -11,17 +11,12 @@ reads the file with the exact line reader, which also names the line of any erro
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 from numpy.typing import NDArray
 
-_SPACE, _NEWLINE, _HASH, _MINUS, _DOT, _ZERO, _NINE = (ord(c) for c in " \n#-.09")
+from raglabel.formats.trec.canonical import UNICODE_SPACE
 
-# White space outside ASCII that str.split() splits on; the exact reader would see
-# more fields than the separators here do. Compiled only for a file with non-ASCII bytes:
-# compiling it costs more than splitting a small ASCII file.
-_UNICODE_SPACE = "[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+_SPACE, _NEWLINE, _HASH, _MINUS, _DOT, _ZERO, _NINE = (ord(c) for c in " \n#-.09")
 
 # Exact decimal parsing: a mantissa below 2**53 divided by an exactly representable
 # power of ten is one correctly rounded operation, so it equals Python's float().
@@ -194,10 +189,12 @@ def split_fields(data: bytes, n_fields: int) -> Fields | None:
         return None  # an empty field: a blank line or a doubled, leading or trailing space
     if int(buffer.max()) >= 0x80:
         try:
-            text = data.decode("utf-8")
+            data.decode("utf-8")
         except UnicodeDecodeError:
             return None
-        if re.search(_UNICODE_SPACE, text):
+        # White space outside ASCII, which the exact reader splits on and the
+        # separators here do not see.
+        if UNICODE_SPACE.search(data):
             return None
     # Room after the last line for the widest field's window.
     padded = np.concatenate([buffer, np.zeros(int(gaps.max(initial=1)), dtype=np.uint8)])
