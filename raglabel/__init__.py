@@ -10,7 +10,7 @@ __all__ = ["ProjectReader", "RaglabelWarning", "Report", "evaluate", "open_proje
 
 # Where each public name lives: the API layer, and the module of what every layer raises.
 _HOMES = {
-    "Report": "raglabel.api.evaluate",
+    "Report": "raglabel.api.report",
     "evaluate": "raglabel.api.evaluate",
     "ProjectReader": "raglabel.api.project",
     "open_project": "raglabel.api.project",
@@ -18,8 +18,9 @@ _HOMES = {
 }
 
 if TYPE_CHECKING:
-    from raglabel.api.evaluate import Report, evaluate
+    from raglabel.api.evaluate import evaluate
     from raglabel.api.project import ProjectReader, open_project
+    from raglabel.api.report import Report
     from raglabel.errors import RaglabelWarning
 
 

@@ -106,9 +106,20 @@ def test_intervals_and_comparisons_come_with_the_options() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"metrics": "ndcg@ten"}, "--metrics"),
-        ({"na": "maybe"}, "an option was refused"),
-        ({"k": 0}, "-k"),
+        ({"metrics": "ndcg@ten"}, "^metrics: cutoff of 'ndcg@ten'"),
+        ({"na": "maybe"}, "^na='maybe': one of 'skip', 'zero'$"),
+        ({"k": 0}, "^k=0: "),
+        ({"adjust": "bonferroni"}, "^adjust='bonferroni': one of 'none', 'holm', 'bh'$"),
+        ({"resamples": 0}, "^resamples=0: must be from 1 to 100,000, got 0$"),
+        ({"confidence": 1.5}, "^confidence=1.5: must be between 0 and 1"),
+        ({"ci": "yes"}, "^ci='yes': True or False$"),
+        ({"grade_map": "0:9"}, "^grade_map='0:9': "),
+        ({"grade_map": 5}, r"^grade_map=5: a text such as \"0:2,1:5\" or a dict such as \{0: 2\}$"),
+        ({"k": [5, "10"]}, r"^k=\[5, '10'\]: a positive integer or a list of them$"),
+        ({"gain_map": {7: 1.0}}, r"^gain_map=\{7: 1.0\}: 7 is not a grade"),
+        ({"relevance_threshold": 9}, "^relevance_threshold: "),
+        ({"baseline": "nope"}, "^baseline 'nope' is not one of the runs: 'run'$"),
+        ({"pool": {"nope": "run"}}, "^pool: 'nope' is not one of the runs"),
     ],
 )
 def test_bad_options_raise_value_error(kwargs: dict[str, object], message: str) -> None:

@@ -72,9 +72,18 @@ def test_every_warning_in_the_document_is_raised(cli: Cli, tmp_path: Path) -> No
     assert raised == report.data.warnings
     assert any("retrieves nothing for 2 of the 3 labeled queries" in text for text in raised)
     assert any("'none' shares no query with the labels" in text for text in raised)
-    # The command prints the same ones for the same files.
-    argv = [word for word in report.argv if word != "--per-query"]
-    code, out, err = cli(*argv, "--format", "json")
+    # The command prints the same ones for the same rows written as files.
+    (tmp_path / "qrels.txt").write_text(
+        "".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items())
+    )
+    argv = ["eval", "--qrels", tmp_path / "qrels.txt", "--metrics", "mrr", "--format", "json"]
+    for name, run in runs.items():
+        path = tmp_path / f"{name}.run"
+        path.write_text(
+            "".join(f"{q} Q0 {d} 1 {s!r} x\n" for q, docs in run.items() for d, s in docs.items())
+        )
+        argv += ["--run", f"{name}={path}"]
+    code, out, err = cli(*argv)
     assert code == 0, err
     assert json.loads(out)["warnings"] == raised
 

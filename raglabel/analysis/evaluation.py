@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -136,20 +137,42 @@ def evaluate(
             report.ci = _intervals(summed, options, ratio_parts)
         if options.per_query:
             out = outside[run.name]
-            report.per_query = {
-                qid: {
-                    key.name: _clean(per_run[key][q])
-                    for key in options.metrics
-                    if key not in out or not out[key][q]
-                }
-                for q, qid in enumerate(query_ids)
-            }
+            report.per_query = _per_query(query_ids, per_run, options.metrics, out)
             report.ctx_rank = _ctx_details(run, per_run, options.metrics, stats, out)
         reports[run.name] = report
     result = Report(labels=labels_info, config=config, runs=reports, warnings=warnings)
     if options.compare and len(runs) > 1:
         result.compare = _comparisons(runs, averaged, options)
     return result
+
+
+def _per_query(
+    query_ids: Sequence[str],
+    per_run: dict[MetricKey, FloatArray],
+    metrics: Sequence[MetricKey],
+    out: dict[MetricKey, NDArray[np.bool_]],
+) -> dict[str, dict[str, float | None]]:
+    """``{query: {metric: value}}``, NaN as None, without the columns a query is out of."""
+    if out:
+        return {
+            qid: {
+                key.name: _clean(per_run[key][q])
+                for key in metrics
+                if key not in out or not out[key][q]
+            }
+            for q, qid in enumerate(query_ids)
+        }
+    # Whole columns at a time (tolist, then NaN -> None): a thousand queries took a
+    # fifth of an evaluation of 100,000 entries value by value.
+    if not metrics:
+        return {qid: {} for qid in query_ids}
+    names = [key.name for key in metrics]
+    isnan = math.isnan
+    columns = [[None if isnan(v) else v for v in per_run[key].tolist()] for key in metrics]
+    rows = zip(*columns, strict=True)
+    return {
+        qid: dict(zip(names, row, strict=True)) for qid, row in zip(query_ids, rows, strict=True)
+    }
 
 
 def _outside(

@@ -1,8 +1,9 @@
 """From a parsed evaluation request to what :func:`~raglabel.analysis.evaluation.evaluate`
 takes: the source opened, the runs aligned, the report's config written down.
 
-The command line fills an :class:`EvalRequest` from its options; nothing here knows
-about argparse, so the same request can come from Python code.
+The command line fills an :class:`EvalRequest` from its files and options, the Python
+API from dicts and DataFrames (:mod:`raglabel.analysis.memory`); nothing here knows
+about argparse, and :func:`raglabel.analysis.entry.evaluate_request` takes it from there.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from raglabel.metrics.evaluate import QueryStats
 from raglabel.metrics.run import RankedRun
 
 if TYPE_CHECKING:
+    from raglabel.analysis.answers import AnswerOptions
+    from raglabel.analysis.memory import MemoryInputs
     from raglabel.storage.labels import LabelChoice
 
 
@@ -32,16 +35,25 @@ if TYPE_CHECKING:
 # generated code is compiled when its module is imported, at every eval's start-up.
 class EvalRequest:
     """Where the labels and runs are, and how to evaluate them. Exactly one of
-    ``project``, ``qrels`` and ``samples`` names the labels. ``options`` holds the
+    ``project``, ``qrels``, ``samples`` and ``memory`` names the labels (``memory``: the
+    labels and every run, as tables held in memory or as files). ``options`` holds the
     metrics and statistics asked for; loading adds what the inputs decide (which
-    queries have answers, the pools) and drops containment where nothing can have it."""
+    queries have answers, the pools) and drops containment where nothing can have it.
+    ``answers`` asks for a project's answer systems too (``answer_systems``: only
+    these; all when empty); ``metric_names`` is the metric
+    list as typed (its names are explained where another tool reads them otherwise)."""
 
     __slots__ = (
+        "answer_systems",
+        "answers",
         "choice",
         "config",
         "containment_named",
         "cutoffs",
+        "cutoffs_given",
         "grade_map",
+        "memory",
+        "metric_names",
         "options",
         "pools",
         "project",
@@ -66,6 +78,11 @@ class EvalRequest:
         reader: str = "auto",
         containment_named: bool = False,
         pools: list[str] | None = None,
+        memory: MemoryInputs | None = None,
+        answers: AnswerOptions | None = None,
+        answer_systems: list[str] | None = None,
+        metric_names: str | None = None,
+        cutoffs_given: bool = False,
     ) -> None:
         self.options = options
         self.cutoffs = cutoffs
@@ -79,6 +96,11 @@ class EvalRequest:
         self.reader = reader
         self.containment_named = containment_named  # asked for by name, not only in a group
         self.pools: list[str] = [] if pools is None else pools  # NAME=RUN or NAME=FILE
+        self.memory = memory
+        self.answers = answers
+        self.answer_systems: list[str] = [] if answer_systems is None else answer_systems
+        self.metric_names = metric_names
+        self.cutoffs_given = cutoffs_given
 
 
 class Loaded:
@@ -113,6 +135,10 @@ def open_source(request: EvalRequest) -> tuple[Source, str]:
 
         choice = request.choice or LabelChoice("median", None, False)
         return ProjectSource(request.project, choice), str(request.project)
+    if request.memory is not None:
+        from raglabel.analysis.memory import MemorySource
+
+        return MemorySource(request.memory, request.grade_map), request.memory.labels_name
     if request.samples is not None:
         name, path = request.samples
         threshold = request.config.relevance_threshold
@@ -125,6 +151,8 @@ def open_source(request: EvalRequest) -> tuple[Source, str]:
 
 def load(request: EvalRequest) -> Loaded:
     names = [name for name, _ in request.runs]
+    if request.memory is not None:
+        names += [name for name, _ in request.memory.runs]
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise UsageError(f"two runs are named {dup!r}; name them with --run NAME=FILE")
@@ -155,33 +183,43 @@ def load(request: EvalRequest) -> Loaded:
     metrics, own_k_only = with_own_cutoffs(metrics, own_k)
 
     names = [key.name for key in metrics]
+    # Worded as the door that asked names it: --headline, or headline= in Python.
+    option = checks.OPTION_WORDS.get()
     if asked.headline is not None and asked.headline not in names:
         raise UsageError(
-            f"--headline {asked.headline!r} is not among the metrics computed: {', '.join(names)}"
+            f"{option('headline', None)} {asked.headline!r} is not among the metrics computed:"
+            f" {', '.join(names)}"
         )
     pools = _pools(request.pools, runs, source)
     if asked.baseline is not None and asked.baseline not in {run.name for run in runs}:
         known = ", ".join(repr(run.name) for run in runs)
-        raise UsageError(f"--baseline {asked.baseline!r} is not one of the runs: {known}")
+        raise UsageError(
+            f"{option('baseline', None)} {asked.baseline!r} is not one of the runs: {known}"
+        )
 
     labels = source.labels
     stats = QueryStats.build(labels, request.config)
     warnings = source.warnings
     if isinstance(source, ProjectSource) and source.ungraded:
         warnings.append(ungraded_line(source.ungraded, source.project_queries))
-    if request.qrels is not None:
-        hint = checks.qrels_file_hint(request.qrels)
+    qrels_file = request.qrels
+    if request.memory is not None and isinstance(request.memory.labels, Path):
+        qrels_file = request.memory.labels
+    if qrels_file is not None:
+        hint = checks.qrels_file_hint(qrels_file)
         if hint:
             warnings.append(hint)
     default_map = request.grade_map is None and request.project is None
     warnings += checks.label_warnings(stats, default_map=default_map and not request.samples)
     paths = dict(request.runs)
+    if request.memory is not None:
+        paths |= request.memory.run_paths()
     for run in runs:
         warnings += checks.run_warnings(stats, run, paths.get(run.name))
     warnings += checks.depth_notes([key.k for key in metrics if key.k], runs, stats)
     warnings += own_k_words
     if asked.compare and len(runs) < 2:
-        warnings.append("--compare: there is only one run, so nothing to compare")
+        warnings.append(f"{option('compare', None)}: there is only one run, so nothing to compare")
     info = LabelsInfo(
         queries=labels.n_queries,
         graded=labels.n_graded,

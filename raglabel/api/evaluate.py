@@ -1,291 +1,346 @@
-"""``raglabel.evaluate``: the ``eval`` command as a function.
+"""``raglabel.evaluate``: an evaluation from Python, beside the ``eval`` command.
 
 Inputs in the shapes peers take (pytrec_eval's dict of dicts, a TREC file, a pandas or
-polars DataFrame with ir_measures' or ranx's column names) are written as TREC files and
-evaluated by the very path ``raglabel eval --qrels F --run NAME=F`` takes, with keyword
-arguments read as that command's options. So the numbers, the conventions, the checks
-and the messages are the command's, by construction, not by a second implementation.
+polars DataFrame with ir_measures' or ranx's column names) become an
+:class:`~raglabel.analysis.inputs.EvalRequest`: dicts and frames as tables in memory
+(:mod:`raglabel.api.tables`), files as paths. The request goes to the one evaluation
+entry, :func:`raglabel.analysis.entry.evaluate_request`, which ``raglabel eval`` calls
+too: the numbers, the conventions, the checks and the warnings are one code's. Nothing
+is written to disk, no command line is built, and nothing here imports the CLI.
 """
 
 from __future__ import annotations
 
-import importlib
-import tempfile
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from raglabel.analysis.bounds import resampling_problem
+from raglabel.analysis.evaluation import Options
+from raglabel.analysis.inputs import EvalRequest
+from raglabel.analysis.memory import MemoryInputs, RunTable
+from raglabel.api.report import Report
+from raglabel.api.tables import is_frame, is_path, label_table, run_table
 from raglabel.api.warn import warn
-from raglabel.errors import InputError, UsageError
-from raglabel.formats.report import Report as ReportData
+from raglabel.api.words import keyword_errors
+from raglabel.errors import InputError
+from raglabel.formats.maps import GradeMap
+from raglabel.metrics.config import MetricConfig
 
-#: Column names a DataFrame may use, peer by peer, for each field.
-QUERY_COLUMNS = ("query_id", "q_id", "qid")
-DOC_COLUMNS = ("doc_id", "docid", "passage_id")
-RELEVANCE_COLUMNS = ("relevance", "rel", "label", "grade")
-SCORE_COLUMNS = ("score",)
+__all__ = ["Report", "evaluate"]
+
 DEFAULT_RUN = "run"
 
-
-@dataclass(frozen=True)
-class Report:
-    """What ``evaluate`` returns: the ``eval --format json`` document, with views of it.
-
-    ``argv`` is the ``eval`` command line it was computed with, and ``inputs`` the
-    folder holding whatever was given as Python objects, kept while the Report lives so
-    ``to_html`` can compute what a report adds (intervals, paired tests) on the same files.
-    """
-
-    data: ReportData
-    argv: tuple[str, ...] = ()
-    inputs: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
-
-    @property
-    def means(self) -> dict[str, dict[str, float | None]]:
-        """``{run: {metric: mean}}``; None is NA."""
-        return {name: dict(run.mean) for name, run in self.data.runs.items()}
-
-    @property
-    def per_query(self) -> dict[str, dict[str, dict[str, float | None]]]:
-        """``{run: {query: {metric: value}}}``; None is NA."""
-        out: dict[str, dict[str, dict[str, float | None]]] = {}
-        for name, run in self.data.runs.items():
-            out[name] = {q: dict(values) for q, values in (run.per_query or {}).items()}
-        return out
-
-    def ci(self) -> dict[str, dict[str, tuple[float, float] | None]]:
-        """``{run: {metric: (low, high)}}``: the percentile bootstrap intervals."""
-        return {name: dict(run.ci or {}) for name, run in self.data.runs.items()}
-
-    def compare(self) -> list[dict[str, Any]]:
-        """The paired randomization tests, one dict per (baseline, run, metric)."""
-        return [vars(c) for c in self.data.compare or ()]
-
-    def to_json(self) -> str:
-        """The text ``raglabel eval --format json`` prints for the same inputs."""
-        return self.data.to_json()
-
-    def to_html(
-        self,
-        *,
-        baseline: str | None = None,
-        headline: str | None = None,
-        title: str | None = None,
-    ) -> str:
-        """The file ``raglabel report`` writes for the same inputs and options: one
-        self-contained HTML page with a summary in words and inline SVG charts.
-        Intervals and paired tests against ``baseline`` (default: the first run) are
-        computed here, with the command's seeds. A warning of the report's that
-        ``evaluate`` did not give already is a ``RaglabelWarning``."""
-        from raglabel.cli.main import build_parser, parse_args
-        from raglabel.cli.report_cmd import build_input
-        from raglabel.report.html import render_html
-
-        if not self.argv:
-            raise ValueError("this Report was not made by raglabel.evaluate")
-        # The report always computes these three; its parser does not take them.
-        always = {"--per-query", "--ci", "--compare"}
-        kept = [word for word in self.argv[1:] if word not in always]
-        argv = ["report", *kept, "--output", "report.html"]
-        for option, given in (("--baseline", baseline), ("--headline", headline)):
-            if given is not None:
-                argv += [option, given]
-        if title is not None:
-            argv += ["--title", title]
-        said: list[str] = []
-        try:
-            with _keyword_words():
-                args = parse_args(build_parser(), argv)
-                report = build_input(args, warn=said.append)
-        except (UsageError, InputError) as exc:
-            raise ValueError(str(exc)) from None
-        except SystemExit as exc:
-            raise ValueError(f"an option was refused: {argv[1:]!r}") from exc
-        # The same inputs gave evaluate's warnings already, where the Report was made.
-        warn(text for text in said if text not in self.data.warnings)
-        return render_html(report)
-
-    def rows(self) -> list[dict[str, Any]]:
-        """One row per (run, query, metric) with its value: the long, tidy shape."""
-        return [
-            {"run": name, "query": query, "metric": metric, "value": value}
-            for name, queries in self.per_query.items()
-            for query, values in queries.items()
-            for metric, value in values.items()
-        ]
-
-    def to_polars(self) -> Any:
-        """``rows()`` as a polars DataFrame (polars is imported only here)."""
-        pl = importlib.import_module("polars")
-
-        schema = {"run": pl.String, "query": pl.String, "metric": pl.String, "value": pl.Float64}
-        return pl.DataFrame(self.rows(), schema=schema)
-
-    def to_pandas(self) -> Any:
-        """``rows()`` as a pandas DataFrame (pandas is imported only here)."""
-        pd = importlib.import_module("pandas")  # not a dependency: an ImportError says so
-        return pd.DataFrame(self.rows(), columns=["run", "query", "metric", "value"])
+NA = ("skip", "zero")
+ADJUST = ("none", "holm", "bh")
+READERS = ("auto", "python", "polars")
 
 
 def evaluate(
-    qrels: Any,
-    runs: Any,
+    qrels: object,
+    runs: object,
     *,
     metrics: str | Iterable[str] | None = None,
     k: int | Iterable[int] | None = None,
-    **conventions: Any,
+    na: Literal["skip", "zero"] = "skip",
+    judged_only: bool = False,
+    ci: bool = False,
+    compare: bool = False,
+    baseline: str | None = None,
+    adjust: Literal["none", "holm", "bh"] = "holm",
+    resamples: int = 1000,
+    permutations: int = 10_000,
+    seed: int = 42,
+    confidence: float = 0.95,
+    grade_map: str | Mapping[int, int] | None = None,
+    gain_map: str | Mapping[int, float] | None = None,
+    relevance_threshold: int | None = None,
+    harm_threshold: int | None = None,
+    alpha: float | None = None,
+    cap4: float | None = None,
+    cap3: float | None = None,
+    ctx_threshold: float | None = None,
+    config: str | Path | None = None,
+    pool: Mapping[str, str | Path] | None = None,
+    reader: Literal["auto", "python", "polars"] = "auto",
 ) -> Report:
-    """Evaluate ``runs`` against ``qrels`` as ``raglabel eval`` does.
+    """Evaluate ``runs`` against ``qrels`` with the conventions and numbers of
+    ``raglabel eval``.
 
     ``qrels``: ``{qid: {docid: relevance}}``, a qrels file path, or a DataFrame with a
     query, a document and a relevance column. ``runs``: one run (``{qid: {docid:
-    score}}``, a TREC run file path, or a DataFrame with a score column) or a mapping of
-    names to runs. ``metrics`` and ``k`` are ``--metrics`` and ``-k``; every other
-    keyword is the ``eval`` option of that name (``na="zero"``, ``judged_only=True``,
-    ``ci=True``, ``compare=True``, ``gain_map="0:0,1:1"``, ...). Per-query values are
-    always computed. A bad input or option raises ``ValueError`` with the command's
-    message; each warning the command would print is a ``RaglabelWarning``, its
-    fix worded as this function's keyword (``grade_map="0:2,1:5"``).
+    score}}``, a TREC run file path, or a DataFrame with a score column), named
+    ``run``, or a mapping of names to runs. Per-query values are always computed.
+
+    Each keyword is the ``eval`` option of the same name (``--judged-only`` is
+    ``judged_only``):
+
+    - ``metrics``: names or groups, a comma-separated text or a list (default: all);
+      ``k``: a cutoff or a list of them (default: 5).
+    - ``na``: ``"skip"`` leaves a query where a metric is undefined out of its mean,
+      ``"zero"`` counts it as 0 (trec_eval's way). ``judged_only``: drop unjudged
+      passages before the classic metrics (trec_eval ``-J``).
+    - ``ci``: bootstrap intervals (``resamples`` draws, level ``confidence``);
+      ``compare``: paired randomization tests (``permutations`` draws) of every pair of
+      runs, or of each run against ``baseline``, p-values adjusted by ``adjust``
+      (``"holm"``, ``"bh"`` or ``"none"``); ``seed`` seeds all resampling.
+    - ``grade_map``: how labels become grades 1-5 (``"0:2,1:5"`` or ``{0: 2, 1: 5}``;
+      default ``0:2,1:3,2:4,3:5``, negative -> 1); ``gain_map``: nDCG gain per grade
+      (``"3:1,4:2,5:3"`` or a dict); ``relevance_threshold`` and ``harm_threshold``:
+      grades 1-5; ``alpha``, ``cap4``, ``cap3``: the rarity weights' settings;
+      ``ctx_threshold``: ctx_rank_prec's pass mark, 0-100; ``config``: a TOML file
+      with a ``[metrics]`` table of these conventions (keywords override it).
+    - ``pool``: ``{run: other}`` scores PROC of ``run`` against ``other`` (a run's
+      name or a run file) as its retrieval pool.
+    - ``reader``: which reader parses files when every input is a file (``"auto"``
+      picks by size); tables in memory are never parsed.
+
+    An unknown keyword is a ``TypeError``. A bad value or input is a ``ValueError``
+    that names the keyword (or the table, query and passage) and what is allowed.
+    Each warning ``raglabel eval`` would print is a ``RaglabelWarning``, its fix
+    worded as this function's keyword (``grade_map="0:2,1:5"``).
     """
-    from raglabel.cli.eval_cmd import compute
-    from raglabel.cli.main import build_parser, parse_args
-
     named = _named_runs(runs)
-    inputs = tempfile.TemporaryDirectory(prefix="raglabel-")
-    where = Path(inputs.name)
-    # The folder outlives this call: the Report keeps it, for to_html.
-    try:
-        argv = ["eval", "--qrels", _qrels_file(qrels, where), "--per-query"]
-        for i, (name, run) in enumerate(named.items()):
-            argv += ["--run", f"{name}={_run_file(run, where / f'run{i}.txt')}"]
-        if metrics is not None:
-            argv += ["--metrics", metrics if isinstance(metrics, str) else ",".join(metrics)]
-        if k is not None:
-            argv += ["-k", str(k) if isinstance(k, int) else ",".join(map(str, k))]
-        argv += _options(conventions)
-        try:
-            # The eval command's own computation: the warnings stay in the report too.
-            with _keyword_words():
-                report, said, _, _ = compute(parse_args(build_parser(), argv))
-        except (UsageError, InputError) as exc:
-            raise ValueError(str(exc)) from None
-        except SystemExit as exc:  # argparse's own refusal, printed on stderr
-            raise ValueError(f"an option was refused: {dict(conventions)!r}") from exc
-    except BaseException:
-        inputs.cleanup()
-        raise
-    warn(said)
-    return Report(report, tuple(argv), inputs)
+    ks, asked_metrics, metric_config = _metrics_and_config(
+        metrics,
+        k,
+        {
+            "relevance_threshold": relevance_threshold,
+            "harm_threshold": harm_threshold,
+            "alpha": alpha,
+            "cap4": cap4,
+            "cap3": cap3,
+            "ctx_threshold": ctx_threshold,
+        },
+        gain_map,
+        config,
+    )
+    options = Options(
+        metrics=asked_metrics[1],
+        per_query=True,
+        ci=_flag("ci", ci),
+        compare=_flag("compare", compare),
+        baseline=_optional_text("baseline", baseline),
+        resamples=_integer("resamples", resamples),
+        permutations=_integer("permutations", permutations),
+        seed=_integer("seed", seed),
+        level=_real("confidence", confidence),
+        na=_choice("na", na, NA),
+        judged_only=_flag("judged_only", judged_only),
+        adjust=_choice("adjust", adjust, ADJUST),
+    )
+    problem = resampling_problem(resamples, permutations, seed, options.level)
+    if problem is not None:
+        name, rule = problem
+        given = {"resamples": resamples, "permutations": permutations, "seed": seed}
+        raise ValueError(f"{name}={given.get(name, confidence)!r}: {rule}")
+    request = EvalRequest(
+        options=options,
+        cutoffs=ks,
+        config=metric_config,
+        grade_map=_grade_map(grade_map),
+        reader=_choice("reader", reader, READERS),
+        containment_named=asked_metrics[0] is not None and "containment" in asked_metrics[0],
+        pools=_pools(pool, named),
+        metric_names=asked_metrics[0],
+        cutoffs_given=k is not None,
+    )
+    if is_path(qrels) and all(is_path(run) for run in named.values()):
+        # Files only: the very request ``eval --qrels F --run NAME=F`` makes.
+        request.qrels = _file("qrels", qrels)
+        request.runs = [(name, _file(f"runs[{name!r}]", run)) for name, run in named.items()]
+        labels_name = request.qrels.name
+    else:
+        labels = _file("qrels", qrels) if is_path(qrels) else label_table(qrels)
+        tables: list[tuple[str, RunTable | Path]] = [
+            (name, _file(f"runs[{name!r}]", run) if is_path(run) else run_table(run, name))
+            for name, run in named.items()
+        ]
+        request.memory = MemoryInputs(labels, tables)
+        labels_name = labels.name  # the file's name, or dict, polars DataFrame, ...
+    from raglabel.analysis.entry import evaluate_request
+
+    with keyword_errors():
+        done = evaluate_request(request)
+    warn(done.warnings)
+    source = f"qrels {labels_name}; runs {', '.join(named)}"
+    return Report(done.report, request, source)
 
 
-@contextmanager
-def _keyword_words() -> Iterator[None]:
-    """While the command's code runs for the API, its warnings name a fix as the
-    keyword argument a notebook types (``grade_map="0:2,1:5"``), not the option."""
-    from raglabel.analysis.checks import OPTION_WORDS, keyword_argument
-
-    token = OPTION_WORDS.set(keyword_argument)
-    try:
-        yield
-    finally:
-        OPTION_WORDS.reset(token)
-
-
-def _named_runs(runs: Any) -> dict[str, Any]:
+def _named_runs(runs: object) -> dict[str, object]:
     """One run, or a mapping of names to runs (a run being a dict, a path or a frame)."""
     if isinstance(runs, Mapping) and not _is_run_dict(runs):
-        return {str(name): run for name, run in runs.items()}
+        named = {str(name): run for name, run in runs.items()}
+        if len(named) != len(runs):
+            raise ValueError("runs: two runs have names that read the same as text")
+        if not named:
+            raise ValueError("runs: no run given")
+        return named
     return {DEFAULT_RUN: runs}
 
 
 def _is_run_dict(value: Mapping[Any, Any]) -> bool:
-    """``{qid: {docid: score}}``: the values are mappings of numbers."""
-    return all(
-        isinstance(docs, Mapping) and all(isinstance(s, (int, float)) for s in docs.values())
-        for docs in value.values()
-    )
-
-
-def _options(conventions: Mapping[str, Any]) -> list[str]:
-    argv: list[str] = []
-    for key, value in conventions.items():
-        flag = "--" + key.replace("_", "-")
-        if value is True:
-            argv.append(flag)
-        elif value is False or value is None:
-            continue
-        else:
-            argv += [flag, str(value)]
-    return argv
-
-
-def _qrels_file(qrels: Any, where: Path) -> str:
-    if isinstance(qrels, (str, Path)):
-        return str(qrels)
-    rows = _frame_rows(qrels, RELEVANCE_COLUMNS) if _is_frame(qrels) else _dict_rows(qrels)
-    path = where / "qrels.txt"
-    with path.open("w", encoding="utf-8") as out:
-        for qid, docid, relevance in rows:
-            out.write(f"{qid} 0 {docid} {_integer(relevance, qid, docid)}\n")
-    return str(path)
-
-
-def _run_file(run: Any, path: Path) -> str:
-    if isinstance(run, (str, Path)):
-        return str(run)
-    rows = _frame_rows(run, SCORE_COLUMNS) if _is_frame(run) else _dict_rows(run)
-    with path.open("w", encoding="utf-8") as out:
-        # Ranks are left to the scores, as trec_eval ranks (score, then docid, descending).
-        for qid, docid, score in rows:
-            out.write(f"{qid} Q0 {docid} 0 {float(score)!r} raglabel\n")
-    return str(path)
-
-
-def _integer(value: Any, qid: str, docid: str) -> int:
-    if isinstance(value, bool) or not float(value).is_integer():
-        raise ValueError(f"qrels: relevance {value!r} of ({qid}, {docid}) is not an integer")
-    return int(value)
-
-
-def _dict_rows(data: Any) -> list[tuple[str, str, Any]]:
-    if not isinstance(data, Mapping):
-        raise ValueError(
-            f"expected {{qid: {{docid: value}}}}, a file path or a DataFrame, got"
-            f" {type(data).__name__}"
-        )
-    rows = []
-    for qid, docs in data.items():
+    """``{qid: {docid: score}}`` rather than ``{name: run}``: the first entry's value is
+    a mapping whose first value is no run (a mapping, a frame or a path). One entry
+    decides: a hundred thousand checked one by one took longer than evaluating them."""
+    for docs in value.values():
         if not isinstance(docs, Mapping):
-            raise ValueError(f"query {qid!r}: expected {{docid: value}}, got {type(docs).__name__}")
-        rows += [(_token(qid, "query id"), _token(docid, "doc id"), v) for docid, v in docs.items()]
-    return rows
+            return False
+        for score in docs.values():
+            return not (isinstance(score, Mapping) or is_frame(score) or is_path(score))
+    # Only queries with no entries: a run (whose emptiness is its error), not a name.
+    return True
 
 
-def _token(value: Any, what: str) -> str:
-    text = str(value)
-    if not text or any(c.isspace() for c in text):
-        raise ValueError(f"{what} {text!r} is empty or holds white space")
-    return text
+def _file(keyword: str, value: object) -> Path:
+    path = Path(value)  # type: ignore[arg-type]  # is_path said str or Path
+    if path.is_dir():
+        raise ValueError(f"{keyword}: {str(path)!r} is a folder, not a file")
+    return path
 
 
-def _is_frame(value: Any) -> bool:
-    return type(value).__name__ == "DataFrame" and hasattr(value, "columns")
+def _metrics_and_config(
+    metrics: str | Iterable[str] | None,
+    k: int | Iterable[int] | None,
+    conventions: dict[str, object],
+    gain_map: str | Mapping[int, float] | None,
+    config: str | Path | None,
+) -> tuple[list[int], tuple[str | None, list[Any]], MetricConfig]:
+    """The cutoffs, the metric list (as typed and parsed) and the conventions."""
+    from raglabel.metrics.config import ConfigError
+    from raglabel.metrics.names import MetricNameError, parse_cutoff, parse_metric_list
+
+    fields: dict[str, object] = {}
+    if config is not None:
+        from raglabel.config.metric_file import load_config_fields
+
+        if not is_path(config):
+            raise ValueError(f"config={config!r}: the path of a TOML file")
+        try:
+            fields.update(load_config_fields(_file("config", config)))
+        except InputError as exc:
+            raise ValueError(str(exc)) from None
+    for name, value in conventions.items():
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"{name}={value!r}: a number")
+            fields[name] = value
+    if gain_map is not None:
+        from raglabel.formats.maps import parse_gain_map
+
+        gains = _map_text("gain_map", gain_map)
+        try:
+            fields["gain_map"] = parse_gain_map(gains)
+        except ValueError as exc:
+            raise ValueError(_reworded("gain_map", gain_map, exc)) from None
+    try:
+        metric_config = MetricConfig.from_fields(fields)
+    except ConfigError as exc:
+        raise ValueError(f"{exc.field or 'conventions'}: {exc.message}") from None
+    if k is None:
+        ks = [metric_config.default_k]
+    else:
+        given = [k] if isinstance(k, int) else list(k) if _iterable(k) else [k]
+        ks = []
+        for cutoff in given:
+            if isinstance(cutoff, bool) or not isinstance(cutoff, int):
+                raise ValueError(f"k={k!r}: a positive integer or a list of them")
+            try:
+                ks.append(parse_cutoff(str(cutoff)))
+            except ValueError as exc:
+                raise ValueError(f"k={k!r}: {exc}") from None
+        if not ks:
+            raise ValueError("k=[]: give at least one cutoff, or leave k out (default: 5)")
+        ks = sorted(set(ks))
+    text: str | None
+    if metrics is None:
+        text = None
+    elif isinstance(metrics, str):
+        text = metrics
+    elif _iterable(metrics) and all(isinstance(m, str) for m in metrics):
+        text = ",".join(metrics)
+    else:
+        raise ValueError(f"metrics={metrics!r}: a comma-separated text or a list of names")
+    try:
+        keys = parse_metric_list(text, ks)
+    except MetricNameError as exc:
+        raise ValueError(f"metrics: {exc}") from None
+    return ks, (text, keys), metric_config
 
 
-def _frame_rows(frame: Any, value_columns: tuple[str, ...]) -> list[tuple[str, str, Any]]:
-    columns = [str(c) for c in frame.columns]
-    query = _column(columns, QUERY_COLUMNS)
-    doc = _column(columns, DOC_COLUMNS)
-    value = _column(columns, value_columns)
-    # polars has to_dicts(); pandas has to_dict("records").
-    records = frame.to_dicts() if hasattr(frame, "to_dicts") else frame.to_dict("records")
-    return [(_token(r[query], "query id"), _token(r[doc], "doc id"), r[value]) for r in records]
+def _iterable(value: object) -> bool:
+    return isinstance(value, Iterable) and not isinstance(value, (str, bytes))
 
 
-def _column(columns: list[str], names: tuple[str, ...]) -> str:
-    for name in names:
-        if name in columns:
-            return name
-    raise ValueError(f"the DataFrame has no {' or '.join(names)} column (it has {columns})")
+def _grade_map(value: str | Mapping[int, int] | None) -> GradeMap | None:
+    if value is None:
+        return None
+    from raglabel.formats.maps import parse_grade_map
+
+    text = _map_text("grade_map", value)
+    try:
+        return parse_grade_map(text)
+    except ValueError as exc:
+        raise ValueError(_reworded("grade_map", value, exc)) from None
+
+
+def _map_text(keyword: str, value: object) -> str:
+    """A map as its text (``"0:2,1:5"``), a dict of numbers written as one."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return ",".join(f"{key}:{target}" for key, target in value.items())
+    raise ValueError(f'{keyword}={value!r}: a text such as "0:2,1:5" or a dict such as {{0: 2}}')
+
+
+def _reworded(keyword: str, value: object, exc: ValueError) -> str:
+    """The map parser's message (written for ``--grade-map``) about the keyword."""
+    message = str(exc)
+    prefix = "--" + keyword.replace("_", "-") + ": "
+    return f"{keyword}={value!r}: {message.removeprefix(prefix)}"
+
+
+def _pools(pool: Mapping[str, str | Path] | None, named: dict[str, object]) -> list[str]:
+    """``{run: other}`` as the request's ``NAME=RUN`` pairs, each checked here."""
+    if pool is None:
+        return []
+    if not isinstance(pool, Mapping):
+        raise ValueError(f"pool={pool!r}: a dict {{run name: run name or run file}}")
+    pairs = []
+    for target, origin in pool.items():
+        if target not in named:
+            raise ValueError(f"pool: {target!r} is not one of the runs: {', '.join(named)}")
+        if not is_path(origin) or (str(origin) not in named and not Path(origin).is_file()):
+            raise ValueError(f"pool[{target!r}]: {origin!r} is neither a run's name nor a file")
+        pairs.append(f"{target}={origin}")
+    return pairs
+
+
+def _flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name}={value!r}: True or False")
+    return value
+
+
+def _integer(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name}={value!r}: an integer")
+    return value
+
+
+def _real(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name}={value!r}: a number")
+    return float(value)
+
+
+def _choice(name: str, value: object, allowed: tuple[str, ...]) -> Any:
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r}: one of {', '.join(map(repr, allowed))}")
+    return value
+
+
+def _optional_text(name: str, value: object) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{name}={value!r}: a run's name")
+    return value

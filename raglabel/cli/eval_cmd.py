@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from raglabel.analysis.bounds import MAX_PERMUTATIONS, MAX_RESAMPLES
 from raglabel.cli.arguments import LazyWidthRawDescription, is_sqlite
-from raglabel.cli.options import MAX_PERMUTATIONS, MAX_RESAMPLES, add_convention_options
+from raglabel.cli.options import add_convention_options
 from raglabel.errors import UsageError
 from raglabel.storage.policies import POLICIES
 
 if TYPE_CHECKING:
-    from raglabel.analysis.answers import AnswerOptions
     from raglabel.formats.report import Report
     from raglabel.metrics.labels import LabelSet
 
@@ -239,33 +237,6 @@ def settle_db(args: argparse.Namespace) -> None:
         args.run = [other for other in args.run if other != spec]
 
 
-def _answer_request(args: argparse.Namespace) -> AnswerOptions | None:
-    """The answer options, checked before anything is read; None without --answers."""
-    if not args.answers:
-        for option in ("threshold", "system"):
-            if getattr(args, option):
-                raise UsageError(f"--{option} goes with --answers")
-        return None
-    if not getattr(args, "db", None):
-        command = getattr(args, "command", None) or "eval"  # report reads its inputs here too
-        raise UsageError(f"--answers needs a project DB: raglabel {command} DB --answers")
-    from raglabel.analysis.answers import AnswerOptions, parse_thresholds
-
-    return AnswerOptions(
-        thresholds=parse_thresholds(args.threshold),
-        resamples=args.resamples,
-        seed=args.seed,
-        level=args.confidence,
-        per_query=args.per_query,
-        # The report shows no answer comparison: tests it computed would join the runs'
-        # in one adjustment and move the p-values it does show.
-        compare=args.compare and getattr(args, "answer_compare", True),
-        baseline=args.baseline,
-        permutations=args.permutations,
-        adjust=args.adjust,
-    )
-
-
 def spare_blas_threads(args: argparse.Namespace) -> None:
     """One BLAS thread for an eval that multiplies no matrices, when it is its process's
     own command (``main`` says so) and numpy is not loaded yet.
@@ -316,58 +287,9 @@ def run(args: argparse.Namespace) -> int:
 def compute(args: argparse.Namespace) -> tuple[Report, list[str], float, LabelSet]:
     """The eval document the options ask for, its warnings, when loading ended, and the
     label set it was computed on (its grade counts per query)."""
+    from raglabel.analysis.entry import evaluate_request
     from raglabel.cli.eval_inputs import load_inputs
 
-    answer_request = _answer_request(args)
-    loaded = load_inputs(args)
-    answer_inputs = None
-    if answer_request is not None:
-        from raglabel.analysis.answers import load_answers
-        from raglabel.storage.project import Project
-
-        # Hundreds of thousands of judge answers are read and kept to the end: the cyclic
-        # collector would walk them again and again while they are made and while the
-        # statistics allocate, for nothing (they hold no cycles), so it is paused for
-        # the reading and they are moved out of its sight afterwards.
-        collecting = gc.isenabled()  # off already when eval is its process's command
-        gc.disable()
-        try:
-            with Project.open_read(args.db) as project:
-                answer_inputs = load_answers(
-                    project.conn,
-                    args.system,
-                    relevance_threshold=loaded.stats.config.relevance_threshold,
-                )
-        finally:
-            gc.freeze()
-            if collecting:
-                gc.enable()
-    loaded_at = time.perf_counter()
-    from raglabel.analysis.evaluation import evaluate
-
-    report = evaluate(
-        loaded.stats,
-        loaded.runs,
-        loaded.options,
-        labels_info=loaded.labels_info,
-        config=loaded.config,
-        warnings=loaded.warnings,
-    )
-    if answer_request is not None and answer_inputs is not None:
-        from raglabel.analysis.answers import MIN_HUMAN, answers_section, attach
-
-        options = replace(answer_request, gains=loaded.stats.config.gain_map)
-        attach(report, answers_section(answer_inputs, options), args.adjust)
-        systems = {item.system for item in answer_inputs.items}
-        if options.compare and len(systems) < 2:
-            loaded.warnings.append(
-                f"--compare: only one answer system ({', '.join(sorted(systems))}), so no"
-                " answer comparison; name two or more with --system, or leave it out"
-            )
-        report.config["answers"] = {
-            "thresholds": options.thresholds,
-            "judge": "lower median over models and repeats",
-            "humans": "lower median over annotators",
-            "corrected_min_human": MIN_HUMAN,
-        }
-    return report, loaded.warnings, loaded_at, loaded.stats.labels
+    request, loaded = load_inputs(args)
+    done = evaluate_request(request, loaded)
+    return done.report, done.warnings, done.loaded_at, done.labels

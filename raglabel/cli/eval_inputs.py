@@ -4,22 +4,24 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from raglabel.analysis.bounds import resampling_problem
+from raglabel.analysis.entry import load_request
 from raglabel.analysis.evaluation import Options
-from raglabel.analysis.inputs import EvalRequest, Loaded, load
+from raglabel.analysis.inputs import EvalRequest, Loaded
 from raglabel.cli.options import (
-    MAX_PERMUTATIONS,
-    MAX_RESAMPLES,
     cutoffs_option,
     grade_map_option,
     metric_config,
     named_file,
 )
 from raglabel.errors import UsageError
-from raglabel.formats.blocks import in_blocks, share_malloc_arenas
+from raglabel.formats.trec.blocks import in_blocks, share_malloc_arenas
 from raglabel.metrics.names import MAX_CUTOFF, MetricNameError, parse_metric_list
 
-_MAX_SEED = 2**63 - 2
+if TYPE_CHECKING:
+    from raglabel.analysis.answers import AnswerOptions
 
 
 def _check_file(path: str | Path, option: str) -> None:
@@ -30,16 +32,9 @@ def _check_file(path: str | Path, option: str) -> None:
 
 
 def _validate_counts(args: argparse.Namespace) -> None:
-    if not 1 <= args.resamples <= MAX_RESAMPLES:
-        raise UsageError(f"--resamples must be from 1 to {MAX_RESAMPLES:,}, got {args.resamples}")
-    if not 1 <= args.permutations <= MAX_PERMUTATIONS:
-        raise UsageError(
-            f"--permutations must be from 1 to {MAX_PERMUTATIONS:,}, got {args.permutations}"
-        )
-    if not 0 <= args.seed <= _MAX_SEED:
-        raise UsageError(f"--seed must be from 0 to 2**63 - 2, got {args.seed}")
-    if not 0.0 < args.confidence < 1.0:
-        raise UsageError("--confidence must be between 0 and 1, e.g. 0.95")
+    problem = resampling_problem(args.resamples, args.permutations, args.seed, args.confidence)
+    if problem is not None:
+        raise UsageError(f"--{problem[0]} {problem[1]}")
     db = getattr(args, "db", None)
     if sum(bool(x) for x in (args.qrels, args.samples, db)) > 1:
         raise UsageError("give labels once: a project DB, --qrels or --samples")
@@ -65,7 +60,35 @@ def _check_files(args: argparse.Namespace, runs: list[tuple[str, Path]]) -> None
         raise UsageError(f"--output {output!r} is a folder; give the path of a file")
 
 
+def _answer_request(args: argparse.Namespace) -> AnswerOptions | None:
+    """The answer options, checked before anything is read; None without --answers."""
+    if not args.answers:
+        for option in ("threshold", "system"):
+            if getattr(args, option):
+                raise UsageError(f"--{option} goes with --answers")
+        return None
+    if not getattr(args, "db", None):
+        command = getattr(args, "command", None) or "eval"  # report reads its inputs here too
+        raise UsageError(f"--answers needs a project DB: raglabel {command} DB --answers")
+    from raglabel.analysis.answers import AnswerOptions, parse_thresholds
+
+    return AnswerOptions(
+        thresholds=parse_thresholds(args.threshold),
+        resamples=args.resamples,
+        seed=args.seed,
+        level=args.confidence,
+        per_query=args.per_query,
+        # The report shows no answer comparison: tests it computed would join the runs'
+        # in one adjustment and move the p-values it does show.
+        compare=args.compare and getattr(args, "answer_compare", True),
+        baseline=args.baseline,
+        permutations=args.permutations,
+        adjust=args.adjust,
+    )
+
+
 def eval_request(args: argparse.Namespace) -> EvalRequest:
+    answers = _answer_request(args)  # checked before anything is read
     _validate_counts(args)
     runs = [named_file(spec, "--run") for spec in args.run]
     _check_files(args, runs)
@@ -112,29 +135,21 @@ def eval_request(args: argparse.Namespace) -> EvalRequest:
         reader=args.reader,
         containment_named=bool(args.metrics) and "containment" in args.metrics,
         pools=list(args.pool),
+        answers=answers,
+        answer_systems=list(getattr(args, "system", [])),
+        metric_names=args.metrics,
+        cutoffs_given=bool(args.k),
     )
 
 
-def load_inputs(args: argparse.Namespace) -> Loaded:
-    request = eval_request(args)
+def load_inputs(
+    args: argparse.Namespace, request: EvalRequest | None = None
+) -> tuple[EvalRequest, Loaded]:
+    """The request the options make (or ``request``, made from them already), and its
+    inputs loaded."""
+    request = eval_request(args) if request is None else request
     # Only when eval has the process to itself (``main`` says so): the Python API shares
     # its process with whatever else a notebook runs.
     if getattr(args, "own_process", False) and any(in_blocks(path) for _, path in request.runs):
         share_malloc_arenas()
-    loaded = load(request)
-    if args.metrics:
-        loaded.warnings += _name_notes(args, request, loaded)
-    return loaded
-
-
-def _name_notes(args: argparse.Namespace, request: EvalRequest, loaded: Loaded) -> list[str]:
-    """How the names of ``--metrics`` were read, where another tool means otherwise."""
-    from raglabel.analysis.metric_notes import gain_notes, name_notes, relevance_notes
-    from raglabel.formats.maps import GradeMap
-
-    notes = name_notes(args.metrics, request.cutoffs, cutoffs_given=bool(args.k))
-    if request.qrels is not None:  # other tools' conventions are about qrels labels
-        grade_map = request.grade_map or GradeMap()
-        notes += relevance_notes(args.metrics, grade_map, loaded.stats, loaded.options.na)
-        notes += gain_notes(args.metrics, loaded.options.metrics, grade_map, request.config)
-    return list(dict.fromkeys(notes))
+    return request, load_request(request)

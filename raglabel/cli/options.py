@@ -8,10 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from raglabel.errors import UsageError
 
-#: Upper bounds of eval's resampling options: far beyond any use, below a memory error.
-MAX_RESAMPLES = 100_000
-MAX_PERMUTATIONS = 100_000_000
-
 if TYPE_CHECKING:
     from raglabel.formats.maps import GradeMap
     from raglabel.metrics.config import MetricConfig

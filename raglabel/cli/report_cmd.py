@@ -98,30 +98,18 @@ def _say(warning: str) -> None:
 
 def build_input(args: argparse.Namespace, warn: Callable[[str], None] = _say) -> ReportInput:
     """Eval's document with everything a report shows, and agree's figures on a project."""
-    from raglabel.cli.eval_cmd import compute
-    from raglabel.report.model import ReportInput
+    from raglabel.analysis.entry import evaluate_request
+    from raglabel.analysis.report_input import as_report_request, report_input
+    from raglabel.cli.eval_inputs import eval_request, load_inputs
 
-    args.ci = args.per_query = True
-    # The report tests every run against one baseline, so its p-values are adjusted over
-    # those tests alone: the same numbers as naming the first run with --baseline.
-    args.first_is_baseline = True
-    args.answer_compare = False
-    # One run from files has nothing to be compared with; eval would warn that it is so.
-    args.compare = bool(getattr(args, "db", None)) or len(args.run) + bool(args.samples) > 1
-    report, warnings, _, labels = compute(args)
-    for warning in warnings:
+    # The report's parser has none of these: the report's own choices are made on the
+    # request (analysis/report_input.py), as the Python API's to_html makes them.
+    args.ci = args.per_query = args.compare = False
+    runs = len(args.run) + bool(args.samples)
+    request = as_report_request(eval_request(args), runs=runs, baseline=args.baseline)
+    done = evaluate_request(*load_inputs(args, request))
+    for warning in done.warnings:
         warn(warning)
-    runs = list(report.runs)
-    if not runs:
-        raise UsageError("no run to report on")
-    baseline = args.baseline or runs[0]
-    metrics = list(report.runs[runs[0]].mean)
-    # A --headline the metrics do not hold was refused before anything was computed.
-    headline = args.headline or metrics[0]
-    counts = {}
-    for q, qid in enumerate(labels.query_ids):
-        row = [int(n) for n in labels.counts[q]]
-        counts[qid] = (row[1], row[2], row[3], row[4], row[5])
     agreement = alpha = None
     if getattr(args, "db", None):
         from raglabel.analysis.agreement import agreement as agree
@@ -133,14 +121,12 @@ def build_input(args: argparse.Namespace, warn: Callable[[str], None] = _say) ->
             alpha = judge_alpha(
                 project.conn, resamples=args.resamples, seed=args.seed, level=args.confidence
             )
-    source = _source(args)
-    return ReportInput(
-        data=report,
-        grade_counts=counts,
+    return report_input(
+        done,
         title=args.title or "raglabel report",
-        baseline=baseline,
-        headline=headline,
-        source=source,
+        source=_source(args),
+        baseline=args.baseline,
+        headline=args.headline,
         agreement=agreement,
         judge_alpha=alpha,
     )
