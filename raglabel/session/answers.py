@@ -27,18 +27,17 @@ from raglabel.judge.flags import flag_sample
 from raglabel.judge.work import AnswerItem
 from raglabel.metrics.criteria import CRITERIA, NA_REASONS
 from raglabel.session.timing import Timing
-from raglabel.session.undo import AnswerEntry, UndoStack
+from raglabel.session.undo import UndoEntry, UndoStack
 from raglabel.storage.answer_items import answer_items
 from raglabel.storage.answer_judgments import JudgedAnswer, judged_answers
 from raglabel.storage.answers import (
-    AnswerAction,
-    AnswerEventKind,
     AnswerRecorded,
     answered_queries,
     record_answer,
     standing_answer_grades,
     undo_last_answer,
 )
+from raglabel.storage.events import AnswerTarget, Event, EventKind
 from raglabel.storage.labels import resolve
 from raglabel.storage.project import Project
 
@@ -318,20 +317,19 @@ class AnswerGrading:
         self,
         key: AnswerKey,
         criterion: str,
-        kind: AnswerEventKind,
+        kind: EventKind,
         *,
         grade: int | None = None,
         marks: tuple[Span, ...] | None = None,
         timing: Timing | None = None,
     ) -> AnswerChange:
+        target = AnswerTarget(key[0], key[1], criterion)
         done = record_answer(
             self.project,
-            AnswerAction(
-                system=key[0],
-                sample_id=key[1],
-                criterion=criterion,
-                annotator=self.annotator,
-                kind=kind,
+            Event(
+                target,
+                self.annotator,
+                kind,
                 grade=grade,
                 unsupported=marks,
                 origin="app",
@@ -339,9 +337,7 @@ class AnswerGrading:
                 active_ms=None if timing is None else timing.active_ms,
             ),
         )
-        self.undo_stack.push(
-            AnswerEntry(done.query, done.system, done.sample_id, done.criterion, done.event_id)
-        )
+        self.undo_stack.push(UndoEntry(target, done.event_id))
         self._apply(done)
         return _change(done)
 

@@ -34,7 +34,7 @@ from raglabel.session.options import AppOptions
 from raglabel.session.query_figures import QueryFigures
 from raglabel.session.suggestions import Suggestion, query_suggestions
 from raglabel.session.timing import Timing
-from raglabel.session.undo import AnswerEntry, PassageEntry, UndoStack
+from raglabel.session.undo import UndoEntry, UndoStack
 from raglabel.storage import adjudication
 from raglabel.storage.labels import (
     graders,
@@ -50,7 +50,8 @@ if TYPE_CHECKING:
     # they load on the first write, or in the runs thread after the first paint.
     # Answers, likewise, load when the Answers view first opens.
     from raglabel.session.answers import AnswerChange, AnswerGrading
-    from raglabel.storage.grades import EventKind, Recorded
+    from raglabel.storage.events import EventKind
+    from raglabel.storage.grades import Recorded
 
 #: A pair whose annotators disagree, as the lead's screen lists them.
 Disagreement: TypeAlias = adjudication.Disagreement
@@ -594,7 +595,7 @@ class GradingSession:
             shown_at=timing.shown_at,
             active_ms=timing.active_ms,
         )
-        self.undo_stack.push(PassageEntry(done.query, done.passage, done.event_id))
+        self._remember(done)
         return self._apply(done, "grade")
 
     @property
@@ -619,13 +620,16 @@ class GradingSession:
         (the app was closed and opened again) the two logs are weighed by when their
         latest actions were made.
         """
+        from raglabel.storage.events import latest_kind
+
         entry = self.undo_stack.pop()
-        answer = isinstance(entry, AnswerEntry) if entry is not None else self._answer_latest()
-        if answer is None:
+        # Past this session's own actions, the logs say which holds the latest one.
+        kind = entry.target.kind if entry else latest_kind(self.project.conn, self.annotator)
+        if kind is None:
             return None
         first, then = (
             (self.answers.undo, self._undo_passage)
-            if answer
+            if kind == "answer"
             else (self._undo_passage, self.answers.undo)
         )
         # The other log answers when this one has nothing left (another window undid it).
@@ -638,18 +642,6 @@ class GradingSession:
         if done is None:
             return None
         return self._apply(done, "undo")
-
-    def _answer_latest(self) -> bool | None:
-        """Whether the annotator's latest action in the two logs is an answer's (None:
-        neither log holds one to undo)."""
-        from raglabel.storage.answers import last_undoable_answer_at
-        from raglabel.storage.grades import last_undoable_at
-
-        passage = last_undoable_at(self.project.conn, self.annotator)
-        answer = last_undoable_answer_at(self.project.conn, self.annotator)
-        if answer is None:
-            return None if passage is None else False
-        return passage is None or answer > passage
 
     def _write(
         self,
@@ -678,8 +670,14 @@ class GradingSession:
             accepted_suggestion=True if accepted else None,
         )
         done = record(self.project, event)
-        self.undo_stack.push(PassageEntry(done.query, done.passage, done.event_id))
+        self._remember(done)
         return self._apply(done, kind)
+
+    def _remember(self, done: Recorded) -> None:
+        """Put this session's passage action on the undo stack."""
+        from raglabel.storage.events import PassageTarget
+
+        self.undo_stack.push(UndoEntry(PassageTarget(done.query, done.passage), done.event_id))
 
     def _apply(self, done: Recorded, kind: str) -> Change:
         # The grades in view, not the runs: the book grades the runs' entries of the

@@ -1,37 +1,28 @@
 """The session's undo stack: the actions it wrote and has not undone, oldest first.
 
-Passage and answer actions go to two logs (the grade log and the answer log), and undo
-takes back the latest action of the session, whichever log holds it. Each entry names
-what it touched and the event that recorded it.
+Passage and answer actions are events of one model (``storage.events``) kept in two logs,
+and undo takes back the latest action of the session, whichever log holds it. Each entry
+names the target it touched (a passage, or an answer's criterion) and the event that
+recorded it; the target's kind says which log to undo in.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    # Only named here: the event model loads with the first write, not the app's start.
+    from raglabel.storage.events import Target
 
 
 @dataclass(frozen=True)
-class PassageEntry:
-    """A passage's grade, clear, skip, flag or adjudication, in the grade log."""
+class UndoEntry:
+    """One action of this session: a passage's grade, clear, skip, flag or adjudication,
+    or an answer criterion's grade, clear or marks."""
 
-    query: str  # external ids, as the log holds them
-    passage: str
+    target: Target
     event_id: int
-
-
-@dataclass(frozen=True)
-class AnswerEntry:
-    """An answer criterion's grade, clear or marks, in the answer log."""
-
-    query: str
-    system: str
-    sample_id: str
-    criterion: str
-    event_id: int
-
-
-UndoEntry: TypeAlias = PassageEntry | AnswerEntry
 
 
 class UndoStack:

@@ -2,9 +2,10 @@
 
 A system's samples are written whole: importing a system again replaces its samples,
 contexts and run (its grades stay: they name the sample by id, and the log is
-append-only). Answer grades are events of ``answer_event``, a log with the semantics of
-the passage log (``grades.py``): the current grade of (system, sample, criterion,
-annotator) is the last grade or clear that no undo reverted.
+append-only). Answer grades are events of ``answer_event``, events of the one model the
+passage log has too (``events``), with an answer criterion as their target: the current
+grade of (system, sample, criterion, annotator) is the last grade or clear that no undo
+reverted.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import json
 import sqlite3
 from collections import Counter
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from raglabel.errors import InputError
 from raglabel.formats.answer_grades import AnswerGrade
@@ -23,9 +24,19 @@ from raglabel.formats.answers import AEGIS, AnswerFile, AnswerSample, ordered
 from raglabel.formats.context_ids import ContextIds
 from raglabel.formats.sentences import Span
 from raglabel.formats.text import content_id, normalize
-from raglabel.metrics.criteria import CRITERIA
-from raglabel.storage.grades import EventRow, replay
+from raglabel.storage.events import (
+    ANSWER_LOG,
+    AnswerTarget,
+    Event,
+    append,
+    insert_sql,
+    item_standing,
+    last_undoable,
+    undo_of,
+    values,
+)
 from raglabel.storage.items import annotator_id, ensure_passages
+from raglabel.storage.log import EventRow, replay
 from raglabel.storage.matching import PassageIndex
 from raglabel.storage.project import Project, now
 from raglabel.storage.runs import Ranking, Run, store
@@ -240,8 +251,9 @@ def _other_questions(
 def write_answer_grades(
     conn: sqlite3.Connection, path: Path, lines: list[tuple[int, AnswerGrade]], origin: str
 ) -> int:
-    """Each line as a grade event; an unknown system or sample, or a span past the end of
-    the answer, is an error naming the line (the caller's transaction then rolls back)."""
+    """Each line as a grade event of the answer log; an unknown system or sample, a span
+    past the end of the answer, or an event breaking the log's rules is an error naming
+    the line (the caller's transaction then rolls back)."""
     systems = dict(conn.execute("SELECT name, id FROM answer_system"))
     answers: dict[tuple[int, str], str | None] = {
         (system, sample): answer
@@ -268,24 +280,22 @@ def write_answer_grades(
                     f"unsupported span [{start}, {end}] ends past the answer ({length} characters)",
                     number,
                 )
-        spans = None if line.unsupported is None else [list(s) for s in line.unsupported]
-        rows.append(
-            (
-                system,
-                line.sample_id,
-                line.criterion,
-                annotator_id(conn, line.annotator),
-                line.grade,
-                _json(spans),
-                origin,
-                stamp,
-            )
+        event = Event(
+            AnswerTarget(line.system, line.sample_id, line.criterion),
+            line.annotator,
+            "grade",
+            grade=line.grade,
+            unsupported=None if line.unsupported is None else tuple(line.unsupported),
+            origin=origin,
+            graded_at=stamp,
         )
-    conn.executemany(
-        "INSERT INTO answer_event (system_id, sample_id, criterion, annotator_id, kind, grade,"
-        " unsupported, origin, graded_at) VALUES (?, ?, ?, ?, 'grade', ?, ?, ?, ?)",
-        rows,
-    )
+        problem = event.problem()
+        if problem is not None:
+            raise InputError(path, problem, number)
+        rows.append(
+            values(ANSWER_LOG, event, (*key, line.criterion, annotator_id(conn, line.annotator)))
+        )
+    conn.executemany(insert_sql(ANSWER_LOG), rows)
     return len(rows)
 
 
@@ -375,25 +385,6 @@ def answered_queries(conn: sqlite3.Connection) -> list[str]:
 
 # -- the app's writes --------------------------------------------------------------------
 
-AnswerEventKind = Literal["grade", "clear", "undo"]
-
-
-@dataclass(frozen=True)
-class AnswerAction:
-    """One annotator action on one criterion of one answer, as the app hands it over."""
-
-    system: str
-    sample_id: str
-    criterion: str
-    annotator: str
-    kind: AnswerEventKind
-    grade: int | None = None
-    unsupported: tuple[Span, ...] | None = None  # with a grade only
-    target: int | None = None  # the event an undo reverts
-    origin: str | None = None
-    shown_at: str | None = None
-    active_ms: int | None = None
-
 
 @dataclass(frozen=True)
 class AnswerRecorded:
@@ -409,78 +400,45 @@ class AnswerRecorded:
     unsupported: tuple[Span, ...] | None
 
 
-def record_answer(project: Project, action: AnswerAction) -> AnswerRecorded:
+def record_answer(project: Project, event: Event) -> AnswerRecorded:
     """Append one answer event; it is committed to disk before this returns. Anything
     inconsistent is an error and writes nothing."""
-    if action.criterion not in CRITERIA:
-        raise InputError(None, f"unknown criterion {action.criterion!r}")
-    if (action.kind == "grade") != (action.grade is not None):
-        raise InputError(None, "a grade event needs a grade 1-5, and only a grade event has one")
-    if action.grade is not None and not 1 <= action.grade <= 5:
-        raise InputError(None, f"grade {action.grade} is not 1-5")
-    if (action.kind == "undo") != (action.target is not None):
-        raise InputError(None, "an undo names the event it reverts, and only an undo does")
-    if action.unsupported is not None and action.kind != "grade":
-        raise InputError(None, "unsupported spans go with a grade")
-    if not action.annotator.strip():
-        raise InputError(None, "an annotator needs a name")
-    if action.active_ms is not None and action.active_ms < 0:
-        raise InputError(None, "active time cannot be negative")
+    target = event.target
+    if not isinstance(target, AnswerTarget):
+        raise InputError(None, "a passage's event goes to the grade log (grades.record)")
+    event.check()
     with project.write():
         conn = project.conn
         row = conn.execute(
             "SELECT y.id, s.answer, q.ext_id FROM answer_sample s JOIN answer_system y"
             " ON y.id = s.system_id JOIN query q ON q.id = s.query_id"
             " WHERE y.name = ? AND s.sample_id = ?",
-            (action.system, action.sample_id),
+            (target.system, target.sample_id),
         ).fetchone()
         if row is None:
             raise InputError(
-                None, f"no sample {action.sample_id!r} of answer system {action.system!r}"
+                None, f"no sample {target.sample_id!r} of answer system {target.system!r}"
             )
         system, answer, query = int(row[0]), row[1] or "", str(row[2])
-        spans = _checked(action.unsupported, len(answer))
-        who = annotator_id(conn, action.annotator)
-        item = (system, action.sample_id, action.criterion, who)
-        if action.kind == "undo":
-            _check_answer_target(conn, action.target, item)
-        event_id = int(
-            conn.execute(
-                "INSERT INTO answer_event (system_id, sample_id, criterion, annotator_id, kind,"
-                " grade, unsupported, target, origin, shown_at, graded_at, active_ms)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    *item,
-                    action.kind,
-                    action.grade,
-                    _json(None if spans is None else [list(span) for span in spans]),
-                    action.target,
-                    action.origin,
-                    action.shown_at,
-                    now(),
-                    action.active_ms,
-                ),
-            ).lastrowid
-            or 0
-        )
-        events = conn.execute(
-            "SELECT id, kind, grade, target, unsupported FROM answer_event"
-            " WHERE system_id = ? AND sample_id = ? AND criterion = ? AND annotator_id = ?"
-            " AND source = 'human' ORDER BY id",
-            item,
-        ).fetchall()
-    standing = replay([event[:4] for event in events])
-    grade, marks = None, None
-    if standing is not None:
-        grade = standing[0]
-        marks = _spans(next(e[4] for e in events if e[0] == standing[1]))
+        event = replace(event, unsupported=_checked(event.unsupported, len(answer)))
+        item = (system, target.sample_id, target.criterion, annotator_id(conn, event.annotator))
+        event_id = append(conn, event, item)
+        standing = item_standing(conn, ANSWER_LOG, item)
+        grade, marks = None, None
+        if standing is not None:
+            grade = standing[0]
+            marks = _spans(
+                conn.execute(
+                    "SELECT unsupported FROM answer_event WHERE id = ?", (standing[1],)
+                ).fetchone()[0]
+            )
     return AnswerRecorded(
         event_id,
         query,
-        action.system,
-        action.sample_id,
-        action.criterion,
-        action.kind,
+        target.system,
+        target.sample_id,
+        target.criterion,
+        event.kind,
         grade,
         marks,
     )
@@ -497,60 +455,14 @@ def _checked(spans: tuple[Span, ...] | None, length: int) -> tuple[Span, ...] | 
     return tuple(sorted(set(spans)))
 
 
-def _check_answer_target(
-    conn: sqlite3.Connection, target: int | None, item: tuple[int, str, str, int]
-) -> None:
-    row = conn.execute(
-        "SELECT system_id, sample_id, criterion, annotator_id, kind FROM answer_event WHERE id = ?",
-        (target,),
-    ).fetchone()
-    if row is None:
-        raise InputError(None, f"undo: no answer event {target}")
-    if tuple(row[:4]) != item:
-        raise InputError(None, f"undo: answer event {target} is another item's or annotator's")
-    if row[4] == "undo":
-        raise InputError(None, f"undo: answer event {target} is itself an undo")
-    taken = conn.execute(
-        "SELECT id FROM answer_event WHERE kind = 'undo' AND target = ?", (target,)
-    ).fetchone()
-    if taken is not None:
-        raise InputError(None, f"undo: answer event {target} was already undone by {taken[0]}")
-
-
-_UNDOABLE = (
-    "SELECT e.id, s.name, e.sample_id, e.criterion, e.graded_at FROM answer_event e"
-    " JOIN answer_system s ON s.id = e.system_id JOIN annotator a ON a.id = e.annotator_id"
-    " WHERE a.name = ? AND e.kind != 'undo' AND e.source = 'human'"
-    " AND NOT EXISTS (SELECT 1 FROM answer_event u WHERE u.kind = 'undo' AND u.target = e.id)"
-    " ORDER BY e.id DESC LIMIT 1"
-)
-
-
-def last_undoable_answer_at(conn: sqlite3.Connection, annotator: str) -> str | None:
-    """When the annotator's latest answer action that no undo reverted was made."""
-    row = conn.execute(_UNDOABLE, (annotator,)).fetchone()
-    return None if row is None else str(row[4])
-
-
 def undo_last_answer(
     project: Project, annotator: str, *, origin: str | None = None
 ) -> AnswerRecorded | None:
     """Revert the annotator's latest answer action not yet reverted; None if there is none."""
-    row = project.conn.execute(_UNDOABLE, (annotator,)).fetchone()
-    if row is None:
+    undoable = last_undoable(project.conn, "answer", annotator)
+    if undoable is None:
         return None
-    return record_answer(
-        project,
-        AnswerAction(
-            system=row[1],
-            sample_id=row[2],
-            criterion=row[3],
-            annotator=annotator,
-            kind="undo",
-            target=int(row[0]),
-            origin=origin,
-        ),
-    )
+    return record_answer(project, undo_of(undoable, annotator, origin))
 
 
 def export_answer_grades(conn: sqlite3.Connection, target: Path) -> int:

@@ -1,8 +1,11 @@
-"""The grade event log: every grade, clear, undo, skip and flag, appended and never edited.
+"""The grade event log of passages: every grade, clear, undo, skip and flag, appended and
+never edited.
 
 An item is one (query, passage, annotator). Its current grade is the last grade or clear
 among its events that no undo has reverted; ``current_grade`` caches that answer and is
-rewritten in the same transaction as the events that change it.
+rewritten in the same transaction as the events that change it. The event model, its
+rules and the writing and replaying it shares with the answer log are ``events``'s;
+``GradeEvent`` is a passage event as a file line or a caller hands it over.
 """
 
 from __future__ import annotations
@@ -15,9 +18,22 @@ from typing import Annotated, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from raglabel.errors import InputError
+from raglabel.storage.events import (
+    PASSAGE_LOG,
+    Event,
+    EventKind,
+    PassageTarget,
+    append,
+    insert_sql,
+    item_standing,
+    last_undoable,
+    problem,
+    undo_of,
+    values,
+)
 from raglabel.storage.items import annotator_id, lookup
 from raglabel.storage.log import EventRow, bring_up_to_date, rebuild_current, replay
-from raglabel.storage.project import Project, now
+from raglabel.storage.project import Project
 
 # EventRow, rebuild_current and replay live in storage.log (which loads without
 # pydantic) and are the log's API here too.
@@ -29,7 +45,6 @@ __all__ = [
     "append_many",
     "current",
     "event_row",
-    "last_undoable_at",
     "rebuild_current",
     "record",
     "refresh",
@@ -37,7 +52,6 @@ __all__ = [
     "undo_last",
 ]
 
-EventKind = Literal["grade", "clear", "undo", "skip", "flag"]
 Grade = Annotated[int, Field(ge=1, le=5)]
 Name = Annotated[str, Field(min_length=1)]
 
@@ -64,15 +78,38 @@ class GradeEvent(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
-        if (self.kind == "grade") != (self.grade is not None):
-            raise ValueError("a grade event needs a grade 1-5, and only a grade event has one")
-        if (self.kind == "undo") != (self.target is not None):
-            raise ValueError("an undo names the event it reverts, and only an undo does")
-        if self.kind == "skip" and not (self.note and self.note.strip()):
-            raise ValueError("a skip needs a reason")
-        if (self.source == "judge") != bool(self.model):
-            raise ValueError("judge events name their model, and only judge events do")
+        # The log's own rules, so that a file line breaking one is refused with its line.
+        broken = problem(self, "passage")
+        if broken is not None:
+            raise ValueError(broken)
         return self
+
+    # What the log's rules and rows read (``events.Fields``) under the model's names.
+    @property
+    def undoes(self) -> int | None:
+        return self.target
+
+    @property
+    def unsupported(self) -> None:
+        return None
+
+    def to_event(self) -> Event:
+        """This passage event in the model both logs share."""
+        return Event(
+            PassageTarget(self.query, self.passage),
+            self.annotator,
+            self.kind,
+            grade=self.grade,
+            undoes=self.target,
+            note=self.note,
+            source=self.source,
+            model=self.model,
+            origin=self.origin,
+            shown_at=self.shown_at,
+            graded_at=self.graded_at,
+            active_ms=self.active_ms,
+            accepted_suggestion=self.accepted_suggestion,
+        )
 
 
 @dataclass(frozen=True)
@@ -85,51 +122,34 @@ class Recorded:
     grade: int | None
 
 
-_INSERT = (
-    "INSERT INTO event (query_id, passage_id, annotator_id, kind, grade, target, note, source,"
-    " model, origin, shown_at, graded_at, active_ms, accepted_suggestion)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
+_INSERT = insert_sql(PASSAGE_LOG)
 
 
 def event_row(
     event: GradeEvent, query_id: int, passage_id: int, annotator: int
 ) -> tuple[object, ...]:
     """The row ``append_many`` takes for ``event``, with ids already resolved."""
-    accepted = None if event.accepted_suggestion is None else int(event.accepted_suggestion)
-    return (
-        query_id,
-        passage_id,
-        annotator,
-        event.kind,
-        event.grade,
-        event.target,
-        event.note,
-        event.source,
-        event.model,
-        event.origin,
-        event.shown_at,
-        event.graded_at or now(),
-        event.active_ms,
-        accepted,
-    )
+    return values(PASSAGE_LOG, event, (query_id, passage_id, annotator))
 
 
-def record(project: Project, event: GradeEvent) -> Recorded:
-    """Append one event; it is committed to disk before this returns."""
+def record(project: Project, given: GradeEvent | Event) -> Recorded:
+    """Append one passage event; it is committed to disk before this returns. Anything
+    inconsistent is an error and writes nothing."""
+    event = given.to_event() if isinstance(given, GradeEvent) else given
+    target = event.target
+    if not isinstance(target, PassageTarget):
+        raise InputError(None, "an answer's event goes to the answer log (record_answer)")
+    event.check()
     with project.write():
         conn = project.conn
-        query_id = lookup(conn, "query", event.query)
-        passage_id = lookup(conn, "passage", event.passage)
+        query_id = lookup(conn, "query", target.query)
+        passage_id = lookup(conn, "passage", target.passage)
         if query_id is None:
-            raise InputError(None, f"unknown query {event.query!r}")
+            raise InputError(None, f"unknown query {target.query!r}")
         if passage_id is None:
-            raise InputError(None, f"unknown passage {event.passage!r}")
+            raise InputError(None, f"unknown passage {target.passage!r}")
         annotator = annotator_id(conn, event.annotator)
-        if event.kind == "undo":
-            _check_target(conn, event, (query_id, passage_id, annotator))
-        cursor = conn.execute(_INSERT, event_row(event, query_id, passage_id, annotator))
-        event_id = int(cursor.lastrowid or 0)
+        event_id = append(conn, event, (query_id, passage_id, annotator))
         if event.kind == "grade":
             # A graded pair is a candidate, as an imported grade's is: a passage found
             # by searching the corpus joins its query's pool when it is graded.
@@ -139,63 +159,14 @@ def record(project: Project, event: GradeEvent) -> Recorded:
             )
         refresh(conn, [(query_id, passage_id, annotator)])
         standing = current(conn, query_id, passage_id, annotator)
-    return Recorded(event_id, event.query, event.passage, standing)
-
-
-def _check_target(conn: sqlite3.Connection, event: GradeEvent, item: tuple[int, int, int]) -> None:
-    row = conn.execute(
-        "SELECT query_id, passage_id, annotator_id, kind FROM event WHERE id = ?", (event.target,)
-    ).fetchone()
-    if row is None:
-        raise InputError(None, f"undo: no event {event.target}")
-    if tuple(row[:3]) != item:
-        raise InputError(None, f"undo: event {event.target} is another item's or annotator's")
-    if row[3] == "undo":
-        raise InputError(None, f"undo: event {event.target} is itself an undo")
-    taken = conn.execute(
-        "SELECT id FROM event WHERE kind = 'undo' AND target = ?", (event.target,)
-    ).fetchone()
-    if taken is not None:
-        raise InputError(None, f"undo: event {event.target} was already undone by {taken[0]}")
+    return Recorded(event_id, target.query, target.passage, standing)
 
 
 def undo_last(project: Project, annotator: str, *, origin: str | None = None) -> Recorded | None:
-    """Revert the annotator's latest action that is not yet reverted; None if there is none."""
-    row = project.conn.execute(
-        "SELECT q.ext_id, p.ext_id, e.id FROM event e"
-        " JOIN annotator a ON a.id = e.annotator_id"
-        " JOIN query q ON q.id = e.query_id JOIN passage p ON p.id = e.passage_id"
-        " WHERE a.name = ? AND e.kind != 'undo'"
-        " AND NOT EXISTS (SELECT 1 FROM event u WHERE u.kind = 'undo' AND u.target = e.id)"
-        " ORDER BY e.id DESC LIMIT 1",
-        (annotator,),
-    ).fetchone()
-    if row is None:
-        return None
-    return record(
-        project,
-        GradeEvent(
-            query=row[0],
-            passage=row[1],
-            annotator=annotator,
-            kind="undo",
-            target=int(row[2]),
-            origin=origin,
-        ),
-    )
-
-
-def last_undoable_at(conn: sqlite3.Connection, annotator: str) -> str | None:
-    """When the annotator's latest passage action that no undo reverted was made (what
-    ``undo_last`` would revert), so an undo can weigh it against an answer action."""
-    row = conn.execute(
-        "SELECT e.graded_at FROM event e JOIN annotator a ON a.id = e.annotator_id"
-        " WHERE a.name = ? AND e.kind != 'undo'"
-        " AND NOT EXISTS (SELECT 1 FROM event u WHERE u.kind = 'undo' AND u.target = e.id)"
-        " ORDER BY e.id DESC LIMIT 1",
-        (annotator,),
-    ).fetchone()
-    return None if row is None else str(row[0])
+    """Revert the annotator's latest passage action that is not yet reverted; None if
+    there is none."""
+    undoable = last_undoable(project.conn, "passage", annotator)
+    return None if undoable is None else record(project, undo_of(undoable, annotator, origin))
 
 
 def current(conn: sqlite3.Connection, query_id: int, passage_id: int, annotator: int) -> int | None:
@@ -210,12 +181,7 @@ def current(conn: sqlite3.Connection, query_id: int, passage_id: int, annotator:
 def refresh(conn: sqlite3.Connection, items: Iterable[tuple[int, int, int]]) -> None:
     """Recompute ``current_grade`` for these items from their events."""
     for item in dict.fromkeys(items):
-        events = conn.execute(
-            "SELECT id, kind, grade, target FROM event"
-            " WHERE query_id = ? AND passage_id = ? AND annotator_id = ? ORDER BY id",
-            item,
-        ).fetchall()
-        _store(conn, item, replay(events))
+        _store(conn, item, item_standing(conn, PASSAGE_LOG, item))
 
 
 def _store(
