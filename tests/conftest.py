@@ -86,3 +86,37 @@ def build_at_version_fixture() -> Callable[[Path, int], Project]:
     """``build_at_version(path, version)``: a new file made the way the release of that
     schema version made it, for upgrade tests."""
     return old_schema.build_at_version
+
+
+#: Test files that time what they do (a deadline, a count of retries within a window), or
+#: start Chromium, nginx or many processes that load both cores. Under pytest-xdist
+#: (``pytest -n auto``, with ``--dist loadgroup`` from pyproject.toml) they all run on one
+#: worker, one after another, so none of them times itself against another's load; the
+#: other workers take the in-process tests meanwhile. Paths under tests/.
+ONE_AT_A_TIME = frozenset(
+    {
+        "app/test_app.py",
+        "e2e/test_chat_server.py",
+        "e2e/test_concurrency.py",
+        "e2e/test_crash.py",
+        "e2e/test_crowd.py",
+        "e2e/test_docs_serve.py",
+        "e2e/test_judge_answers_cli.py",
+        "e2e/test_judge_cli.py",
+        "e2e/test_report_browser.py",
+        "e2e/test_serve.py",
+        "e2e/test_serve_browser.py",
+        "e2e/test_serve_tabs.py",
+        "unit/judge/test_judge_client.py",
+        "unit/judge/test_judge_runner.py",
+    }
+)
+
+
+# First: xdist reads the group marks in a hook of the same name.
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tests = Path(__file__).parent
+    for item in items:
+        if item.path.relative_to(tests).as_posix() in ONE_AT_A_TIME:
+            item.add_marker(pytest.mark.xdist_group("one-at-a-time"))

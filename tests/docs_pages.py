@@ -4,7 +4,7 @@ Every fenced block on a page under ``docs/`` names its language and sits below a
 HTML comment (a blank line between them) that says what becomes of it:
 
 - ``<!-- run by tests/test_x.py -->``: that test file takes the block through
-  :func:`examples` and runs it; ``tests/test_docs_examples.py`` checks that the file
+  :func:`examples` and runs it; ``tests/unit/test_docs_examples.py`` checks that the file
   asks for the page's examples;
 - ``<!-- not run: why -->``: a shape with placeholders, printed output, or commands no
   test can run (a paid endpoint, an interactive app), and the reason.

@@ -26,7 +26,7 @@ _NEGATIVE_PAIR = re.compile(r"-\d+\s*:")
 
 
 #: The shortest abbreviation of an option above that argparse also reads as it: no other
-#: option of any command starts so (tests/test_input_recognition.py checks).
+#: option of any command starts so (tests/unit/test_input_recognition.py checks).
 _SHORTEST = len("--grade")
 
 

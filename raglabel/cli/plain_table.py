@@ -4,7 +4,7 @@
 more than the whole evaluation of a 100k-line run. :func:`draw` gives exactly the
 characters rich would print to a file, or None when rich would do something this module
 does not (wrap a cell, read markup or an emoji code, measure a wide character), and the
-caller then asks rich. tests/test_plain_table.py holds the two to the same output.
+caller then asks rich. tests/unit/test_plain_table.py holds the two to the same output.
 
 Before either draws a table, :func:`fit` lays it out so that nothing is wrapped or cut
 where a reader could misread it: a value (an interval ``[0.531, 0.900]`` with its count)
