@@ -46,8 +46,7 @@ from raglabel.judge.prompt import Template
 from raglabel.judge.work import AnswerSlot, ChunkGrade, Outcome
 from raglabel.metrics.criteria import CRITERIA, RANKING
 from raglabel.storage.answer_items import answer_items
-from raglabel.storage.answer_judgments import AnswerJudgmentLog, answer_text_key
-from raglabel.storage.judgments import Setting
+from raglabel.storage.judgments import JudgmentLog, Setting, answer_text_key
 from raglabel.storage.project import Project
 
 GOAL_S = 2.0
@@ -127,9 +126,7 @@ def judge(db: Path, samples: int) -> None:
     with Project.open(db) as project:
         items = answer_items(project.conn)
         setting = Setting("http://127.0.0.1:1/v1", Template.builtin(), {"temperature": 0})
-        log = AnswerJudgmentLog.start(
-            project, setting, ["m1", "m2"], 2, api_key_env=None, kind="answers"
-        )
+        log = JudgmentLog.start(project, setting, ["m1", "m2"], 2, api_key_env=None, kind="answers")
         for n, item in enumerate(items):
             i = int(item.sample_id[1:])
             for c, criterion in enumerate((*CRITERIA, RANKING)):

@@ -7,10 +7,9 @@ a file (a few kilobytes read), never a second pass over a large input.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextvars import ContextVar
 from pathlib import Path
 
+from raglabel.formats.option_words import OPTION_WORDS
 from raglabel.formats.trec.shape import first_data_line, is_number, run_given_as_qrels
 from raglabel.metrics.evaluate import QueryStats
 from raglabel.metrics.run import RankedRun
@@ -48,29 +47,6 @@ def qrels_file_hint(path: Path) -> str | None:
     """Why a file given as qrels may be a run instead (the qrels readers refuse such a
     file before reading it; this says so for any other caller)."""
     return run_given_as_qrels(path)
-
-
-def command_line_option(name: str, value: str | None) -> str:
-    """``--grade-map 0:2,1:5``: an option as the command line takes it."""
-    return f"--{name}" if value is None else f"--{name} {value}"
-
-
-def keyword_argument(name: str, value: str | None) -> str:
-    """``grade_map="0:2,1:5"``: the same option as the Python API's keyword."""
-    key = name.replace("-", "_")
-    if value is None:
-        return key
-    return f"{key}={value}" if is_number(value) else f'{key}="{value}"'
-
-
-#: How a warning names the option that fixes it. The command line's words by default;
-#: ``raglabel.evaluate`` sets :func:`keyword_argument` while it runs the command's own
-#: evaluation, so its warnings name what a notebook would type, from the same sentence.
-#: A context variable, because the warning is made layers below the call that knows
-#: who will read it, and concurrent calls (threads, tasks) must not see each other's.
-OPTION_WORDS: ContextVar[Callable[[str, str | None], str]] = ContextVar(
-    "option_words", default=command_line_option
-)
 
 
 def label_warnings(stats: QueryStats, *, default_map: bool) -> list[str]:

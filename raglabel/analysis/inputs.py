@@ -18,6 +18,7 @@ from raglabel.analysis.sources import ProjectSource, SampleSource, Source, open_
 from raglabel.errors import InputError, UsageError
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import sample
+from raglabel.formats.option_words import OPTION_WORDS
 from raglabel.formats.report import LabelsInfo
 from raglabel.metrics.config import MetricConfig
 from raglabel.metrics.cutoffs import own_cutoffs, own_k_note, with_own_cutoffs
@@ -184,7 +185,7 @@ def load(request: EvalRequest) -> Loaded:
 
     names = [key.name for key in metrics]
     # Worded as the door that asked names it: --headline, or headline= in Python.
-    option = checks.OPTION_WORDS.get()
+    option = OPTION_WORDS.get()
     if asked.headline is not None and asked.headline not in names:
         raise UsageError(
             f"{option('headline', None)} {asked.headline!r} is not among the metrics computed:"

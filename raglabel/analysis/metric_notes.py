@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from raglabel.analysis.checks import OPTION_WORDS
 from raglabel.formats.maps import GradeMap
+from raglabel.formats.option_words import OPTION_WORDS
 from raglabel.metrics.aliases import FAMILIES, tools_of
 from raglabel.metrics.config import GRADES, MetricConfig
 from raglabel.metrics.evaluate import QueryStats

@@ -11,9 +11,13 @@ is written to disk, no command line is built, and nothing here imports the CLI.
 
 from __future__ import annotations
 
+import numbers
+import operator
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, SupportsIndex, cast
+
+import numpy as np
 
 from raglabel.analysis.bounds import resampling_problem
 from raglabel.analysis.evaluation import Options
@@ -208,7 +212,12 @@ def _metrics_and_config(
 ) -> tuple[list[int], tuple[str | None, list[Any]], MetricConfig]:
     """The cutoffs, the metric list (as typed and parsed) and the conventions."""
     from raglabel.metrics.config import ConfigError
-    from raglabel.metrics.names import MetricNameError, parse_cutoff, parse_metric_list
+    from raglabel.metrics.names import (
+        MAX_CUTOFF,
+        MetricNameError,
+        parse_cutoff,
+        parse_metric_list,
+    )
 
     fields: dict[str, object] = {}
     if config is not None:
@@ -222,9 +231,7 @@ def _metrics_and_config(
             raise ValueError(str(exc)) from None
     for name, value in conventions.items():
         if value is not None:
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ValueError(f"{name}={value!r}: a number")
-            fields[name] = value
+            fields[name] = _integer(name, value) if _is_integer(value) else _real(name, value)
     if gain_map is not None:
         from raglabel.formats.maps import parse_gain_map
 
@@ -239,14 +246,18 @@ def _metrics_and_config(
         raise ValueError(f"{exc.field or 'conventions'}: {exc.message}") from None
     if k is None:
         ks = [metric_config.default_k]
+        if ks[0] > MAX_CUTOFF:  # a config file's default_k, as eval --config refuses it
+            raise ValueError(f"config: default_k {ks[0]} is too large (at most 2**63 - 1)")
     else:
-        given = [k] if isinstance(k, int) else list(k) if _iterable(k) else [k]
+        given: list[object] = (
+            [k] if _is_integer(k) else list(cast(Iterable[object], k)) if _iterable(k) else [k]
+        )
         ks = []
         for cutoff in given:
-            if isinstance(cutoff, bool) or not isinstance(cutoff, int):
+            if not _is_integer(cutoff):
                 raise ValueError(f"k={k!r}: a positive integer or a list of them")
             try:
-                ks.append(parse_cutoff(str(cutoff)))
+                ks.append(parse_cutoff(str(operator.index(cast(SupportsIndex, cutoff)))))
             except ValueError as exc:
                 raise ValueError(f"k={k!r}: {exc}") from None
         if not ks:
@@ -322,16 +333,26 @@ def _flag(name: str, value: object) -> bool:
     return value
 
 
+def _is_integer(value: object) -> bool:
+    """A whole number of any kind (``int``, ``numpy.int64``: what arrays hand out), never a
+    truth value, which Python and numpy also count as numbers."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_real(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
 def _integer(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not _is_integer(value):
         raise ValueError(f"{name}={value!r}: an integer")
-    return value
+    return operator.index(cast(SupportsIndex, value))
 
 
 def _real(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not _is_real(value):
         raise ValueError(f"{name}={value!r}: a number")
-    return float(value)
+    return float(cast(float, value))
 
 
 def _choice(name: str, value: object, allowed: tuple[str, ...]) -> Any:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from raglabel.analysis.checks import OPTION_WORDS, keyword_argument
 from raglabel.errors import InputError, UsageError
+from raglabel.formats.option_words import OPTION_WORDS, keyword_argument
 
 
 @contextmanager

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from raglabel.formats.option_words import OPTION_WORDS
 from raglabel.metrics.config import GRADES
 from raglabel.metrics.record import FrozenRecord
 
@@ -55,9 +56,16 @@ class GradeMap(FrozenRecord):
     def uncovered(self, label: int) -> str:
         """Why ``label`` cannot be read, and what to give instead."""
         said = f"relevance {label} is not covered by the grade map ({self.describe()}); "
+        option = OPTION_WORDS.get()  # the command line's words, or the Python API's
         if self.mapping == _trec_scale() and self.negative is not None:  # the default
-            return said + "give one with --grade-map, e.g. --grade-map 0:2,1:5 for binary qrels"
-        return said + f"add it to --grade-map: {self._mapped()},{label}:G with G its grade (1-5)"
+            return (
+                f"{said}give one with {option('grade-map', None)}, e.g."
+                f" {option('grade-map', '0:2,1:5')} for binary qrels"
+            )
+        return (
+            f"{said}add it to {option('grade-map', None)}: {self._mapped()},{label}:G"
+            " with G its grade (1-5)"
+        )
 
     def grade_of(self, label: int) -> int | None:
         """Grade of one label, or None when the map does not cover it."""

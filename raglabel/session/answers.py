@@ -29,7 +29,6 @@ from raglabel.metrics.criteria import CRITERIA, NA_REASONS
 from raglabel.session.timing import Timing
 from raglabel.session.undo import UndoEntry, UndoStack
 from raglabel.storage.answer_items import answer_items
-from raglabel.storage.answer_judgments import JudgedAnswer, judged_answers
 from raglabel.storage.answers import (
     AnswerRecorded,
     answered_queries,
@@ -38,6 +37,7 @@ from raglabel.storage.answers import (
     undo_last_answer,
 )
 from raglabel.storage.events import AnswerTarget, Event, EventKind
+from raglabel.storage.judgments import JudgedAnswer, judged_answers
 from raglabel.storage.labels import resolve
 from raglabel.storage.project import Project
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from threading import Event, Lock
+from threading import Event, RLock
 from typing import Literal, TypeAlias
 
 import numpy as np
@@ -114,7 +114,7 @@ class BackgroundLoad:
         self._meanwhile: list[Write] = []
         self._closing = Event()  # set by close: the thread stops scoring
         # Landed stages, and how many of them the callback was told of.
-        self._lock = Lock()
+        self._lock = RLock()
         self._landed: list[Stage] = []
         self._told = 0
         self._report: Callable[[Stage], None] | None = None
@@ -175,14 +175,18 @@ class BackgroundLoad:
         self._tell()
 
     def _tell(self) -> None:
+        # Reported while the lock is held: the app's watch and the reading thread may both
+        # tell at once, and each stage must reach the app in the order it landed (runs after
+        # counts). A report only posts a message; the lock is re-entrant for one that asks
+        # back.
         with self._lock:
             report = self._report
             if report is None:
                 return
             stages = self._landed[self._told :]
             self._told = len(self._landed)
-        for stage in stages:
-            report(stage)
+            for stage in stages:
+                report(stage)
 
     # -- what the session asks ---------------------------------------------------------
 

@@ -24,6 +24,7 @@ from raglabel.formats.answers import AEGIS, AnswerFile, AnswerSample, ordered
 from raglabel.formats.context_ids import ContextIds
 from raglabel.formats.sentences import Span
 from raglabel.formats.text import content_id, normalize
+from raglabel.storage.clock import now
 from raglabel.storage.events import (
     ANSWER_LOG,
     AnswerTarget,
@@ -38,7 +39,7 @@ from raglabel.storage.events import (
 from raglabel.storage.items import annotator_id, ensure_passages
 from raglabel.storage.log import EventRow, replay
 from raglabel.storage.matching import PassageIndex
-from raglabel.storage.project import Project, now
+from raglabel.storage.project import Project
 from raglabel.storage.runs import Ranking, Run, store
 
 

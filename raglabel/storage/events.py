@@ -23,8 +23,8 @@ from typing import Any, ClassVar, Literal, Protocol, TypeAlias
 from raglabel.errors import InputError
 from raglabel.formats.sentences import Span
 from raglabel.metrics.criteria import CRITERIA
+from raglabel.storage.clock import now
 from raglabel.storage.log import EventRow, replay
-from raglabel.storage.project import now
 
 EventKind = Literal["grade", "clear", "undo", "skip", "flag"]
 TargetKind = Literal["passage", "answer"]
@@ -126,6 +126,10 @@ def problem(event: Fields, kind: TargetKind, criterion: str | None = None) -> st
             return f"an answer event is a grade, clear or undo, not a {action}"
         if event.note is not None or event.accepted_suggestion is not None:
             return "notes and accepted suggestions belong to passage events"
+        if event.source != "human" or event.model is not None:
+            # The answer log has no column for either: a judge's grade would be stored,
+            # and replayed, as a person's. Judges' answers go to the judgment store.
+            return "an answer event is a person's; a judge's answers go to the judgment store"
     elif unsupported is not None:
         return "unsupported spans belong to an answer, not a passage"
     if (action == "grade") != (grade is not None):

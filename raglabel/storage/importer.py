@@ -22,6 +22,7 @@ from raglabel.formats.notices import repeated_passages
 from raglabel.formats.trec.rows import QrelsColumns, QrelsRows, read_qrels_columns
 from raglabel.storage.additions import Mark, new_queries_warning
 from raglabel.storage.background import in_background
+from raglabel.storage.clock import now
 from raglabel.storage.items import (
     annotator_id,
     ensure_passages,
@@ -30,7 +31,7 @@ from raglabel.storage.items import (
     plan_name_ids,
 )
 from raglabel.storage.log import ImportedGrades, append_grades
-from raglabel.storage.project import Project, now
+from raglabel.storage.project import Project
 
 # What only some imports need loads when they do: the modules behind answers, samples,
 # corpora and label files (pydantic among them) were half of a qrels import's start-up.

@@ -14,8 +14,9 @@ import hmac
 import secrets
 from dataclasses import dataclass
 
+from raglabel.storage.clock import now
 from raglabel.storage.items import annotator_id
-from raglabel.storage.project import Project, now
+from raglabel.storage.project import Project
 
 #: Random bytes behind a token; URL-safe base64 makes 43 characters of them.
 TOKEN_BYTES = 32

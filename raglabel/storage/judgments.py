@@ -27,7 +27,8 @@ from raglabel.judge.prompt import Template
 from raglabel.judge.work import AnswerItem, AnswerSlot, ChunkGrade, Outcome, Pair, Slot, Tally
 from raglabel.metrics.criteria import RANKING
 from raglabel.storage import suggestions
-from raglabel.storage.project import Project, now
+from raglabel.storage.clock import now
+from raglabel.storage.project import Project
 
 FLUSH_EVERY = 64  # answers per transaction at most
 FLUSH_AFTER_S = 0.5  # and at least this often, so a kill loses under a second of work

@@ -17,10 +17,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from raglabel.errors import InputError, StorageError
-
-# Named here too for the storage modules that stamp rows through this module; its home is
-# ``clock``, which the runs module imports instead (through here it made a cycle).
-from raglabel.storage.clock import now as now  # noqa: PLC0414 (an explicit re-export)
 from raglabel.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
 #: "RAGL": marks a SQLite file as a raglabel project (SQLite's application_id header).

@@ -14,8 +14,8 @@ from typing import NamedTuple
 
 from raglabel.judge.flags import flag_passage
 from raglabel.judge.work import Pair
+from raglabel.storage.clock import now
 from raglabel.storage.labels import resolve
-from raglabel.storage.project import now
 
 
 class StoredSuggestion(NamedTuple):

@@ -264,3 +264,26 @@ def test_switching_annotator_drops_the_marks_waiting_for_a_grade(answers_db: Pat
         assert grading.waiting_marks() == 1
         grading.switch_annotator("zoe")
         assert grading.annotator == "zoe" and grading.waiting_marks() == 0
+
+
+def test_a_stage_landing_while_a_watch_tells_waits_its_turn() -> None:
+    # The app's watch tells "counts" while the reading thread lands "runs": the runs must
+    # not overtake the counts (the app puts counts in place first, and hints on them).
+    from raglabel.session.loading import BackgroundLoad
+
+    load = BackgroundLoad(pending=True)
+    heard: list[str] = []
+    landing: list[threading.Thread] = []
+
+    def report(stage: str) -> None:
+        if stage == "counts" and not landing:
+            runs = threading.Thread(target=load._landed_stage, args=("runs",))
+            landing.append(runs)
+            runs.start()
+            runs.join(0.2)  # it cannot tell before this report is done
+        heard.append(stage)
+
+    load._landed_stage("counts")
+    load.watch(report)
+    landing[0].join(5)
+    assert heard == ["counts", "runs"]

@@ -202,3 +202,36 @@ def test_neither_frame_library_is_imported_unless_asked() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_numpy_numbers_are_numbers_and_numpy_truth_values_are_not() -> None:
+    # Cutoffs and seeds often come out of arrays; a numpy bool is no more a cutoff than True.
+    import numpy as np
+
+    qrels = {"q1": {"d1": 2, "d2": 0}}
+    run = {"q1": {"d1": 1.0, "d2": 0.5}}
+    plain = raglabel.evaluate(qrels, run, k=[5, 10], seed=1, relevance_threshold=3)
+    arrays = raglabel.evaluate(
+        qrels,
+        run,
+        k=np.array([5, 10]),
+        seed=np.int64(1),
+        relevance_threshold=np.int64(3),
+    )
+    assert arrays.to_json() == plain.to_json()
+    with pytest.raises(ValueError, match=r"k=np\.True_: a positive integer"):
+        raglabel.evaluate(qrels, run, k=np.bool_(True))
+    with pytest.raises(ValueError, match=r"relevance_threshold=True: a number"):
+        raglabel.evaluate(qrels, run, relevance_threshold=True)
+
+
+def test_a_label_the_grade_map_misses_names_the_keyword_not_the_flag() -> None:
+    with pytest.raises(ValueError, match=r"give one with grade_map, e\.g\. grade_map=\"0:2,1:5\""):
+        raglabel.evaluate({"q1": {"d1": 7}}, {"q1": {"d1": 1.0}})
+
+
+def test_a_config_files_default_k_too_large_is_a_value_error(tmp_path: Path) -> None:
+    config = tmp_path / "metrics.toml"
+    config.write_text("[metrics]\ndefault_k = 99999999999999999999\n")
+    with pytest.raises(ValueError, match=r"default_k 99999999999999999999 is too large"):
+        raglabel.evaluate({"q1": {"d1": 2}}, {"q1": {"d1": 1.0}}, config=config)

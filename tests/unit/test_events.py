@@ -38,7 +38,6 @@ BROKEN: list[tuple[EventKind, dict[str, object], str]] = [
     ("grade", {"grade": 6}, "grade 6 is not 1-5"),
     ("undo", {}, "an undo names the event it reverts"),
     ("clear", {"undoes": 4}, "and only an undo does"),
-    ("grade", {"grade": 2, "source": "judge"}, "judge events name their model"),
     ("grade", {"grade": 2, "annotator": "  "}, "an annotator needs a name"),
     ("grade", {"grade": 2, "active_ms": -1}, "active time cannot be negative"),
 ]
@@ -61,7 +60,8 @@ def test_both_target_kinds_keep_one_set_of_rules(
 
 def test_a_passage_events_file_line_keeps_the_same_rules() -> None:
     # Only what pydantic does not already refuse by type: the log's own rules.
-    for kind, fields, rule in BROKEN[:2] + BROKEN[3:7]:
+    passage_only = [("grade", {"grade": 2, "source": "judge"}, "judge events name their model")]
+    for kind, fields, rule in BROKEN[:2] + BROKEN[3:6] + passage_only:
         line = {"query": "q1", "passage": "d1", "annotator": "ann", "kind": kind}
         named = {"target" if key == "undoes" else key: value for key, value in fields.items()}
         with pytest.raises(ValidationError, match=rule):
@@ -76,6 +76,12 @@ def test_each_target_kind_refuses_what_it_has_no_place_for() -> None:
         (Event(AnswerTarget("alpha", "q1", "tone"), "ann", "clear"), "unknown criterion"),
         (Event(PASSAGE, "ann", "grade", grade=3, unsupported=((0, 2),)), "belong to an answer"),
         (Event(PASSAGE, "ann", "skip"), "a skip needs a reason"),
+        (Event(PASSAGE, "ann", "grade", grade=2, source="judge"), "judge events name their model"),
+        # The answer log keeps no source: a judge's grade would be replayed as a person's.
+        (
+            Event(ANSWER, "ann", "grade", grade=2, source="judge", model="m"),
+            "a judge's answers go to the judgment store",
+        ),
     ]
     for event, rule in cases:
         assert rule in (event.problem() or ""), event
