@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from raglabel.cli.arguments import int_in
 from raglabel.cli.options import add_convention_options, cutoffs_option, metric_config
-from raglabel.cli.plain_table import Column, Table, console_width, layout, wrapped
 from raglabel.errors import UsageError
 
 if TYPE_CHECKING:
+    from raglabel.cli.plain_table import Table
     from raglabel.formats.agreement_report import AgreementReport, CriterionAgreement
     from raglabel.metrics.answer_stats import AlphaInterval
 
@@ -80,6 +80,7 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from raglabel.analysis.agreement import agreement
+    from raglabel.cli.plain_table import console_width
     from raglabel.cli.reading import open_to_read
     from raglabel.metrics.names import MetricNameError, parse_metric_list
 
@@ -125,6 +126,8 @@ def _share(value: float | None) -> str:
 def as_text(report: AgreementReport, width: int | None = None) -> str:
     """The report as text, its tables laid out for a console ``width`` wide (None: no
     console, each table whole)."""
+    from raglabel.cli.plain_table import wrapped
+
     out: list[str] = []
 
     def say(text: str) -> None:
@@ -224,6 +227,8 @@ def text_table(
     line that says so (:func:`raglabel.cli.plain_table.layout`); where the names alone
     leave no room for a value (a judge named for its models), a row at a time
     (:func:`_records`)."""
+    from raglabel.cli.plain_table import Column, Table, layout
+
     columns = [Column(header, right=i >= keys) for i, header in enumerate(headers)]
     table = Table(columns, rows, keys=keys)
     if width is None:
@@ -258,6 +263,8 @@ def _records(
     """Each row as its names, a line each (``rater a: ...``, wrapped at spaces), then
     its values as ``header value`` pairs, as many to a line as fit: for names too long
     to stand beside even one value on the console."""
+    from raglabel.cli.plain_table import wrapped
+
     pad = " " * indent
     lines = [
         *wrapped(
