@@ -49,7 +49,7 @@ from raglabel.metrics.criteria import (
     RANKING,
     RANKING_THRESHOLD,
 )
-from raglabel.metrics.stats import adjust_families, paired_randomization
+from raglabel.metrics.stats import adjust_families, paired_test
 from raglabel.storage.answer_items import answer_items, require_systems
 from raglabel.storage.answers import standing_answer_grades
 from raglabel.storage.judgments import JudgedAnswer, judged_answers
@@ -402,16 +402,8 @@ def _comparisons(systems: dict[str, _System], options: AnswerOptions) -> list[Co
                 a = systems[base].columns[criterion][g].values[left]
                 b = systems[other].columns[criterion][g].values[right]
                 tests.append(
-                    paired_randomization(
-                        a,
-                        b,
-                        baseline=base,
-                        run=other,
-                        metric=f"{criterion}:{grader}",
-                        permutations=options.permutations,
-                        resamples=options.resamples,
-                        seed=options.seed,
-                        level=options.level,
+                    paired_test(
+                        a, b, options, baseline=base, run=other, metric=f"{criterion}:{grader}"
                     )
                 )
     return tests

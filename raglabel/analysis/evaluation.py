@@ -21,7 +21,7 @@ from raglabel.metrics.stats import (
     adjust_families,
     bootstrap_means,
     nan_mean,
-    paired_randomization,
+    paired_test,
     percentile_interval,
     ratio_of_means,
 )
@@ -263,16 +263,13 @@ def _comparisons(
     headline = headline_metric(options)
     tests = [
         replace(
-            paired_randomization(
+            paired_test(
                 values[base][key],
                 values[other][key],
+                options,
                 baseline=base,
                 run=other,
                 metric=key.name,
-                permutations=options.permutations,
-                resamples=options.resamples,
-                seed=options.seed,
-                level=options.level,
             ),
             family="headline" if key.name == headline else "secondary",
         )

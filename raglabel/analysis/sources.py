@@ -24,6 +24,8 @@ from raglabel.metrics.run import RankedRun
 if TYPE_CHECKING:
     import sqlite3
 
+    import polars as pl
+
     # The row reader is imported only for samples and stored runs.
     from raglabel.formats.trec.rows import RowAlignment
     from raglabel.storage.labels import LabelChoice
@@ -159,9 +161,9 @@ class ProjectSource:
         self._ungraded = frozenset(self.ungraded)
         self._answers = items.expected_answers(conn)
         # A query's own k (a sample's metadata.k) holds for stored runs and run files alike.
-        self._k_override = k_override = items.query_cutoffs(conn) or None
+        self._k_override = items.query_cutoffs(conn) or None
         texts = items.passage_texts(conn) if self._answers else {}
-        self._runs = [self._stored(conn, name, texts, k_override) for name in runs.run_names(conn)]
+        self._runs = [self._stored(conn, name, texts) for name in runs.run_names(conn)]
 
     def fingerprint(self) -> str:
         return self._polars.fingerprint() if self._columnar else self._align.fingerprint
@@ -176,14 +178,9 @@ class ProjectSource:
 
     def run_file(self, name: str, path: Path) -> RankedRun:
         if self._columnar:
-            import polars as pl
-
             from raglabel.formats.trec.frames import read_run
 
-            frame = read_run(path)
-            if self._ungraded:
-                frame = frame.filter(~pl.col("qid").is_in(list(self._ungraded)))
-            return self._polars.run(name, frame, k_override=self._k_override)
+            return self._polars.run(name, self._graded(read_run(path)), k_override=self._k_override)
         from raglabel.formats.trec.rows import RunRows, read_run_rows
 
         rows = read_run_rows(path)
@@ -197,25 +194,25 @@ class ProjectSource:
             )
         return self._align.run(name, rows, self._k_override)
 
-    def _stored(
-        self,
-        conn: sqlite3.Connection,
-        name: str,
-        texts: dict[str, str],
-        k_override: dict[str, int] | None,
-    ) -> RankedRun:
+    def _graded(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """``frame``'s rows of the queries that have grades (see ``ungraded``)."""
+        if not self._ungraded:
+            return frame
+        import polars as pl
+
+        return frame.filter(~pl.col("qid").is_in(list(self._ungraded)))
+
+    def _stored(self, conn: sqlite3.Connection, name: str, texts: dict[str, str]) -> RankedRun:
         from raglabel.storage import runs
 
         if self._columnar:
             import polars as pl
 
-            frame = runs.ranked_frame(conn, name)
-            if self._ungraded:
-                frame = frame.filter(~pl.col("qid").is_in(list(self._ungraded)))
+            frame = self._graded(runs.ranked_frame(conn, name))
             if self._answers:
                 flags = self._contains(frame["qid"].to_list(), frame["docid"].to_list(), texts)
                 frame = frame.with_columns(pl.Series("contains", flags, dtype=pl.Boolean))
-            return self._polars.run(name, frame, in_list_order=True, k_override=k_override)
+            return self._polars.run(name, frame, in_list_order=True, k_override=self._k_override)
         from raglabel.formats.trec.rows import RunRows
 
         qids: list[str] = []
@@ -226,7 +223,7 @@ class ProjectSource:
             qids += [qid] * len(ids)
             docids += ids
         contains = self._contains(qids, docids, texts) if self._answers else None
-        return self._align.run(name, RunRows(qids, docids, None, contains), k_override)
+        return self._align.run(name, RunRows(qids, docids, None, contains), self._k_override)
 
     def _contains(self, qids: list[str], docids: list[str], texts: dict[str, str]) -> list[bool]:
         """Whether each entry's passage text holds its query's expected answer."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -113,6 +113,38 @@ class Comparison:
     """``headline``: a test on the headline metric (config ``headline``), adjusted with
     the other tests on it only; ``secondary``: every other test (other metrics, answer
     systems), adjusted together."""
+
+
+class Resampling(Protocol):
+    """The settings of every paired test a report makes: ``eval``'s options, an answers
+    report's, the app's (which take eval's defaults)."""
+
+    @property
+    def permutations(self) -> int: ...
+    @property
+    def resamples(self) -> int: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def level(self) -> float: ...
+
+
+def paired_test(
+    a: FloatArray, b: FloatArray, settings: Resampling, *, baseline: str, run: str, metric: str
+) -> Comparison:
+    """:func:`paired_randomization` with a report's resampling ``settings``: one home for
+    the tests the CLI, the answers section and the app's Runs screen make alike."""
+    return paired_randomization(
+        a,
+        b,
+        baseline=baseline,
+        run=run,
+        metric=metric,
+        permutations=settings.permutations,
+        resamples=settings.resamples,
+        seed=settings.seed,
+        level=settings.level,
+    )
 
 
 def paired_randomization(

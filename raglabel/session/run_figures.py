@@ -18,7 +18,7 @@ from raglabel.metrics.evaluate import QueryStats, evaluate_run
 from raglabel.metrics.labels import LabelSet
 from raglabel.metrics.names import SET_METRICS, MetricKey
 from raglabel.metrics.run import RankedRun
-from raglabel.metrics.stats import paired_randomization
+from raglabel.metrics.stats import paired_test
 from raglabel.session.grading import GradingSession
 
 #: What the Runs screen tabulates, in column order.
@@ -139,17 +139,7 @@ def compare_runs(
     key = MetricKey(metric, inputs.k)
     va: NDArray[np.float64] = evaluate_run(stats, by_name[baseline], [key])[key]
     vb: NDArray[np.float64] = evaluate_run(stats, by_name[run], [key])[key]
-    comparison = paired_randomization(
-        va,
-        vb,
-        baseline=baseline,
-        run=run,
-        metric=key.name,
-        permutations=EVAL_DEFAULTS.permutations,
-        resamples=EVAL_DEFAULTS.resamples,
-        seed=EVAL_DEFAULTS.seed,
-        level=EVAL_DEFAULTS.level,
-    )
+    comparison = paired_test(va, vb, EVAL_DEFAULTS, baseline=baseline, run=run, metric=key.name)
     both = np.flatnonzero(~np.isnan(va) & ~np.isnan(vb))
     gap = np.abs(vb[both] - va[both])
     order = both[np.argsort(-gap, kind="stable")]
