@@ -207,7 +207,9 @@ def _cell_segments(cell: Text, width: int, style: Style, post: Style) -> list[Se
     text = cell
     if cell.cell_len > width:
         text = cell.copy()
-        text.truncate(width, overflow="crop")
+        # A cut text ends in "…", so a query or passage cut at its column is never read
+        # as the whole of it.
+        text.truncate(width, overflow="ellipsis")
     base = style + _CELLS.get_style(cell.style) if cell.style else style
     if not text.spans:  # a rank, a grade: one piece, without laying out any spans
         body = [Segment(text.plain, base + post)] if text.plain else []
