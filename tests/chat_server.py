@@ -76,6 +76,17 @@ entry per chunk. The grades, from ``chunk_grader`` (default `default_chunk_grade
 marker ``[[chunks=5,3,1]]`` gives them (as many as there are chunks), else chunk i gets a
 stable hash of the text and i, 1-5. ``range`` makes the first chunk's grade 7.
 
+Final-score requests
+--------------------
+A request whose user text holds ``##final score`` (any case: a prompt file with a
+``reply = "final-score"`` header asks for that line, and so does its repair request) is a
+final-score request (the ``final_score`` option decides; it may be replaced). Its reply is
+a sentence, then the line ``##final score: N``. The label N, from ``labeler`` (default
+`default_labeler`): a marker ``[[label=N]]`` gives it, else a stable hash of the text,
+0-3. For such a request ``range`` gives the label 9, and ``nomarker`` a reply that names
+its score in prose (``My final score is N.``) without the line; ``nomarker`` lets any
+other request succeed.
+
 Random faults: with ``fault_rate`` p, each request without a marker gets, with
 probability p, a kind drawn uniformly from ``fault_kinds``, from a ``random.Random(seed)``.
 Because requests race for the generator, the sequence is reproducible only for requests
@@ -107,12 +118,16 @@ __all__ = [
     "CHUNK_FAULT_KINDS",
     "DEFAULT_FAULT_KINDS",
     "FAULT_KINDS",
+    "FINAL_SCORE_FAULT_KINDS",
     "ChatServer",
     "RequestRecord",
     "chunk_content",
     "default_chunk_count",
     "default_chunk_grader",
+    "default_final_score",
     "default_grader",
+    "default_labeler",
+    "final_score_content",
 ]
 
 #: Every kind name a marker or ``fault_kinds`` may use (``429`` and ``slow`` take ``@S``).
@@ -139,7 +154,9 @@ FAULT_KINDS = frozenset(
 
 #: Kinds that shape a chunk reply (a plain grade request ignores them).
 CHUNK_FAULT_KINDS = frozenset({"fewer", "more", "repeat", "noreason"})
-FAULT_KINDS = FAULT_KINDS | CHUNK_FAULT_KINDS | {"fenced"}
+#: Kinds that shape a final-score reply (any other request succeeds).
+FINAL_SCORE_FAULT_KINDS = frozenset({"nomarker"})
+FAULT_KINDS = FAULT_KINDS | CHUNK_FAULT_KINDS | FINAL_SCORE_FAULT_KINDS | {"fenced"}
 
 #: What random faults draw from by default: every kind of the first set that needs no
 #: argument (kept as it was, so seeded fault sequences of existing tests do not move).
@@ -163,6 +180,8 @@ _GRADE_MARKER = re.compile(r"\[\[grade=(\d)\]\]")
 _DELIMITER_LIKE = re.compile(r"[A-Za-z0-9]{16,}")
 _CHUNK_HEADING = re.compile(r"^Chunk (\d+) of (\d+):$", re.MULTILINE)
 _CHUNKS_MARKER = re.compile(r"\[\[chunks=([1-9](?:,[1-9])*)\]\]")
+_LABEL_MARKER = re.compile(r"\[\[label=(-?\d+)\]\]")
+_FINAL_SCORE_ASKED = re.compile(r"##final score", re.IGNORECASE)
 
 
 def default_grader(text: str) -> int:
@@ -193,6 +212,30 @@ def default_chunk_grader(text: str, count: int) -> list[int]:
         digest = hashlib.sha256(f"{stable}\x1f{i}".encode()).digest()
         grades.append(1 + int.from_bytes(digest[:8], "big") % 5)
     return grades
+
+
+def default_final_score(text: str) -> bool:
+    """Whether the text asks for a ``##final score: N`` line (a final-score request)."""
+    return _FINAL_SCORE_ASKED.search(text) is not None
+
+
+def default_labeler(text: str) -> int:
+    """The label a ``[[label=N]]`` marker asks for, else a stable hash of the text, 0-3."""
+    marker = _LABEL_MARKER.search(text)
+    if marker is not None:
+        return int(marker.group(1))
+    stable = _DELIMITER_LIKE.sub("", _FAULT_MARKER.sub("", text))
+    digest = hashlib.sha256(stable.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % 4
+
+
+def final_score_content(label: int, kind: str) -> str:
+    """A final-score reply giving ``label``, shaped by the fault ``kind``."""
+    if kind == "nomarker":
+        return f"The passage bears on the query. My final score is {label}."
+    if kind == "range":
+        label = 9
+    return f"The passage bears on the query.\n##final score: {label}"
 
 
 def chunk_content(grades: list[int], kind: str) -> str:
@@ -410,8 +453,11 @@ class _Handler(BaseHTTPRequestHandler):
 
         grade = chat.grader(user_text)
         chunks = chat.chunk_count(user_text)
-        if chunks is not None and name not in {"nonjson", "badjson", "shape", "empty"}:
+        shaped = name not in {"nonjson", "badjson", "shape", "empty"}
+        if chunks is not None and shaped:
             content = chunk_content(chat.chunk_grader(user_text, chunks), name)
+        elif shaped and chat.final_score(user_text):
+            content = final_score_content(chat.labeler(user_text), name)
         elif name == "nonjson":
             content = f"I would rate this a {grade} because the passage addresses the query."
         elif name == "badjson":
@@ -484,6 +530,10 @@ class ChatServer:
         None for a plain grade request; `default_chunk_count` by default.
     :param chunk_grader: maps (user text, chunk count) to one grade per chunk;
         `default_chunk_grader` by default.
+    :param final_score: whether a request's user text asks for a final-score reply;
+        `default_final_score` by default.
+    :param labeler: maps the text of the user messages to a final-score request's
+        label; `default_labeler` by default.
     """
 
     def __init__(
@@ -498,6 +548,8 @@ class ChatServer:
         retry_after: float = 1.0,
         chunk_count: Callable[[str], int | None] | None = None,
         chunk_grader: Callable[[str, int], list[int]] | None = None,
+        final_score: Callable[[str], bool] | None = None,
+        labeler: Callable[[str], int] | None = None,
     ) -> None:
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError("fault_rate must be within [0, 1]")
@@ -514,6 +566,8 @@ class ChatServer:
         self.retry_after = retry_after
         self.chunk_count: Callable[[str], int | None] = chunk_count or default_chunk_count
         self.chunk_grader: Callable[[str, int], list[int]] = chunk_grader or default_chunk_grader
+        self.final_score: Callable[[str], bool] = final_score or default_final_score
+        self.labeler: Callable[[str], int] = labeler or default_labeler
 
         # One lock guards the records, the per-key counts, the in-flight figures and
         # the random generator: handlers run on many threads at once.

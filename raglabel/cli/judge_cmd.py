@@ -130,7 +130,11 @@ def register(commands: Any) -> None:
     )
     ask = parser.add_argument_group("how to ask")
     ask.add_argument(
-        "--prompt", metavar="FILE", help="own prompt: {query} {passage} {fence} {title}"
+        "--prompt",
+        metavar="FILE",
+        help="own prompt: {query} {passage} {fence} {title}; it may start with a header"
+        " between two +++ lines declaring its label scale, grades and reply (json or"
+        " final-score)",
     )
     ask.add_argument(
         "--repeat",
@@ -237,6 +241,7 @@ def run_passages(args: argparse.Namespace) -> int:
     from raglabel.storage.project import Project
 
     template = Template.from_file(Path(args.prompt)) if args.prompt else Template.builtin()
+    _check_prompt(args, template)
     setting = Setting(public_endpoint(endpoint_url(args.base_url)), template, params_of(args))
     setup = JudgeSetup(setting, tuple(args.model), args.repeat, args.api_key_env, args.base_url)
     selection = Selection(
@@ -289,6 +294,25 @@ def run_passages(args: argparse.Namespace) -> int:
     if finished.status == "interrupted":
         return EXIT_INTERRUPTED
     return 1 if finished.tally.stopped or finished.tally.failed else 0
+
+
+def _check_prompt(args: argparse.Namespace, template: Template) -> None:
+    """A reply shape the options contradict is refused; a prompt that does not fence the
+    passage off as data (a published one, run as written) is said to be so."""
+    from raglabel.judge.prompt_header import FINAL_SCORE
+
+    if args.json_mode and template.header.reply == FINAL_SCORE:
+        raise UsageError(
+            f"--json-mode: {args.prompt} asks for a final-score reply, not a JSON object;"
+            " leave --json-mode out"
+        )
+    if not template.fenced:
+        print(
+            f"raglabel judge: note: {args.prompt} has no {{fence}} lines, so the passages"
+            " are not marked off as data; a passage that speaks to the judge may sway it"
+            " (the flags still mark such passages)",
+            file=sys.stderr,
+        )
 
 
 def run_answers(args: argparse.Namespace) -> int:

@@ -11,12 +11,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from raglabel.formats.option_words import OPTION_WORDS
-from raglabel.metrics.config import GRADES
+from raglabel.metrics.config import GRADES, trec_grades
 from raglabel.metrics.record import FrozenRecord
-
-
-def _trec_scale() -> dict[int, int]:
-    return {0: 2, 1: 3, 2: 4, 3: 5}
 
 
 # Written out, not a frozen dataclass, whose generated methods would be compiled at
@@ -36,7 +32,7 @@ class GradeMap(FrozenRecord):
     negative: int | None
 
     def __init__(self, mapping: dict[int, int] | None = None, negative: int | None = 1) -> None:
-        object.__setattr__(self, "mapping", _trec_scale() if mapping is None else mapping)
+        object.__setattr__(self, "mapping", trec_grades() if mapping is None else mapping)
         object.__setattr__(self, "negative", negative)
         for label, grade in self.mapping.items():
             if grade not in GRADES:
@@ -57,7 +53,7 @@ class GradeMap(FrozenRecord):
         """Why ``label`` cannot be read, and what to give instead."""
         said = f"relevance {label} is not covered by the grade map ({self.describe()}); "
         option = OPTION_WORDS.get()  # the command line's words, or the Python API's
-        if self.mapping == _trec_scale() and self.negative is not None:  # the default
+        if self.mapping == trec_grades() and self.negative is not None:  # the default
             return (
                 f"{said}give one with {option('grade-map', None)}, e.g."
                 f" {option('grade-map', '0:2,1:5')} for binary qrels"

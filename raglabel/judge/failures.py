@@ -5,7 +5,8 @@ its kind is read back from that text by :func:`failure_kind`, the one place that
 the wording of every reason the client and the runner write (and of the reasons older
 raglabel versions wrote, so files made by them count the same way). The kinds are what
 a person debugging a run needs first: the endpoint's HTTP status, a reply that is not
-JSON, JSON of the wrong shape, a grade out of range, a timeout, a connection that failed.
+JSON, JSON of the wrong shape, a grade out of range, a final-score reply without its
+score line, a timeout, a connection that failed.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ EMPTY: Final = "empty reply"
 NOT_JSON: Final = "not JSON"
 WRONG_SHAPE: Final = "wrong shape"
 OUT_OF_RANGE: Final = "out of range"
-REPLY_KINDS: Final = (EMPTY, NOT_JSON, WRONG_SHAPE, OUT_OF_RANGE)
+# A final-score prompt's reply (see prompt_header.py) without its "##final score: N" line.
+NO_FINAL_SCORE: Final = "no final score"
+REPLY_KINDS: Final = (EMPTY, NOT_JSON, WRONG_SHAPE, OUT_OF_RANGE, NO_FINAL_SCORE)
 # The kinds of a request that brought no reply to read (the endpoint's or the network's).
 TIMEOUT: Final = "timeout"
 CANNOT_CONNECT: Final = "cannot connect"
@@ -146,6 +149,12 @@ def early_stop(failures: Failures, ok: int, done: int, planned: int) -> str | No
 
 
 def _hint(kind: str) -> str:
+    if kind == NO_FINAL_SCORE:
+        return (
+            "The model does not end its reply with the line the prompt file asks for"
+            " (##final score: N): reword the prompt's request for it, or try another --model;"
+            " `raglabel export DB --jsonl F --suggestions --with-failures` shows its replies"
+        )
     if kind in REPLY_KINDS:
         return (
             "The model does not answer in the shape asked: try --json-mode, another --model"

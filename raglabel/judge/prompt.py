@@ -8,6 +8,10 @@ data.
 
 Templates use literal placeholders replaced as plain text (not ``str.format``), so a
 template may show the JSON reply shape with its braces as they are.
+
+A prompt file may start with a header (``prompt_header.py``) naming its label scale, how
+labels become grades and the reply shape it asks for; the template keeps the file's whole
+text (its version names the header too) and renders the body after the header.
 """
 
 from __future__ import annotations
@@ -16,10 +20,11 @@ import hashlib
 import re
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from raglabel.errors import InputError
+from raglabel.judge.prompt_header import FINAL_SCORE, PromptHeader, split
 
 QUERY, PASSAGE, FENCE, TITLE = "{query}", "{passage}", "{fence}", "{title}"
 REQUIRED = (QUERY, PASSAGE, FENCE)
@@ -58,12 +63,30 @@ REPAIR_TEXT = (
     "That answer could not be used: {problem}. Answer again with only one JSON object, "
     'shaped {{"grade": <integer from 1 to 5>, "reason": "<one short sentence>"}}.'
 )
+# The repairs of a prompt file with a header: its label scale, in the reply shape it asks.
+LABEL_REPAIR_TEXT = (
+    "That answer could not be used: {problem}. Answer again with only one JSON object, "
+    'shaped {{"grade": <{wanted}>, "reason": "<one short sentence>"}}.'
+)
+FINAL_SCORE_REPAIR_TEXT = (
+    "That answer could not be used: {problem}. Answer again, and end your answer with one "
+    "line that holds only ##final score: N, where N is your score, an {wanted}."
+)
 
 
 @dataclass(frozen=True)
 class Template:
-    text: str
+    text: str  # the whole text, a prompt file's header included
     version: str  # names the exact text: stored with every suggestion made from it
+    # Read from ``text``: what its header declares, and the text after the header.
+    header: PromptHeader = field(init=False, compare=False, repr=False)
+    body: str = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # A stored template (the app reruns the last run's) was checked when first read.
+        header, body = split(self.text, "the stored prompt")
+        object.__setattr__(self, "header", header)
+        object.__setattr__(self, "body", body)
 
     @classmethod
     def builtin(cls) -> Template:
@@ -76,14 +99,30 @@ class Template:
 
     @classmethod
     def from_text(cls, text: str, source: str = "prompt") -> Template:
-        missing = [name for name in REQUIRED if name not in text]
-        if missing:
+        header, body = split(text, source)
+        # A prompt with a header may lack the fence: a published prompt runs as written,
+        # and the command line says that its passages are not marked off as data.
+        required = REQUIRED if not header.declared else (QUERY, PASSAGE)
+        missing = [name for name in required if name not in body]
+        if missing and not header.declared:
             raise InputError(
                 source,
                 f"the prompt lacks {', '.join(missing)}; a prompt needs {QUERY}, {PASSAGE} "
                 f"and {FENCE} (the marker lines around the passage), and may use {TITLE}",
             )
+        if missing:
+            raise InputError(
+                source,
+                f"the prompt after its header lacks {', '.join(missing)}; a prompt needs"
+                f" {QUERY} and {PASSAGE}, and may use {FENCE} (the marker lines around the"
+                f" passage) and {TITLE}",
+            )
         return cls.named("custom", text)
+
+    @property
+    def fenced(self) -> bool:
+        """Whether the prompt marks the passage off as data with the fence lines."""
+        return FENCE in self.body
 
     @classmethod
     def from_file(cls, path: Path) -> Template:
@@ -107,7 +146,15 @@ class Template:
             TITLE: f"Title: {title}\n" if title else "",
             PASSAGE: passage,
         }
-        return fill(self.text, values)
+        return fill(self.body, values)
+
+    def repair(self, problem: str) -> str:
+        """The request to repair a reply, in the shape this prompt asks for."""
+        header = self.header
+        if not header.declared:
+            return repair_request(problem)
+        text = FINAL_SCORE_REPAIR_TEXT if header.reply == FINAL_SCORE else LABEL_REPAIR_TEXT
+        return text.format(problem=problem, wanted=header.scale.wanted)
 
 
 def fill(text: str, values: Mapping[str, str]) -> str:

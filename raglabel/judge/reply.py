@@ -4,23 +4,32 @@ A passage or an answer criterion is graded by one JSON object with an integer gr
 1..5 and a reason (``parse_reply``). The chunks of an answer sample (``ctx_rank_prec``)
 are graded by ``{"chunks": [{"position": int, "grade": int, "reason": str}, ...]}`` with
 exactly one entry per chunk, positions 1..n, grades 1..5 and a reason for every grade
-below 5 (``parse_chunks``). Anything else (for chunks also a missing, repeated or
-non-existent position, or a count that differs from the chunks shown) is a problem
-described in a few words. The caller asks the model once to repair it, and records a
-failure if the second answer is no better; a grade is never guessed from prose.
+below 5 (``parse_chunks``). A prompt file with a header (``prompt_header.py``) asks for
+a label of its own scale instead: in that JSON object (``parse_label``), or on the
+reply's last line ``##final score: N`` (``parse_final_score``). Anything else (for chunks
+also a missing, repeated or non-existent position, or a count that differs from the
+chunks shown) is a problem described in a few words. The caller asks the model once to
+repair it, and records a failure if the second answer is no better; a grade is never
+guessed from prose.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
-from raglabel.judge.failures import EMPTY, NOT_JSON, OUT_OF_RANGE, WRONG_SHAPE
+from raglabel.judge.failures import EMPTY, NO_FINAL_SCORE, NOT_JSON, OUT_OF_RANGE, WRONG_SHAPE
+from raglabel.judge.prompt_header import NO_HEADER, Scale
 from raglabel.judge.work import ChunkGrade
 
 MAX_REASON = 2000
+#: What a final-score reply's score line says: ``##final score: N``, in any case, with
+#: or without spaces around its words and colon; the line holds nothing else.
+FINAL_SCORE_LINE = re.compile(r"##[ \t]*final[ \t]*score[ \t]*:(.*)", re.IGNORECASE)
+_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
 
 
 class JudgeReply(BaseModel):
@@ -66,6 +75,60 @@ def parse_reply(content: str) -> JudgeReply | Problem:
     return reply
 
 
+class LabelReply(BaseModel):
+    """The JSON reply of a prompt file with a header: its grade is a label of the file's
+    scale, made a grade by the file's map."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    grade: StrictInt
+    reason: StrictStr
+
+
+def parse_label(content: str, scale: Scale) -> tuple[int, str] | Problem:
+    """The label and reason of a JSON reply to a prompt with a header."""
+    data = load_object(content)
+    if isinstance(data, Problem):
+        return data
+    try:
+        reply = LabelReply.model_validate(data)
+    except ValidationError as exc:
+        return _describe(exc, data, scale)
+    if reply.grade not in scale:
+        return Problem(f"grade {reply.grade} is outside {scale.span}", OUT_OF_RANGE)
+    return reply.grade, reply.reason[:MAX_REASON]
+
+
+def parse_final_score(content: str, scale: Scale) -> tuple[int, str] | Problem:
+    """The label a final-score reply gives on its last score line, and what it said
+    before that line (white space folded; often nothing). A line that only mentions a
+    final score is not a score line; a score line that does not hold a whole number on
+    the scale is a problem, even when an earlier one did: the last one is the answer."""
+    if not content.strip():
+        return Problem("the reply was empty", EMPTY)
+    lines = content.split("\n")
+    found = [
+        (at, match)
+        for at, line in enumerate(lines)
+        if (match := FINAL_SCORE_LINE.fullmatch(line.strip())) is not None
+    ]
+    if not found:
+        return Problem(
+            f'no line of it reads "##final score: N" with N the label ({scale.span})',
+            NO_FINAL_SCORE,
+        )
+    at, match = found[-1]
+    value = match.group(1).strip()
+    if _WHOLE_NUMBER.fullmatch(value) is None:
+        shown = json.dumps(value[:40]) if value else "nothing"
+        return Problem(f"the final score must be a whole number ({scale.span}), got {shown}")
+    label = int(value)
+    if label not in scale:
+        return Problem(f"final score {label} is outside {scale.span}", OUT_OF_RANGE)
+    said = " ".join(" ".join(lines[:at]).split())
+    return label, said[:MAX_REASON]
+
+
 def unfence(body: str) -> str:
     """The inside of one Markdown code fence around the whole reply, which many models
     add even when told not to; the JSON inside must still be the entire content."""
@@ -77,16 +140,18 @@ def unfence(body: str) -> str:
     return body
 
 
-def _describe(exc: ValidationError, data: dict[str, object]) -> Problem:
+def _describe(
+    exc: ValidationError, data: dict[str, object], scale: Scale = NO_HEADER.scale
+) -> Problem:
     first = exc.errors()[0]
     field = ".".join(str(part) for part in first["loc"]) or "reply"
     if first["type"] == "missing":
         return Problem(f'the field "{field}" is missing')
     value = data.get(field)
     if field == "grade" and _is_int(value):
-        return Problem(f"grade {value} is outside 1..5", OUT_OF_RANGE)
+        return Problem(f"grade {value} is outside {scale.span}", OUT_OF_RANGE)
     if field == "grade":
-        return Problem(f"grade must be an integer from 1 to 5, got {json.dumps(value)[:40]}")
+        return Problem(f"grade must be an {scale.wanted}, got {json.dumps(value)[:40]}")
     return Problem(f'the field "{field}" must be a string')
 
 

@@ -13,8 +13,16 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 
 from raglabel.judge import answer_prompt
-from raglabel.judge.prompt import Template, repair_request
-from raglabel.judge.reply import JudgeReply, Problem, parse_chunks, parse_reply
+from raglabel.judge.prompt import Template
+from raglabel.judge.prompt_header import FINAL_SCORE, PromptHeader
+from raglabel.judge.reply import (
+    JudgeReply,
+    Problem,
+    parse_chunks,
+    parse_final_score,
+    parse_label,
+    parse_reply,
+)
 from raglabel.judge.work import AnswerSlot, ChunkGrade, Slot
 from raglabel.metrics.criteria import RANKING
 
@@ -66,9 +74,26 @@ def _one_grade(content: str) -> Reading | Problem:
     return parsed
 
 
+def _labelled(header: PromptHeader, content: str) -> Reading | Problem:
+    """The grade a reply to a prompt with a header gives: its label through the header's
+    map. The reason stored says the label and the grade it became, so a reader sees the
+    model's own answer beside raglabel's grade."""
+    if header.reply == FINAL_SCORE:
+        found = parse_final_score(content, header.scale)
+    else:
+        found = parse_label(content, header.scale)
+    if isinstance(found, Problem):
+        return found
+    label, said = found
+    grade = header.grade_of(label)
+    given = f"label {label} (grade {grade})"
+    return Reading(grade, f"{given}: {said}" if said else given)
+
+
 @dataclass(frozen=True)
 class PassageTask:
-    """Grade one (query, passage) pair 1-5 under ``template``."""
+    """Grade one (query, passage) pair 1-5 under ``template``: by the grade its reply
+    gives, or by the label it gives when the template has a header."""
 
     template: Template
 
@@ -82,10 +107,11 @@ class PassageTask:
         return self.template.render(pair.query, pair.passage, pair.title)
 
     def read(self, slot: Slot, content: str) -> Reading | Problem:
-        return _one_grade(content)
+        header = self.template.header
+        return _labelled(header, content) if header.declared else _one_grade(content)
 
     def repair(self, slot: Slot, problem: Problem) -> str:
-        return repair_request(problem.text)
+        return self.template.repair(problem.text)
 
     def params(self, slot: Slot, base: dict[str, Any]) -> dict[str, Any]:
         return base

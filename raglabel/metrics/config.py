@@ -21,6 +21,13 @@ from raglabel.metrics.record import FrozenRecord
 GRADES = (1, 2, 3, 4, 5)
 
 
+def trec_grades() -> dict[int, int]:
+    """The TREC 0-3 relevance labels as grades (0->2, 1->3, 2->4, 3->5): how imported
+    qrels and a prompt file's labels become grades unless a map says otherwise. A new
+    dict each time, as callers keep it."""
+    return {0: 2, 1: 3, 2: 4, 3: 5}
+
+
 class ConfigError(ValueError):
     """A convention that is out of range: ``field`` names it (None: the combination)."""
 
