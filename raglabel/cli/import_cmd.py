@@ -33,7 +33,8 @@ def register(commands: Any) -> None:
             "  raglabel import project.db --qrels qrels.txt --annotator alice "
             "--run bm25=bm25.run\n"
             "  raglabel import project.db --beir scifact --split test\n"
-            "  raglabel import project.db --samples rag=samples.jsonl"
+            "  raglabel import project.db --samples rag=samples.jsonl\n"
+            "  raglabel import project.db --judgments gpt-4o=gpt4o.qrels"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -59,7 +60,8 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--grade-map",
         metavar="MAP",
-        help="label:grade pairs for qrels (default: 0:2,1:3,2:4,3:5, negative labels 1)",
+        help="label:grade pairs for qrels and --judgments (default: 0:2,1:3,2:4,3:5,"
+        " negative labels 1)",
     )
     parser.add_argument(
         "--annotator",
@@ -100,6 +102,15 @@ def register(commands: Any) -> None:
         metavar="F",
         type=input_file,
         help="human answer grades JSONL (raglabel export --answer-grades)",
+    )
+    parser.add_argument(
+        "--judgments",
+        metavar="MODEL=F",
+        action="append",
+        default=[],
+        help="labels another judge (MODEL) wrote: TREC qrels, or JSONL of query_id, doc_id,"
+        " relevance or grade, reason; stored as MODEL's suggestions, never as grades;"
+        " repeatable",
     )
     parser.add_argument(
         "--depth",
@@ -184,6 +195,9 @@ def run(args: argparse.Namespace) -> int:
         replace=args.replace,
         answers=[_checked(named_file(spec, "--answers"), "--answers") for spec in args.answers],
         answer_grades=_path(args.answer_grades),
+        judgments=[
+            _checked(named_file(spec, "--judgments"), "--judgments") for spec in args.judgments
+        ],
     )
     names = [name for name, _ in request.runs] + ([request.samples[0]] if request.samples else [])
     names += [name for name, _ in request.answers]
@@ -191,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("two runs have the same name; name them with --run NAME=FILE")
     steps = sum(bool(x) for x in (args.queries, args.passages, args.qrels, args.beir, args.samples))
     steps += 2 * len(request.runs) + bool(args.labels) + 1
-    steps += len(request.answers) + bool(args.answer_grades)
+    steps += len(request.answers) + bool(args.answer_grades) + bool(args.judgments)
     if steps == 1:
         raise UsageError("nothing to import: give --queries, --passages, --qrels, --run, ...")
     with Project.open(args.db) as project, _progress(steps) as bar:

@@ -1,5 +1,6 @@
 """One line of ``raglabel export --jsonl F --suggestions``: a judge's suggestion for a
-pair, never a human grade (``source`` is always "judge")."""
+pair, never a human grade (``source`` is "judge", or "imported" for labels another judge
+wrote that ``raglabel import --judgments`` brought in)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,10 @@ class SuggestionLine(BaseModel):
     passage_id: str
     grade: Grade = Field(description="The lower median of the model's answers.")
     model: str
-    source: Literal["judge"] = "judge"
+    source: Literal["judge", "imported"] = Field(
+        default="judge",
+        description='"judge": asked by raglabel judge; "imported": read from a file of labels.',
+    )
     reason: str | None = Field(description="The model's reason for the median grade.")
     flagged: bool = Field(description="The passage should be checked by a person.")
     flag_reason: str | None = Field(
@@ -30,3 +34,6 @@ class SuggestionLine(BaseModel):
     prompt_version: str | None = Field(description="Names the exact prompt text used.")
     params: dict[str, Any] | None = Field(description="Request parameters, e.g. temperature.")
     created_at: str
+    file_sha256: str | None = Field(
+        default=None, description="The SHA-256 of the file an imported suggestion came from."
+    )

@@ -88,16 +88,19 @@ SUGGESTION_FIELDS = tuple(SuggestionLine.model_fields)
 
 
 def _suggestion_records(conn: sqlite3.Connection) -> Iterator[dict[str, Any]]:
-    """Every stored suggestion; ``source`` is always "judge", so a file of suggestions
-    can never be mistaken for human grades when merged with an export of grades."""
+    """Every stored suggestion; ``source`` is "judge" or "imported", never "human", so a
+    file of suggestions can never be mistaken for human grades when merged with an export
+    of grades."""
     rows = conn.execute(
         "SELECT q.ext_id, p.ext_id, s.grade, s.model, s.reason, s.flagged, s.low, s.high,"
-        " s.answers, s.endpoint, s.prompt_version, s.params, s.created_at FROM suggestion s"
-        " JOIN query q ON q.id = s.query_id JOIN passage p ON p.id = s.passage_id"
+        " s.answers, s.endpoint, s.prompt_version, s.params, s.created_at, s.source, i.sha256"
+        " FROM suggestion s JOIN query q ON q.id = s.query_id"
+        " JOIN passage p ON p.id = s.passage_id"
+        " LEFT JOIN judgment_import i ON i.id = s.import_id"
         " ORDER BY q.ext_id, p.ext_id, s.model, s.id"
     )
     for qid, pid, grade, model, reason, flagged, low, high, answers, *rest in rows:
-        endpoint, version, params, created = rest
+        endpoint, version, params, created, source, sha256 = rest
         line = SuggestionLine(
             query_id=qid,
             passage_id=pid,
@@ -113,6 +116,8 @@ def _suggestion_records(conn: sqlite3.Connection) -> Iterator[dict[str, Any]]:
             prompt_version=version,
             params=None if params is None else json.loads(params),
             created_at=created,
+            source=source,
+            file_sha256=sha256,
         )
         yield line.model_dump(mode="json")
 

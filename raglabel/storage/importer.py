@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from raglabel.formats.answers import AnswerFile
     from raglabel.formats.corpus import PassageRecord, QueryRecord
     from raglabel.formats.samples import Sample
+    from raglabel.storage.judgment_import import JudgmentFile
     from raglabel.storage.labelfile import LabelLine
     from raglabel.storage.runs import RunColumns
 
@@ -63,6 +64,7 @@ class ImportRequest:
     replace: bool = False
     answers: Sequence[tuple[str, Path]] = ()  # (system, answer file)
     answer_grades: Path | None = None
+    judgments: Sequence[tuple[str, Path]] = ()  # (model, file of its labels)
 
 
 @dataclass
@@ -85,6 +87,7 @@ class _Parsed:
     labels: list[LabelLine] = field(default_factory=list)
     answers: list[tuple[str, Path, AnswerFile]] = field(default_factory=list)
     answer_grades: list[tuple[int, AnswerGrade]] = field(default_factory=list)
+    judgments: list[JudgmentFile] = field(default_factory=list)
 
 
 Progress = Callable[[str], None]
@@ -120,6 +123,8 @@ def run_import(
             _write_corpus(conn, parsed, summary)
             for rows, annotator in parsed.qrels:
                 _write_qrels(conn, rows, annotator, summary)
+            if parsed.judgments:
+                _write_judgments(conn, parsed.judgments, summary)
             if parsed.runs:
                 from raglabel.storage.runs import store
             for run in parsed.runs:
@@ -165,7 +170,7 @@ def run_import(
 
 def _grades_only(request: ImportRequest) -> bool:
     """Whether the request imports nothing but queries, passages and qrels."""
-    others = (request.runs, request.samples, request.labels, request.answers)
+    others = (request.runs, request.samples, request.labels, request.answers, request.judgments)
     return not any(others) and request.answer_grades is None
 
 
@@ -218,7 +223,26 @@ def _parse(request: ImportRequest, step: Progress) -> _Parsed:
 
         step(f"reading {request.answer_grades}")
         parsed.answer_grades = list(read_answer_grades(request.answer_grades))
+    if request.judgments:
+        from raglabel.storage.judgment_import import read_judgment_files
+
+        step("reading other judges' labels")
+        parsed.judgments = read_judgment_files(list(request.judgments), request.grade_map)
     return parsed
+
+
+def _write_judgments(
+    conn: sqlite3.Connection, files: list[JudgmentFile], summary: ImportSummary
+) -> None:
+    from raglabel.storage.judgment_import import store
+
+    for labels in files:
+        stored = store(conn, labels)
+        summary.counts["suggestions"] += stored.suggestions
+        summary.counts["queries added"] += stored.queries_added
+        summary.counts["passages added"] += stored.passages_added
+        summary.warnings += stored.warnings
+        summary.notes += stored.notes
 
 
 def _write_answers(

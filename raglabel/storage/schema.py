@@ -372,6 +372,51 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
         _fill_passage_rows,
     ),
+    Migration(
+        9,
+        "labels other judges wrote, imported as suggestions with the file they came from",
+        """
+        -- One row per file of labels imported under a model name (raglabel import
+        -- --judgments MODEL=FILE). The same bytes under the same model are one import:
+        -- importing them again adds nothing. grade_map is the map that turned the file's
+        -- labels into grades, as --grade-map takes it back; NULL when every line gave a
+        -- grade (1-5) itself.
+        CREATE TABLE judgment_import (
+            id INTEGER PRIMARY KEY,
+            model TEXT NOT NULL,
+            file TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            format TEXT NOT NULL CHECK (format IN ('qrels', 'jsonl')),
+            grade_map TEXT,
+            labels INTEGER NOT NULL CHECK (labels >= 1),
+            imported_at TEXT NOT NULL,
+            UNIQUE (model, sha256)
+        );
+        -- Where a suggestion came from: raglabel judge ('judge'), or an imported file
+        -- ('imported', with that import's row). An imported suggestion names no
+        -- endpoint, prompt or parameters.
+        ALTER TABLE suggestion ADD COLUMN source TEXT NOT NULL DEFAULT 'judge'
+            CHECK (source IN ('judge', 'imported'));
+        ALTER TABLE suggestion ADD COLUMN import_id INTEGER REFERENCES judgment_import(id)
+            CHECK ((source = 'imported') = (import_id IS NOT NULL));
+        -- An imported label is about the pair's ids, as a qrels line is: which texts its
+        -- judge read is not known, so a text changed (or first given) here leaves it
+        -- standing. The judge's own suggestions still go when the texts they read change.
+        DROP TRIGGER passage_text_changed;
+        CREATE TRIGGER passage_text_changed AFTER UPDATE OF title, text ON passage
+        WHEN old.text IS NOT new.text OR old.title IS NOT new.title
+        BEGIN
+            DELETE FROM suggestion WHERE passage_id = new.id AND source = 'judge';
+        END;
+        DROP TRIGGER query_text_changed;
+        CREATE TRIGGER query_text_changed AFTER UPDATE OF text ON query
+        WHEN old.text IS NOT new.text
+        BEGIN
+            DELETE FROM suggestion WHERE query_id = new.id AND source = 'judge';
+        END;
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
+

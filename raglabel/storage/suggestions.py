@@ -3,7 +3,10 @@ judgment store, ``judgments.py``), and read back for the grading app, every stor
 for one query.
 
 A suggestion is the lower median of the standing answers of one pair, model and setting,
-with the reason given beside that grade. Human grades are never touched here.
+with the reason given beside that grade. Labels another judge wrote are suggestions too
+(source ``imported``, written by ``judgment_import.py``, one per pair and file); a model
+name is either the judge's or imported, never both, so a rewrite here never meets one.
+Human grades are never touched here.
 """
 
 from __future__ import annotations

@@ -104,6 +104,21 @@ KINDS = [
         lambda p: ["--labels", str(p)],
         duplicate_is_error=False,  # a log may grade a pair twice: the later grade stands
     ),
+    Kind(
+        "judgments.qrels",
+        "q1 0 d1 2\nq1 0 d2 0\nq2 0 d3 3\n",
+        lambda p: ["--judgments", f"m={p}"],
+    ),
+    Kind(
+        "judgments.jsonl",
+        _jsonl(
+            [
+                {"query_id": "q1", "doc_id": "d1", "relevance": 2, "reason": "on topic"},
+                {"query_id": "q2", "doc_id": "d3", "grade": 5},
+            ]
+        ),
+        lambda p: ["--judgments", f"m={p}"],
+    ),
 ]
 BY_NAME = {kind.name: kind for kind in KINDS}
 

@@ -85,9 +85,10 @@ def test_upgrade_keeps_every_grade(
         assert project.backup is not None and project.backup.exists()
     assert {name: read(path, sql) for name, sql in KEPT.items()} == before
     after = read(path, "SELECT * FROM suggestion ORDER BY id")
-    # Old suggestions keep their columns; the new ones are empty for them.
+    # Old suggestions keep their columns; the new ones are empty for them, and every
+    # one is the judge's (no file of labels was imported before version 9).
     assert [row[:7] for row in after] == [row[:7] for row in suggestions]
-    assert all(row[7:] == (None,) * 7 for row in after)
+    assert all(row[7:14] == (None,) * 7 and row[14:] == ("judge", None) for row in after)
     assert_sound(path)
 
 
@@ -197,3 +198,49 @@ def test_v7_upgrade_keeps_the_invite_and_writes_the_rankings_passage_rows(
             ids[name] for name in names
         ]
     assert read(path, "SELECT passage_rows_upto FROM run") == [(max(ids.values()),)]
+
+
+def test_v8_file_is_what_its_script_builds(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("make_v8_project", DATA / "make_v8_project.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rebuilt = tmp_path / "rebuilt.db"
+    module.build(rebuilt)
+    extra = ("SELECT * FROM suggestion ORDER BY id", "SELECT * FROM ranking_rows ORDER BY 1, 2")
+    for sql in (*KEPT.values(), *extra, "PRAGMA user_version"):
+        assert read(rebuilt, sql) == read(OLD[8], sql)
+
+
+def test_v8_upgrade_marks_suggestions_as_the_judges_and_takes_imported_labels(
+    tmp_path: Path, cli: Cli, assert_sound: Callable[[Path], None]
+) -> None:
+    path = tmp_path / "v8.db"
+    shutil.copyfile(OLD[8], path)
+    labels = tmp_path / "other.qrels"
+    labels.write_text("q1 0 d1 3\nq2 0 d3 0\n")
+    code, _, err = cli("import", path, "--judgments", f"other={labels}")
+    assert code == 0, err
+    # The judge's suggestions from before stay its own: its model name cannot be imported over.
+    code, _, err = cli("import", path, "--judgments", f"gpt-x={labels}")
+    assert code == 2
+    assert "'gpt-x' is a model raglabel judge asked" in err
+    assert read(path, "SELECT model, source, import_id IS NULL FROM suggestion ORDER BY id") == [
+        ("gpt-x", "judge", 1),
+        ("gpt-x", "judge", 1),
+        ("gpt-x", "judge", 1),
+        ("llama", "judge", 1),
+        ("other", "imported", 0),
+        ("other", "imported", 0),
+    ]
+    # A query text given after the upgrade drops the judge's suggestions about it, as
+    # before, and keeps the imported ones.
+    queries = tmp_path / "queries.tsv"
+    queries.write_text("q1\tHow do I change my password?\n")
+    assert cli("import", path, "--queries", queries)[0] == 0
+    assert read(
+        path,
+        "SELECT s.model FROM suggestion s JOIN query q ON q.id = s.query_id"
+        " WHERE q.ext_id = 'q1' ORDER BY s.id",
+    ) == [("other",)]
+    assert_sound(path)
