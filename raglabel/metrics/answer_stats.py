@@ -9,7 +9,6 @@ writes one out (None instead).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -19,6 +18,7 @@ from numpy.typing import NDArray
 from raglabel.metrics.agreement import krippendorff_alpha
 from raglabel.metrics.answer_summaries import CorrectedMean, GradeSummary
 from raglabel.metrics.discount import discount
+from raglabel.metrics.judge_corrected import judge_corrected
 from raglabel.metrics.stats import percentile_interval
 
 FloatArray = NDArray[np.float64]
@@ -87,22 +87,28 @@ def corrected_mean(
     theta +- z * sqrt(var(f) / N + var(f - h) / n), z the normal quantile of ``level``
     (1.959964 at 0.95). Both variances are sample variances (ddof=1): unbiased for the
     population the samples stand for, as the interval's standard error assumes.
+
+    This is :func:`raglabel.metrics.judge_corrected.judge_corrected` with the judge's
+    weight fixed at 1 (the answers spec's classic estimator, not power-tuned), the
+    samples with a judge grade as the population and those with both as the draw.
     """
     has_judge = ~np.isnan(judge)
     both = has_judge & ~np.isnan(human)
     n = int(both.sum())
     if n < max(min_human, 2):
         return None
-    f = judge[has_judge]
-    gap = judge[both] - human[both]
-    theta = float(f.mean() - gap.mean())
-    error = math.sqrt(float(f.var(ddof=1)) / f.size + float(gap.var(ddof=1)) / n)
-    # Imported here: only answer intervals need it, and eval of a run alone should not
-    # pay for statistics' import (with fractions and decimal).
-    from statistics import NormalDist
-
-    z = NormalDist().inv_cdf(0.5 + level / 2.0)
-    return CorrectedMean(theta, (theta - z * error, theta + z * error), n, int(f.size))
+    found = judge_corrected(
+        judge[:, None],
+        human[both][:, None],
+        judge[both][:, None],
+        level=level,
+        lam=1.0,
+        min_drawn=2,
+    ).column(0)
+    figure = found.corrected
+    if figure is None:  # cannot happen with n >= 2, but the type says it could
+        return None
+    return CorrectedMean(figure.mean, figure.ci, figure.queries, int(has_judge.sum()))
 
 
 def ranking_scores(
