@@ -2,8 +2,11 @@
 agrees with them, and whether judge grades would rank the runs as human grades do.
 
 Grades are ordinal, so the headline numbers are Krippendorff's alpha (ordinal) and
-quadratic-weighted kappa; the judge's bias is its mean grade minus the humans' on the
-same pairs. Run metrics are measured on the queries both label sets cover.
+quadratic-weighted kappa; the figures the literature on LLM assessors reports come too
+(unweighted kappa, binary kappa at the relevance threshold, tau over the best runs). The
+judge's bias is its mean grade minus the humans' on the same pairs. Run metrics are
+measured on the queries both label sets cover. Every kappa, alpha and tau has a bootstrap
+interval over queries (:mod:`raglabel.metrics.agreement_intervals`).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import itertools
 import sqlite3
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,6 +25,7 @@ from raglabel.formats.agreement_report import (
     AnswerGap,
     CriterionAgreement,
     PairAgreement,
+    PairIntervals,
     QueryAgreement,
     RunOrderAgreement,
 )
@@ -32,11 +37,17 @@ from raglabel.metrics.agreement import (
     mean_difference,
     weighted_kappa,
 )
+from raglabel.metrics.agreement_intervals import (
+    Interval,
+    pair_intervals,
+    run_order_intervals,
+    top_tau_rows,
+)
 from raglabel.metrics.answer_stats import AlphaInterval, alpha_interval
 from raglabel.metrics.config import MetricConfig
 from raglabel.metrics.criteria import CRITERIA
 from raglabel.metrics.evaluate import evaluate_runs
-from raglabel.metrics.names import MetricKey
+from raglabel.metrics.names import MetricKey, lower_is_better
 from raglabel.metrics.stats import nan_mean
 from raglabel.storage.labels import judge_consensus, resolve
 from raglabel.storage.ratings import PairKey, Ratings, load_ratings
@@ -51,18 +62,42 @@ def agreement(
     metrics: Sequence[MetricKey],
     config: MetricConfig | None = None,
     top_queries: int = 10,
+    *,
+    top_runs: int = 5,
+    resamples: int = 1000,
+    seed: int = 42,
 ) -> AgreementReport:
+    """Agreement among annotators and of each model (and the models' ensemble) with
+    people; with ``metrics``, whether judge grades order the runs as human grades do,
+    over all runs and over the ``top_runs`` best on human grades. Intervals: ``resamples``
+    bootstrap resamples of queries, seeded by ``seed``."""
+    if top_runs < 3:
+        raise ValueError(
+            f"top_runs must be 3 or more (tau over fewer is not given), got {top_runs}"
+        )
+    config = config or MetricConfig()
     ratings = load_ratings(conn)
     judge_name, judge = _judge(ratings)
     raters: dict[str, Mapping[PairKey, int]] = dict(ratings.annotators)
-    pairs = [_pair(a, b, raters[a], raters[b]) for a, b in itertools.combinations(raters, 2)]
+    compared = [(a, b, raters[a], raters[b]) for a, b in itertools.combinations(raters, 2)]
     # The judge is measured against people's own grades only: a grade that accepted a
     # suggestion would agree with the judge by construction.
     human = {p: g for p, g in ratings.resolved.items() if p not in ratings.accepted_pairs}
     for model, grades in ratings.models.items():
-        pairs.append(_pair(model, HUMANS, grades, human))
+        compared.append((model, HUMANS, grades, human))
     if judge_name is not None and len(ratings.models) > 1:
-        pairs.append(_pair(judge_name, HUMANS, judge, human))
+        compared.append((judge_name, HUMANS, judge, human))
+    pairs = [
+        _pair(
+            a,
+            b,
+            ga,
+            gb,
+            threshold=config.relevance_threshold,
+            draws=_Draws(resamples, (seed, 0, i)),
+        )
+        for i, (a, b, ga, gb) in enumerate(compared)
+    ]
     shared = sorted(set(judge) & set(human))
     table = None
     if shared:
@@ -87,10 +122,31 @@ def agreement(
         else None,
         queries=_by_query(judge, human, shared)[:top_queries],
         accepted_left_out=len(set(judge) & ratings.accepted_pairs),
+        relevance_threshold=config.relevance_threshold,
+        resamples=resamples,
+        seed=seed,
     )
     if judge and metrics:
-        report.runs = _runs(conn, ratings.resolved, judge, metrics, config or MetricConfig())
+        report.runs = _runs(
+            conn,
+            ratings.resolved,
+            judge,
+            metrics,
+            config,
+            top_runs=top_runs,
+            draws=_Draws(resamples, (seed, 1)),
+        )
     return report
+
+
+@dataclass(frozen=True)
+class _Draws:
+    """The bootstrap of one part of the report: ``resamples`` resamples of queries from
+    a random stream of its own, seeded by ``--seed`` and the part's place (0 and i: the
+    i-th rater pair; 1: the run orders, the same draws of queries for every metric)."""
+
+    resamples: int
+    seed: tuple[int, ...]
 
 
 def _judge(ratings: Ratings) -> tuple[str | None, dict[PairKey, int]]:
@@ -108,23 +164,67 @@ def _without(judge: dict[PairKey, int], ratings: Ratings) -> dict[PairKey, int]:
     return {p: g for p, g in judge.items() if p not in ratings.accepted_pairs}
 
 
-def _pair(a: str, b: str, ga: Mapping[PairKey, int], gb: Mapping[PairKey, int]) -> PairAgreement:
+def _pair(
+    a: str,
+    b: str,
+    ga: Mapping[PairKey, int],
+    gb: Mapping[PairKey, int],
+    *,
+    threshold: int,
+    draws: _Draws,
+) -> PairAgreement:
     both = sorted(set(ga) & set(gb))
     if not both:
-        return PairAgreement(a, b, 0, None, None, None, None, None)
+        return PairAgreement(
+            a, b, 0, None, None, None, None, None, None, None, 0, None,
+            PairIntervals(None, None, None, None), {},
+        )  # fmt: skip
     x = np.array([ga[p] for p in both], dtype=np.float64)
     y = np.array([gb[p] for p in both], dtype=np.float64)
     gap = np.abs(x - y)
+    figures = {
+        "kappa": weighted_kappa(x, y, GRADES, "quadratic"),
+        "kappa_unweighted": weighted_kappa(x, y, GRADES, "none"),
+        "kappa_binary": weighted_kappa(x >= threshold, y >= threshold, (0, 1), "none"),
+        "alpha": krippendorff_alpha(np.vstack([x, y]), "ordinal", GRADES),
+    }
+    # Each query's count table of (a's grade, b's grade): all a resample needs.
+    qids = sorted({q for q, _ in both})
+    position = {q: i for i, q in enumerate(qids)}
+    tables = np.zeros((len(qids), len(GRADES), len(GRADES)))
+    at = np.array([position[q] for q, _ in both], dtype=np.int64)
+    # Grades are 1-5 (the project file's CHECK), so grade g sits at place g - 1.
+    np.add.at(tables, (at, x.astype(np.int64) - 1, y.astype(np.int64) - 1), 1.0)
+    relevant = np.array(GRADES) >= threshold
+    # No interval for a figure undefined on the data itself: its resamples would
+    # describe a figure the report does not give.
+    drawn = {
+        name: found
+        for name, found in pair_intervals(
+            tables, relevant, resamples=draws.resamples, seed=draws.seed
+        ).items()
+        if figures[name] is not None
+    }
     return PairAgreement(
         a,
         b,
         len(both),
-        weighted_kappa(x, y, GRADES, "quadratic"),
-        krippendorff_alpha(np.vstack([x, y]), "ordinal", GRADES),
+        figures["kappa"],
+        figures["alpha"],
         mean_difference(x, y),
         float(np.mean(gap == 0)),
         float(np.mean(gap <= 1)),
+        figures["kappa_unweighted"],
+        figures["kappa_binary"],
+        len(qids),
+        confusion(x, y).tolist(),
+        PairIntervals(**{name: _ci(drawn.get(name)) for name in figures}),
+        {name: found.undefined for name, found in drawn.items()},
     )
+
+
+def _ci(found: Interval | None) -> tuple[float, float] | None:
+    return None if found is None else found.ci
 
 
 def _alpha(raters: Sequence[Mapping[PairKey, int]]) -> float | None:
@@ -160,39 +260,88 @@ def _runs(
     judge: Mapping[PairKey, int],
     metrics: Sequence[MetricKey],
     config: MetricConfig,
+    *,
+    top_runs: int,
+    draws: _Draws,
 ) -> list[RunOrderAgreement]:
     """Per metric, each run's means on human grades and on judge grades, over the
     queries that both label sets cover, so neither side is scored on queries the other
-    lacks."""
+    lacks; tau between the two orders over all runs and over the ``top_runs`` best on
+    human grades (ties at the cut go to the run whose name sorts first)."""
     common = {q for q, _ in human} & {q for q, _ in judge}
     if not common:
         return []
     rankings = rankings_by_run(conn, common)
     if not rankings:
         return []
-    means = {
-        side: _means(labels, common, rankings, metrics, config)
+    names = sorted(rankings)
+    # Labels in query order, so each side's label set lists its queries as
+    # sorted(common) whatever order it keeps them in: row q of both sides is one query,
+    # which the paired resampling of queries needs.
+    columns = {
+        side: _columns(dict(sorted(labels.items())), common, rankings, metrics, config)
         for side, labels in (("human", human), ("judge", judge))
     }
     out = []
     for key in metrics:
-        h = {run: means["human"][run][key] for run in rankings}
-        j = {run: means["judge"][run][key] for run in rankings}
-        both = [
-            (x, y) for run in rankings if (x := h[run]) is not None and (y := j[run]) is not None
-        ]
+        # (queries, runs) on each side, NaN where a query has no value.
+        hq = np.column_stack([columns["human"][run][key] for run in names])
+        jq = np.column_stack([columns["judge"][run][key] for run in names])
+        if hq.shape != jq.shape or hq.shape[0] != len(common):
+            raise RuntimeError(f"{key.name}: the two label sets list different queries")
+        h = {run: nan_mean(hq[:, r])[0] for r, run in enumerate(names)}
+        j = {run: nan_mean(jq[:, r])[0] for r, run in enumerate(names)}
+        both = [(x, y) for run in names if (x := h[run]) is not None and (y := j[run]) is not None]
         tau = kendall_tau_b([x for x, _ in both], [y for _, y in both]) if both else None
-        out.append(RunOrderAgreement(key.name, len(common), h, j, tau))
+        top = min(top_runs, len(both))
+        lower = lower_is_better(key.name)
+        tau_top = _defined(
+            top_tau_rows(_row(h, names), _row(j, names), top, lower_is_better=lower)[0]
+        )
+        found = run_order_intervals(
+            hq, jq, top, lower_is_better=lower, resamples=draws.resamples, seed=draws.seed
+        )
+        # As for a pair: no interval for a figure the data itself leaves undefined.
+        drawn = {
+            name: interval
+            for name, interval, value in zip(
+                ("tau", "tau_top"), found or (None, None), (tau, tau_top), strict=True
+            )
+            if interval is not None and value is not None
+        }
+        out.append(
+            RunOrderAgreement(
+                key.name,
+                len(common),
+                h,
+                j,
+                tau,
+                _ci(drawn.get("tau")),
+                top,
+                tau_top,
+                _ci(drawn.get("tau_top")),
+                {name: interval.undefined for name, interval in drawn.items()},
+            )
+        )
     return out
 
 
-def _means(
+def _row(means: Mapping[str, float | None], names: Sequence[str]) -> NDArray[np.float64]:
+    """Runs' means as a one-row matrix in ``names`` order, NaN for no mean."""
+    return np.array([[np.nan if (v := means[run]) is None else v for run in names]])
+
+
+def _defined(value: float) -> float | None:
+    return None if np.isnan(value) else float(value)
+
+
+def _columns(
     labels: Mapping[PairKey, int],
     common: set[str],
     rankings: Mapping[str, tuple[list[str], list[str]]],
     metrics: Sequence[MetricKey],
     config: MetricConfig,
-) -> dict[str, dict[MetricKey, float | None]]:
+) -> dict[str, dict[MetricKey, NDArray[np.float64]]]:
     qrels = QrelsRows([], [], [])
     for (qid, pid), grade in labels.items():
         if qid in common:
@@ -202,10 +351,7 @@ def _means(
     align = RowAlignment.from_qrels(qrels)
     runs = [align.run(name, RunRows(q, d, None, None)) for name, (q, d) in rankings.items()]
     values = evaluate_runs(align.labels, runs, metrics, config=config)
-    return {
-        name: {key: nan_mean(column)[0] for key, column in per_run.items()}
-        for name, per_run in values.items()
-    }
+    return values
 
 
 def answer_agreement(

@@ -25,12 +25,14 @@ def register(commands: Any) -> None:
         "agree",
         help="agreement between annotators, and between the judge and people",
         description=(
-            "Krippendorff's alpha (ordinal) and quadratic-weighted kappa between annotators "
-            "and between each judge model and the resolved human grades; the judge's bias, "
-            "its confusion matrix, how often annotators accepted suggestions, the queries "
-            "with most disagreement, and whether judge grades rank the runs as human "
-            "grades do (Kendall tau). Judge the graded pairs too (raglabel judge "
-            "--include-graded) to have pairs to compare."
+            "Krippendorff's alpha (ordinal) and Cohen's kappa (quadratic, unweighted, and "
+            "binary at --relevance-threshold) between annotators and between each judge "
+            "model and the resolved human grades; the judge's bias, its confusion matrix, "
+            "how often annotators accepted suggestions, the queries with most disagreement, "
+            "and whether judge grades rank the runs as human grades do (Kendall tau-b over "
+            "all runs and over the best runs). Each kappa, alpha and tau comes with a 95% "
+            "percentile bootstrap interval over queries. Judge the graded pairs too "
+            "(raglabel judge --include-graded) to have pairs to compare."
         ),
     )
     parser.add_argument("db", metavar="DB", help="the project file")
@@ -51,6 +53,25 @@ def register(commands: Any) -> None:
         help="queries with most disagreement to list (default: 10)",
     )
     parser.add_argument(
+        "--top-runs",
+        type=int_in(3, 100_000),
+        default=5,
+        metavar="N",
+        help="also compare the orders of the N runs best on human grades, or all runs "
+        "when there are fewer (default: 5)",
+    )
+    parser.add_argument(
+        "--resamples",
+        type=int_in(1, 100_000),
+        default=1000,
+        metavar="N",
+        help="bootstrap resamples of each 95%% interval: of queries for passage figures, "
+        "of items for answer criteria (default: 1000)",
+    )
+    parser.add_argument(
+        "--seed", type=int_in(0, 2**63 - 2), default=42, help="seed of the bootstrap (default: 42)"
+    )
+    parser.add_argument(
         "--format",
         choices=("table", "json", "markdown"),
         default="table",
@@ -63,16 +84,6 @@ def register(commands: Any) -> None:
         help="add per answer criterion: alpha judge vs humans, among humans, among a "
         "model's repeats and among models, with intervals; the confusion matrix and the "
         "largest judge-human gaps (default: off)",
-    )
-    answers.add_argument(
-        "--resamples",
-        type=int_in(1, 100_000),
-        default=1000,
-        metavar="N",
-        help="bootstrap draws of each alpha's interval, over items (default: 1000)",
-    )
-    answers.add_argument(
-        "--seed", type=int_in(0, 2**63 - 2), default=42, help="seed of the bootstrap (default: 42)"
     )
     add_convention_options(parser.add_argument_group("metric conventions"))
     parser.set_defaults(handler=run)
@@ -94,7 +105,15 @@ def run(args: argparse.Namespace) -> int:
         metrics = [key for key in metrics if key.base not in ("containment", "pct_proc")]
     config = metric_config(args)
     with open_to_read(args.db, "agree") as project:
-        report = agreement(project.conn, metrics, config, args.top)
+        report = agreement(
+            project.conn,
+            metrics,
+            config,
+            args.top,
+            top_runs=args.top_runs,
+            resamples=args.resamples,
+            seed=args.seed,
+        )
         if args.answers:
             from raglabel.analysis.agreement import answer_agreement
 
@@ -126,7 +145,9 @@ def _share(value: float | None) -> str:
 def as_text(report: AgreementReport, width: int | None = None) -> str:
     """The report as text, its tables laid out for a console ``width`` wide (None: no
     console, each table whole)."""
+    from raglabel.analysis.agreement import HUMANS
     from raglabel.cli.plain_table import wrapped
+    from raglabel.metrics.names import lower_is_better
 
     out: list[str] = []
 
@@ -165,6 +186,7 @@ def as_text(report: AgreementReport, width: int | None = None) -> str:
         width,
         keys=2,
     )
+    out += _interval_lines(report, width)
     if report.accepted_left_out:
         say(
             f"({report.accepted_left_out} pairs whose human grade accepted a suggestion are"
@@ -175,11 +197,15 @@ def as_text(report: AgreementReport, width: int | None = None) -> str:
             "(no pair has both a human grade and a suggestion: run raglabel judge with"
             " --include-graded to compare the judge with people)"
         )
-    if report.confusion is not None:
+    # Each model's confusion matrix, and the ensemble's after them: rows the humans'
+    # grades, as the humans lead every figure of the judge.
+    for pair in report.pairs:
+        if pair.b != HUMANS or pair.confusion is None:
+            continue
         out.append("")
-        say(f"confusion: humans (rows) vs {report.judge} (columns)")
+        say(f"confusion: humans (rows) vs {pair.a} (columns)")
         out.append("      " + "".join(f"{g:>6}" for g in range(1, 6)))
-        for grade, row in enumerate(report.confusion, 1):
+        for grade, row in enumerate(zip(*pair.confusion, strict=True), 1):
             out.append(f"{grade:>6}" + "".join(f"{n:>6}" for n in row))
     out.append("")
     say(
@@ -199,7 +225,7 @@ def as_text(report: AgreementReport, width: int | None = None) -> str:
         out.append("")
         say(
             f"{agreement.metric} on human vs judge grades ({agreement.queries} queries);"
-            f" Kendall tau of the runs' order: {_num(agreement.tau)}"
+            f" Kendall tau of the runs' order: {_num(agreement.tau)}{_ci(agreement.tau_ci)}"
         )
         order = sorted(agreement.human, key=lambda r: -(agreement.human[r] or -1.0))
         # Headed: two bare columns of numbers do not say which grades each is on.
@@ -209,7 +235,117 @@ def as_text(report: AgreementReport, width: int | None = None) -> str:
             width,
             indent=2,
         )
+        if agreement.tau_top is not None:
+            top = f"{agreement.tau_top:.3f}{_ci(agreement.tau_top_ci)}"
+        elif agreement.top_runs < 3:
+            top = "NA (fewer than 3 runs with both means)"
+        else:
+            top = "NA (they all tie, on human or on judge grades)"
+        say(f"  Kendall tau over the {agreement.top_runs} best runs on human grades: {top}")
+        lower = lower_is_better(agreement.metric)
+        say(f"  order on human grades: {_order(agreement.human, lower)}")
+        say(f"  order on judge grades: {_order(agreement.judge, lower)}")
+        for figure, count in agreement.ci_undefined.items():
+            if count:
+                say(f"  ({_undefined(figure, count, report.resamples)})")
+        for figure, value, ci in (
+            ("tau", agreement.tau, agreement.tau_ci),
+            ("tau_top", agreement.tau_top, agreement.tau_top_ci),
+        ):
+            if value is not None and ci is not None and not ci[0] <= value <= ci[1]:
+                # Runs this close flip places from one set of queries to the next,
+                # and the flips of both orders go together: tau is noise, not a reading.
+                say(
+                    f"  ({_FIGURES[figure]} lies outside its interval, as it can when runs are"
+                    " close beside the spread over queries: which queries are drawn then"
+                    " sets the order, and the interval does not bound tau)"
+                )
     return "\n".join(out) + "\n"
+
+
+#: The figures' names in the text, with their keys in the JSON.
+_FIGURES = {
+    "kappa": "kappa(q)",
+    "kappa_unweighted": "kappa(u)",
+    "kappa_binary": "kappa(b)",
+    "alpha": "alpha",
+    "tau": "tau",
+    "tau_top": "tau over the best runs",
+}
+
+
+def _ci(ci: tuple[float, float] | None) -> str:
+    return "" if ci is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _undefined(figure: str, count: int, resamples: int) -> str:
+    return (
+        f"{_FIGURES[figure]} was undefined in {count} of {resamples} resamples, left out"
+        " of its interval"
+    )
+
+
+def _order(means: dict[str, float | None], lower_is_better: bool) -> str:
+    """Runs best first, ``>`` between a run and the next worse, ``=`` between ties;
+    runs without a mean after them."""
+    scored = sorted(
+        ((value, name) for name, value in means.items() if value is not None),
+        key=lambda item: (item[0] if lower_is_better else -item[0], item[1]),
+    )
+    text = ""
+    for i, (value, name) in enumerate(scored):
+        if i:
+            text += " = " if value == scored[i - 1][0] else " > "
+        text += name
+    missing = [name for name, value in means.items() if value is None]
+    if missing:
+        text += " (no mean: " + ", ".join(missing) + ")"
+    return text or "NA"
+
+
+def _interval_lines(report: AgreementReport, width: int | None) -> list[str]:
+    """The kappas the pairs table has no room for, and every pair figure's interval."""
+    from raglabel.cli.plain_table import wrapped
+
+    if not report.pairs:
+        return []
+    out = [""]
+    out += wrapped(
+        f"kappa(u): Cohen's kappa unweighted; kappa(b): binary, relevant at grade >="
+        f" {report.relevance_threshold}; 95% intervals: percentile bootstrap over queries"
+        f" ({report.resamples} resamples, seed {report.seed})",
+        width,
+    )
+    figures = ("kappa_unweighted", "kappa_binary", "kappa", "alpha")
+    out += text_table(
+        (
+            "rater a",
+            "rater b",
+            "queries",
+            "kappa(u)",
+            "kappa(b)",
+            *(f"{_FIGURES[f]} CI" for f in figures),
+        ),
+        [
+            [
+                p.a,
+                p.b,
+                str(p.queries),
+                _num(p.kappa_unweighted),
+                _num(p.kappa_binary),
+                *(_ci(getattr(p.ci, f)).strip() or "NA" for f in figures),
+            ]
+            for p in report.pairs
+        ],
+        width,
+        keys=2,
+    )
+    for p in report.pairs:
+        for figure, count in p.ci_undefined.items():
+            if count:
+                note = _undefined(figure, count, report.resamples)
+                out += wrapped(f"({p.a} vs {p.b}: {note})", width)
+    return out
 
 
 def text_table(

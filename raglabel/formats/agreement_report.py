@@ -12,17 +12,36 @@ from raglabel.metrics.answer_stats import AlphaInterval
 
 
 @dataclass(frozen=True)
+class PairIntervals:
+    """95% percentile bootstrap intervals over queries of a pair's figures; None where
+    the figure is undefined, the pairs span fewer than 2 queries, or no resample
+    defined it."""
+
+    kappa: tuple[float, float] | None
+    kappa_unweighted: tuple[float, float] | None
+    kappa_binary: tuple[float, float] | None
+    alpha: tuple[float, float] | None
+
+
+@dataclass(frozen=True)
 class PairAgreement:
     """Two raters over the pairs both graded; ``bias`` is mean(a - b)."""
 
     a: str
     b: str
     n: int
-    kappa: float | None
-    alpha: float | None
+    kappa: float | None  # Cohen's kappa, quadratic weights, on the 1-5 grades
+    alpha: float | None  # Krippendorff's alpha, ordinal
     bias: float | None
     exact: float | None
     within_one: float | None
+    kappa_unweighted: float | None  # Cohen's kappa, no weights, on the 1-5 grades
+    kappa_binary: float | None  # Cohen's kappa of grade >= the relevance threshold
+    queries: int  # queries the pairs span: the bootstrap's unit
+    confusion: list[list[int]] | None  # rows: a's grade 1..5, columns: b's
+    ci: PairIntervals
+    # Per figure with an interval: resamples where it was undefined, left out of it.
+    ci_undefined: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -37,13 +56,20 @@ class QueryAgreement:
 
 @dataclass(frozen=True)
 class RunOrderAgreement:
-    """One metric: each run's mean on human and on judge grades, and the two orders' tau."""
+    """One metric: each run's mean on human and on judge grades, and the two orders'
+    tau over all runs and over the best runs on human grades, with their intervals."""
 
     metric: str
     queries: int
     human: dict[str, float | None]
     judge: dict[str, float | None]
     tau: float | None  # Kendall tau-b between the two orders of the runs
+    tau_ci: tuple[float, float] | None  # 95% percentile bootstrap over queries
+    top_runs: int  # N: the runs best on human grades that tau_top orders
+    tau_top: float | None  # tau-b over those N runs; None when N < 3
+    tau_top_ci: tuple[float, float] | None  # the N best chosen afresh in each resample
+    # Per figure with an interval ("tau", "tau_top"): resamples where it was undefined.
+    ci_undefined: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -93,5 +119,8 @@ class AgreementReport:
     accepted_share: float | None
     queries: list[QueryAgreement]
     accepted_left_out: int  # judged pairs left out of judge-vs-human figures: accepted
+    relevance_threshold: int  # kappa_binary's relevant: grade >= this
+    resamples: int  # bootstrap resamples of every interval
+    seed: int  # the bootstrap's seed
     runs: list[RunOrderAgreement] = field(default_factory=list)
     answers: dict[str, CriterionAgreement] | None = None  # per criterion, with --answers

@@ -17,10 +17,13 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 __all__ = [
+    "binary_tables",
     "confusion",
     "kendall_tau_b",
     "krippendorff_alpha",
     "mean_difference",
+    "table_kappas",
+    "tau_b_rows",
     "weighted_kappa",
 ]
 
@@ -172,11 +175,56 @@ def confusion(a: ArrayLike, b: ArrayLike, categories: Sequence[int] = (1, 2, 3, 
     return table
 
 
+Weights = Literal["quadratic", "linear", "none"]
+
+
+def _disagreement_weights(k: int, weights: Weights) -> FloatArray:
+    """Disagreement weight of positions i, j on a scale of ``k`` categories."""
+    if weights not in ("quadratic", "linear", "none"):
+        raise ValueError(f"unknown weights {weights!r}; use 'quadratic', 'linear' or 'none'")
+    # max() keeps a one-category scale from dividing by zero; kappa is then undefined anyway.
+    span = float(max(k - 1, 1))
+    gap = np.abs(np.subtract.outer(np.arange(k), np.arange(k))).astype(np.float64)
+    if weights == "quadratic":
+        w: FloatArray = (gap / span) ** 2
+    elif weights == "linear":
+        w = gap / span
+    else:
+        w = (gap > 0).astype(np.float64)
+    return w
+
+
+def table_kappas(tables: ArrayLike, weights: Weights = "quadratic") -> FloatArray:
+    """Cohen's kappa of each count table in a stack of shape (..., K, K), rows one
+    rater's category positions and columns the other's: NaN where it is undefined (an
+    empty table, or both raters in one and the same category throughout).
+
+    The form :func:`weighted_kappa` computes one table with, and a bootstrap many.
+    """
+    stack = np.asarray(tables, dtype=np.float64)
+    if stack.ndim < 2 or stack.shape[-1] != stack.shape[-2]:
+        raise ValueError(f"tables must end in two equal axes (K, K), got shape {stack.shape}")
+    w = _disagreement_weights(stack.shape[-1], weights)
+    total = stack.sum(axis=(-2, -1))
+    rows = stack.sum(axis=-1)
+    columns = stack.sum(axis=-2)
+    observed_dis = (stack * w).sum(axis=(-2, -1))
+    # sum_ij w_ij r_i c_j, divided by total^2 below: the disagreement chance would give.
+    expected_dis = np.einsum("...i,ij,...j->...", rows, w, columns)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kappas: FloatArray = np.where(
+            (total > 0) & (expected_dis > 0),
+            1.0 - observed_dis * total / expected_dis,
+            np.nan,
+        )
+    return kappas
+
+
 def weighted_kappa(
     a: ArrayLike,
     b: ArrayLike,
     categories: Sequence[int] = (1, 2, 3, 4, 5),
-    weights: Literal["quadratic", "linear", "none"] = "quadratic",
+    weights: Weights = "quadratic",
 ) -> float | None:
     """Cohen's kappa between two raters who graded the same items, in the same order.
 
@@ -186,29 +234,54 @@ def weighted_kappa(
     Returns None when there are no items or the expected disagreement is 0 (both raters
     used one and the same category throughout).
     """
-    if weights not in ("quadratic", "linear", "none"):
-        raise ValueError(f"unknown weights {weights!r}; use 'quadratic', 'linear' or 'none'")
-    table = confusion(a, b, categories).astype(np.float64)
-    total = float(table.sum())
-    if total == 0.0:
-        return None
-    k = table.shape[0]
-    # max() keeps a one-category scale from dividing by zero; kappa is then None anyway.
-    span = float(max(k - 1, 1))
-    gap = np.abs(np.subtract.outer(np.arange(k), np.arange(k))).astype(np.float64)
-    if weights == "quadratic":
-        w = (gap / span) ** 2
-    elif weights == "linear":
-        w = gap / span
-    else:
-        w = (gap > 0).astype(np.float64)
+    kappa = float(table_kappas(confusion(a, b, categories), weights))
+    return None if np.isnan(kappa) else kappa
 
-    observed = table / total
-    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
-    expected_dis = float((w * expected).sum())
-    if expected_dis == 0.0:
-        return None
-    return 1.0 - float((w * observed).sum()) / expected_dis
+
+def binary_tables(tables: ArrayLike, relevant: ArrayLike) -> FloatArray:
+    """Each (K, K) count table of a stack folded to (2, 2): position 0 the categories
+    that are not ``relevant`` (a boolean per category), 1 those that are. Cohen's kappa
+    of the folded table is the binary kappa at a relevance threshold."""
+    stack = np.asarray(tables, dtype=np.float64)
+    mask = np.asarray(relevant, dtype=bool)
+    if mask.ndim != 1 or stack.ndim < 2 or stack.shape[-2:] != (mask.size, mask.size):
+        raise ValueError(f"tables of shape {stack.shape} do not fit {mask.size} relevance flags")
+    # fold[c, s] = 1 when category c falls on side s; fold^T T fold sums each block.
+    fold = np.stack([~mask, mask], axis=1).astype(np.float64)
+    folded: FloatArray = np.einsum("ci,...cd,dj->...ij", fold, stack, fold)
+    return folded
+
+
+def tau_b_rows(x: ArrayLike, y: ArrayLike) -> FloatArray:
+    """Kendall's tau-b of each row pair of two (R, n) matrices; NaN in either matrix
+    leaves that column out of its row, as if the item were not there. NaN where tau is
+    undefined (fewer than 2 items left, or all of x, or of y, tied).
+
+    The form :func:`kendall_tau_b` computes one pair with, and a bootstrap many.
+    """
+    mx = np.atleast_2d(np.asarray(x, dtype=np.float64))
+    my = np.atleast_2d(np.asarray(y, dtype=np.float64))
+    if mx.shape != my.shape or mx.ndim != 2:
+        raise ValueError(f"x and y must be matrices of one shape, got {mx.shape} and {my.shape}")
+    n = mx.shape[1]
+    first, second = np.triu_indices(n, k=1)
+    present = ~(np.isnan(mx) | np.isnan(my))
+    both = present[:, first] & present[:, second]
+    # A pair with a missing item counts as tied on both sides: it then adds nothing to
+    # the score nor to either count of untied pairs, exactly as if it were not there.
+    with np.errstate(invalid="ignore"):
+        sx = np.where(both, np.sign(mx[:, first] - mx[:, second]), 0.0)
+        sy = np.where(both, np.sign(my[:, first] - my[:, second]), 0.0)
+    # Pairs tied on x are untied pairs lost from x's side of the normalisation, and
+    # likewise for y, which is what makes tau-b reach +-1 in the presence of ties.
+    untied_x = np.count_nonzero(sx, axis=1).astype(np.float64)
+    untied_y = np.count_nonzero(sy, axis=1).astype(np.float64)
+    score = (sx * sy).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        taus: FloatArray = np.where(
+            (untied_x > 0) & (untied_y > 0), score / np.sqrt(untied_x * untied_y), np.nan
+        )
+    return taus
 
 
 def kendall_tau_b(x: ArrayLike, y: ArrayLike) -> float | None:
@@ -219,20 +292,10 @@ def kendall_tau_b(x: ArrayLike, y: ArrayLike) -> float | None:
     Returns None when there are fewer than 2 pairs or all of x (or of y) are tied.
     """
     vx, vy = _pair(x, y, ("x", "y"))
-    n = vx.size
-    if n < 2:
+    if vx.size < 2:
         return None
-    upper = np.triu(np.ones((n, n), dtype=bool), k=1)
-    sx = np.sign(np.subtract.outer(vx, vx))[upper]
-    sy = np.sign(np.subtract.outer(vy, vy))[upper]
-    # Pairs tied on x are untied pairs lost from x's side of the normalisation, and
-    # likewise for y, which is what makes tau-b reach +-1 in the presence of ties.
-    untied_x = int(np.count_nonzero(sx))
-    untied_y = int(np.count_nonzero(sy))
-    if untied_x == 0 or untied_y == 0:
-        return None
-    score = float(np.sum(sx * sy))
-    return score / float(np.sqrt(float(untied_x) * float(untied_y)))
+    tau = float(tau_b_rows(vx[None, :], vy[None, :])[0])
+    return None if np.isnan(tau) else tau
 
 
 def mean_difference(a: ArrayLike, b: ArrayLike) -> float | None:

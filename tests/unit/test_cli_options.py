@@ -311,7 +311,7 @@ def _value_for(action: argparse.Action, work: Path) -> str:
     """A value the option accepts."""
     if action.choices:
         return str(next(iter(action.choices)))
-    for candidate in ("1", str(work / "a.run"), str(work / "out.txt")):
+    for candidate in ("1", "5", str(work / "a.run"), str(work / "out.txt")):
         try:
             if action.type is not None and callable(action.type):
                 action.type(candidate)
