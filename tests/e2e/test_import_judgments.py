@@ -13,9 +13,12 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import krippendorff
+import numpy as np
 import pytest
 from cli_helpers import child
 from docs_pages import examples
+from scipy.stats import kendalltau
 from sklearn.metrics import cohen_kappa_score
 
 LLMJUDGE = Path(__file__).parents[1] / "data" / "llmjudge"
@@ -50,8 +53,11 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "--annotator",
         "nist",
         *[arg for model in MODELS for arg in ("--judgments", f"{model}={LLMJUDGE}/{model}.qrels")],
+        # Synthetic runs over the slice's pairs (make_runs.py says how they were made):
+        # the LLMJudge repositories hold labels, not runs, and tau needs run orders.
+        *[arg for run in sorted((LLMJUDGE / "runs").glob("*.run")) for arg in ("--run", run)],
     )
-    assert "grades: 240" in said and "suggestions: 480" in said
+    assert "grades: 240" in said and "suggestions: 480" in said and "runs: 6" in said
     return db
 
 
@@ -126,6 +132,48 @@ def test_the_same_file_again_is_a_no_op_and_a_bad_one_changes_nothing(
     assert result.returncode == 2
     assert f"{bad}:2: relevance 10 is not covered by the grade map" in result.stderr
     assert checksum(copy) == before
+
+
+def test_every_figure_of_agree_equals_the_independent_implementation(project: Path) -> None:
+    """The issue's test: on LLMJudge's public labels, each model's kappas equal
+    scikit-learn's, its alpha the krippendorff package's and each run metric's taus
+    scipy's, all computed here from the slice files and agree's per-run means."""
+    report = json.loads(
+        ok("agree", project, "--format", "json", "--metrics", "ndcg@10,p@5", "--top-runs", "4")
+    )
+    humans = labels("humans")
+    pairs = sorted(humans)
+    people = np.array([TREC_GRADES[humans[p]] for p in pairs])
+    for model in MODELS:
+        (entry,) = [e for e in report["pairs"] if e["a"] == model and e["b"] == "humans"]
+        theirs = labels(model)
+        judge = np.array([TREC_GRADES[theirs[p]] for p in pairs])
+        assert entry["kappa_unweighted"] == pytest.approx(cohen_kappa_score(judge, people))
+        # Relevant at grade >= 4 (the default --relevance-threshold): TREC label >= 2.
+        assert entry["kappa_binary"] == pytest.approx(cohen_kappa_score(judge >= 4, people >= 4))
+        alpha = krippendorff.alpha(
+            reliability_data=np.vstack([judge, people]).astype(float),
+            level_of_measurement="ordinal",
+            value_domain=[1, 2, 3, 4, 5],
+        )
+        assert entry["alpha"] == pytest.approx(alpha)
+        for key in ("kappa", "kappa_unweighted", "kappa_binary", "alpha"):
+            low, high = entry["ci"][key]
+            assert low <= high
+    assert [run["metric"] for run in report["runs"]] == ["ndcg@10", "precision@5"]
+    for run in report["runs"]:
+        names = sorted(run["human"])
+        assert len(names) == 6
+        human = [run["human"][name] for name in names]
+        judged = [run["judge"][name] for name in names]
+        assert run["tau"] == pytest.approx(kendalltau(human, judged, variant="b").statistic)
+        best = sorted(names, key=lambda name: (-run["human"][name], name))[:4]
+        assert run["top_runs"] == 4
+        assert run["tau_top"] == pytest.approx(
+            kendalltau(
+                [run["human"][n] for n in best], [run["judge"][n] for n in best], variant="b"
+            ).statistic
+        )
 
 
 # -- docs/guide/judge.md, "Other judges' labels" -----------------------------------------
