@@ -87,6 +87,19 @@ a sentence, then the line ``##final score: N``. The label N, from ``labeler`` (d
 its score in prose (``My final score is N.``) without the line; ``nomarker`` lets any
 other request succeed.
 
+An overrating judge
+-------------------
+``grader=overrating_grader(long_chars=N)`` makes the server a judge with the LLM
+assessor's known biases, deterministically, for probes (``raglabel agree --probe``). It
+reads the query (the ``Query:`` line) and the passage (between the two fence lines,
+after any ``Title:`` line) of the built-in prompt's layout, then grades by the passage's
+first paragraph (up to its first blank line): its ``[[grade=N]]`` marker, else a stable
+hash of the query and that paragraph, 1-5; then adds 1 when the whole passage is at
+least N characters long, and 1 when its last paragraph holds every word of the query,
+up to 5 in all. Text appended after a blank line thus never changes the base grade. A
+request in another layout gets `default_grader`'s grade; a final-score request is
+labelled by ``labeler`` as ever, the grader unused.
+
 Random faults: with ``fault_rate`` p, each request without a marker gets, with
 probability p, a kind drawn uniformly from ``fault_kinds``, from a ``random.Random(seed)``.
 Because requests race for the generator, the sequence is reproducible only for requests
@@ -128,6 +141,7 @@ __all__ = [
     "default_grader",
     "default_labeler",
     "final_score_content",
+    "overrating_grader",
 ]
 
 #: Every kind name a marker or ``fault_kinds`` may use (``429`` and ``slow`` take ``@S``).
@@ -192,6 +206,55 @@ def default_grader(text: str) -> int:
     stable = _DELIMITER_LIKE.sub("", _FAULT_MARKER.sub("", text))
     digest = hashlib.sha256(stable.encode("utf-8")).digest()
     return 1 + int.from_bytes(digest[:8], "big") % 5
+
+
+_PROMPT_FENCE = re.compile(r"^(DATA-[0-9A-F]{16})$", re.MULTILINE)
+_QUERY_LINE = re.compile(r"^Query: (.*)$", re.MULTILINE)
+_WORD = re.compile(r"\w+")
+
+
+def _query_and_passage(text: str) -> tuple[str, str] | None:
+    """The query and the fenced passage of a prompt in the built-in layout, or None."""
+    query = _QUERY_LINE.search(text)
+    fence = _PROMPT_FENCE.search(text)
+    if query is None or fence is None:
+        return None
+    start = fence.end() + 1
+    end = text.find(f"\n{fence.group(1)}\n", start - 1)
+    if end < 0:
+        end = text.find(f"\n{fence.group(1)}", start - 1)
+    if end < 0:
+        return None
+    passage = text[start:end]
+    if passage.startswith("Title: "):
+        passage = passage.split("\n", 1)[1] if "\n" in passage else ""
+    return query.group(1), passage
+
+
+def overrating_grader(*, long_chars: int) -> Callable[[str], int]:
+    """A grader that rates a passage higher for being long or holding the query's words
+    (see the module docstring, "An overrating judge")."""
+
+    def grade(text: str) -> int:
+        found = _query_and_passage(text)
+        if found is None:
+            return default_grader(text)
+        query, passage = found
+        paragraphs = passage.split("\n\n")
+        first = paragraphs[0]
+        marker = _GRADE_MARKER.search(first)
+        if marker is not None:
+            base = int(marker.group(1))
+        else:
+            digest = hashlib.sha256(f"{query}\x1f{first}".encode()).digest()
+            base = 1 + int.from_bytes(digest[:8], "big") % 5
+        long = len(passage) >= long_chars
+        last = {w.lower() for w in _WORD.findall(paragraphs[-1])}
+        terms = {w.lower() for w in _WORD.findall(query)}
+        stuffed = bool(terms) and terms <= last
+        return min(5, base + long + stuffed)
+
+    return grade
 
 
 def default_chunk_count(text: str) -> int | None:

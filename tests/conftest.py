@@ -68,6 +68,13 @@ def default_grader_fixture() -> Callable[[str], int]:
     return chat_server.default_grader
 
 
+@pytest.fixture(name="overrating_grader")
+def overrating_grader_fixture() -> Callable[..., Callable[[str], int]]:
+    """``overrating_grader(long_chars=N)``: a grader for the fake chat server that rates
+    long passages and passages holding the query's words higher (for probes)."""
+    return chat_server.overrating_grader
+
+
 @pytest.fixture(name="assert_sound")
 def assert_sound_fixture() -> Callable[[Path], None]:
     """``assert_sound(path)``: the project file passes SQLite's checks and its grade cache

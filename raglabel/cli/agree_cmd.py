@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from raglabel.cli.arguments import int_in
 from raglabel.cli.options import add_convention_options, cutoffs_option, metric_config
+from raglabel.cli.probe_options import add_probe_options, probe_requested, run_probe
 from raglabel.errors import UsageError
 
 if TYPE_CHECKING:
@@ -86,10 +87,14 @@ def register(commands: Any) -> None:
         "largest judge-human gaps (default: off)",
     )
     add_convention_options(parser.add_argument_group("metric conventions"))
+    # Last: the probe's options read the defaults of agree's own, to refuse them with it.
+    add_probe_options(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if probe_requested(args):
+        return run_probe(args)
     from raglabel.analysis.agreement import agreement
     from raglabel.cli.plain_table import console_width
     from raglabel.cli.reading import open_to_read

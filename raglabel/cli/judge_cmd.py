@@ -9,14 +9,22 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from raglabel.cli.arguments import float_in, int_in, project_file
+from raglabel.cli.arguments import int_in, project_file
+from raglabel.cli.judge_options import (
+    add_asking_options,
+    add_endpoint_options,
+    add_load_options,
+    check_models,
+    check_prompt,
+    params_of,
+    run_limits,
+)
 from raglabel.errors import UsageError
 
 if TYPE_CHECKING:
     from raglabel.judge.prompt import Template
-    from raglabel.judge.work import AnswerSlot, RunLimits, Slot, Tally
+    from raglabel.judge.work import AnswerSlot, Slot, Tally
     from raglabel.session.answer_judging import AnswerFinished
-    from raglabel.session.judging import JudgeSetup
     from raglabel.storage.judgments import Plan
 
 EXIT_INTERRUPTED = 130
@@ -40,11 +48,6 @@ CHARS_PER_TOKEN = 4
 # need and keeps a typo from planning a billion requests or sleeping for ever.
 MAX_DEPTH = 1_000_000
 MAX_REPEAT = 100
-MAX_TOKENS = 1_000_000
-MAX_CONCURRENCY = 1_000
-MAX_ATTEMPTS = 100
-MAX_TIMEOUT_S = 3_600
-MIN_RPM, MAX_RPM = 0.1, 1_000_000
 #: Answers one run may plan (pairs x models x repeats); narrow a bigger one.
 MAX_ANSWERS = 10_000_000
 
@@ -60,23 +63,7 @@ def register(commands: Any) -> None:
         ),
     )
     parser.add_argument("db", metavar="DB", type=project_file, help="the project file")
-    parser.add_argument(
-        "--base-url", required=True, metavar="URL", help="e.g. http://localhost:11434/v1"
-    )
-    parser.add_argument(
-        "--model",
-        action="append",
-        required=True,
-        metavar="NAME",
-        help="the model to ask; repeat for an ensemble",
-    )
-    parser.add_argument(
-        "--api-key-env",
-        default="OPENAI_API_KEY",
-        metavar="VAR",
-        help="environment variable holding the API key; the key is never stored or printed"
-        " (default: OPENAI_API_KEY)",
-    )
+    add_endpoint_options(parser)
     answers = parser.add_argument_group(
         "answers (judge answer samples instead of passages; see the spec's criteria)"
     )
@@ -129,13 +116,7 @@ def register(commands: Any) -> None:
         " (without it, such pairs stop the run before any request)",
     )
     ask = parser.add_argument_group("how to ask")
-    ask.add_argument(
-        "--prompt",
-        metavar="FILE",
-        help="own prompt: {query} {passage} {fence} {title}; it may start with a header"
-        " between two +++ lines declaring its label scale, grades and reply (json or"
-        " final-score)",
-    )
+    add_asking_options(ask)
     ask.add_argument(
         "--repeat",
         type=int_in(1, MAX_REPEAT),
@@ -143,72 +124,11 @@ def register(commands: Any) -> None:
         metavar="N",
         help=f"answers per pair and model, 1 to {MAX_REPEAT} (default: 1)",
     )
-    ask.add_argument(
-        "--temperature",
-        type=float_in(0, 2),
-        default=0.0,
-        metavar="T",
-        help="sampling temperature, 0 to 2 (default: 0)",
-    )
-    ask.add_argument(
-        "--max-tokens",
-        type=int_in(1, MAX_TOKENS),
-        default=256,
-        metavar="N",
-        help=f"reply limit, 1 to {MAX_TOKENS:,} (default: 256; with --answers a"
-        " ctx_rank_prec call gets at least 64 + 48 per chunk)",
-    )
-    ask.add_argument(
-        "--json-mode",
-        action="store_true",
-        help='send response_format {"type": "json_object"} (when the server supports it)',
-    )
-    load = parser.add_argument_group("load and faults")
-    load.add_argument(
-        "--concurrency",
-        type=int_in(1, MAX_CONCURRENCY),
-        default=8,
-        metavar="N",
-        help=f"requests at once, 1 to {MAX_CONCURRENCY:,} (default: 8)",
-    )
-    load.add_argument(
-        "--rpm",
-        type=float_in(MIN_RPM, MAX_RPM),
-        metavar="N",
-        help=f"at most N requests per minute, {MIN_RPM:g} to {MAX_RPM:,} (default: no limit)",
-    )
-    load.add_argument(
-        "--timeout",
-        type=float_in(0, MAX_TIMEOUT_S, above=True),
-        default=60.0,
-        metavar="S",
-        help=f"seconds per request, the whole exchange, up to {MAX_TIMEOUT_S:,} (default: 60)",
-    )
-    load.add_argument(
-        "--max-attempts",
-        type=int_in(1, MAX_ATTEMPTS),
-        default=6,
-        metavar="N",
-        help=f"tries per answer, 1 to {MAX_ATTEMPTS} (default: 6)",
-    )
+    add_load_options(parser.add_argument_group("load and faults"))
     parser.add_argument(
         "--dry-run", action="store_true", help="print the calls and tokens it would take; send none"
     )
     parser.set_defaults(handler=run)
-
-
-def _check(args: argparse.Namespace) -> None:
-    if len(set(args.model)) != len(args.model):
-        raise UsageError("--model: a model is named twice")
-    if any(not name.strip() for name in args.model):
-        raise UsageError("--model: a model name must not be empty")
-
-
-def params_of(args: argparse.Namespace) -> dict[str, Any]:
-    params: dict[str, Any] = {"temperature": args.temperature, "max_tokens": args.max_tokens}
-    if args.json_mode:
-        params["response_format"] = {"type": "json_object"}
-    return params
 
 
 def _check_answers(args: argparse.Namespace) -> None:
@@ -225,7 +145,7 @@ def _check_answers(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    _check(args)
+    check_models(args)
     _check_answers(args)
     if args.answers:
         return run_answers(args)
@@ -241,7 +161,7 @@ def run_passages(args: argparse.Namespace) -> int:
     from raglabel.storage.project import Project
 
     template = Template.from_file(Path(args.prompt)) if args.prompt else Template.builtin()
-    _check_prompt(args, template)
+    check_prompt(args, template)
     setting = Setting(public_endpoint(endpoint_url(args.base_url)), template, params_of(args))
     setup = JudgeSetup(setting, tuple(args.model), args.repeat, args.api_key_env, args.base_url)
     selection = Selection(
@@ -294,25 +214,6 @@ def run_passages(args: argparse.Namespace) -> int:
     if finished.status == "interrupted":
         return EXIT_INTERRUPTED
     return 1 if finished.tally.stopped or finished.tally.failed else 0
-
-
-def _check_prompt(args: argparse.Namespace, template: Template) -> None:
-    """A reply shape the options contradict is refused; a prompt that does not fence the
-    passage off as data (a published one, run as written) is said to be so."""
-    from raglabel.judge.prompt_header import FINAL_SCORE
-
-    if args.json_mode and template.header.reply == FINAL_SCORE:
-        raise UsageError(
-            f"--json-mode: {args.prompt} asks for a final-score reply, not a JSON object;"
-            " leave --json-mode out"
-        )
-    if not template.fenced:
-        print(
-            f"raglabel judge: note: {args.prompt} has no {{fence}} lines, so the passages"
-            " are not marked off as data; a passage that speaks to the judge may sway it"
-            " (the flags still mark such passages)",
-            file=sys.stderr,
-        )
 
 
 def run_answers(args: argparse.Namespace) -> int:
@@ -421,22 +322,6 @@ def answer_summary(finished: AnswerFinished, work: Plan[AnswerSlot]) -> str:
     return "\n".join(lines)
 
 
-def run_limits(args: argparse.Namespace, setup: JudgeSetup) -> RunLimits:
-    """The run's limits from the options, saying first when no API key will be sent."""
-    from raglabel.judge.backoff import RetryPolicy
-    from raglabel.judge.work import RunLimits
-
-    if setup.api_key() is None:
-        print(
-            f"raglabel judge: note: ${args.api_key_env} is not set; sending requests "
-            "without an API key (fine for local servers)",
-            file=sys.stderr,
-        )
-    return RunLimits(
-        args.concurrency, args.rpm, RetryPolicy(attempts=args.max_attempts), args.timeout
-    )
-
-
 def describe_plan(work: Plan[Slot], template: Template, models: list[str], repeats: int) -> str:
     sizes = [
         len(template.render(p.query, p.passage, p.title)) for p in (s.pair for s in work.slots)
@@ -480,7 +365,8 @@ class ProgressLine:
     PLAIN_EVERY_S = 10.0
     DRAW_EVERY_S = 0.1
 
-    def __init__(self) -> None:
+    def __init__(self, command: str = "judge") -> None:
+        self.command = command  # what a plain line is headed with: the command running
         self.tty = sys.stderr.isatty()
         self._last = 0.0
         self._drawn = False
@@ -500,7 +386,7 @@ class ProgressLine:
             sys.stderr.write("\r\x1b[2K" + tally.bar() + " " + tally.describe())
             self._drawn = True
         elif tally.done:
-            sys.stderr.write(f"raglabel judge: {tally.describe()}\n")
+            sys.stderr.write(f"raglabel {self.command}: {tally.describe()}\n")
         sys.stderr.flush()
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from raglabel.formats.agreement_report import AgreementReport
+from raglabel.formats.probe_report import ProbeDocument
 from raglabel.formats.report import Report
 from raglabel.formats.samples import Sample
 from raglabel.formats.suggestion_line import SuggestionLine
@@ -24,6 +25,7 @@ SCHEMAS: dict[str, Any] = {
     "samples-line.schema.json": Sample,
     "suggestion-line.schema.json": SuggestionLine,
     "agree-report.schema.json": AgreementReport,
+    "agree-probe.schema.json": ProbeDocument,
 }
 
 

@@ -16,6 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Final
 
+from raglabel.judge.prompt_header import FINAL_SCORE, JSON
+
 # The kinds of a reply that arrived but could not be used (the model's doing).
 EMPTY: Final = "empty reply"
 NOT_JSON: Final = "not JSON"
@@ -134,37 +136,70 @@ class Failures:
         return shown
 
 
-def early_stop(failures: Failures, ok: int, done: int, planned: int) -> str | None:
+def early_stop(
+    failures: Failures,
+    ok: int,
+    done: int,
+    planned: int,
+    *,
+    reply: str = JSON,
+    kept: bool = True,
+) -> str | None:
     """Why a run should stop now, or None: the first ``EARLY_STOP_AFTER`` answers back
     all failed, the same way, none was graded, and more remain to ask. A run that
-    failed like that would most likely fail every other slot the same way, paid for."""
+    failed like that would most likely fail every other slot the same way, paid for.
+
+    The advice fits the run: ``reply`` is the reply shape its prompt asks for (JSON, or
+    a final-score line, for which ``--json-mode`` is refused), and ``kept`` says whether
+    its failed replies are stored, for ``raglabel export`` to show (a probe keeps none)."""
     if ok or done != EARLY_STOP_AFTER or done >= planned or len(failures.counts) != 1:
         return None
     ((kind, _),) = failures.counts.items()
     return (
         f"the first {done} answers all failed the same way ({kind}) and none was graded,"
         f" so the run stopped rather than ask for the rest (e.g. {failures.examples[kind]})."
-        f" {_hint(kind)}"
+        f" {_hint(kind, reply, kept)}"
     )
 
 
-def _hint(kind: str) -> str:
+#: Where a run that stores its failures shows the replies that failed.
+_SHOWN_BY_EXPORT: Final = (
+    "; `raglabel export DB --jsonl F --suggestions --with-failures` shows its replies"
+)
+
+
+#: What each unusable reply to a final-score prompt means (NOT_JSON cannot happen there).
+_FINAL_SCORE_WRONGS: Final = {
+    EMPTY: "The model's replies are empty",
+    WRONG_SHAPE: "The model's score line does not hold a whole number",
+    OUT_OF_RANGE: "The model's final score is not a label of the prompt file's scale",
+}
+
+
+def _hint(kind: str, reply: str = JSON, kept: bool = True) -> str:
+    shown = _SHOWN_BY_EXPORT if kept else ""
     if kind == NO_FINAL_SCORE:
         return (
             "The model does not end its reply with the line the prompt file asks for"
-            " (##final score: N): reword the prompt's request for it, or try another --model;"
-            " `raglabel export DB --jsonl F --suggestions --with-failures` shows its replies"
+            " (##final score: N): reword the prompt's request for it, or try another"
+            f" --model{shown}"
+        )
+    if kind in _FINAL_SCORE_WRONGS and reply == FINAL_SCORE:
+        # Not --json-mode: it asks for a JSON object, which a final-score prompt refuses.
+        return (
+            f"{_FINAL_SCORE_WRONGS[kind]}: reword the prompt's request for the line"
+            f" (##final score: N), or try another --model{shown}"
         )
     if kind in REPLY_KINDS:
         return (
             "The model does not answer in the shape asked: try --json-mode, another --model"
-            " or your own --prompt; `raglabel export DB --jsonl F --suggestions"
-            " --with-failures` shows its replies"
+            f" or your own --prompt{shown}"
         )
     if kind.startswith("HTTP 4") or kind == "HTTP 501":  # 501: "not implemented" here
+        supported = "--max-tokens" if reply == FINAL_SCORE else "--json-mode, --max-tokens"
         return (
             "The endpoint refuses these requests: check --base-url, --model and the options"
-            " it supports (--json-mode, --max-tokens)"
+            f" it supports ({supported})"
         )
     if kind.startswith("HTTP "):
         return "The endpoint fails on these requests: check --base-url and --model, or try later"

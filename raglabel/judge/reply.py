@@ -30,6 +30,8 @@ MAX_REASON = 2000
 #: or without spaces around its words and colon; the line holds nothing else.
 FINAL_SCORE_LINE = re.compile(r"##[ \t]*final[ \t]*score[ \t]*:(.*)", re.IGNORECASE)
 _WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
+#: A line that only opens or closes a Markdown code fence (```, ~~~, with an info string).
+_FENCE_LINE = re.compile(r"(?:`{3,}|~{3,})[\w+.-]*")
 
 
 class JudgeReply(BaseModel):
@@ -125,7 +127,11 @@ def parse_final_score(content: str, scale: Scale) -> tuple[int, str] | Problem:
     label = int(value)
     if label not in scale:
         return Problem(f"final score {label} is outside {scale.span}", OUT_OF_RANGE)
-    said = " ".join(" ".join(lines[:at]).split())
+    # A model that wraps its answer in a code fence leaves the fence's opening line
+    # (and any fence it closed before the score line) among the words before it:
+    # markup, not something it said.
+    words = [line for line in lines[:at] if _FENCE_LINE.fullmatch(line.strip()) is None]
+    said = " ".join(" ".join(words).split())
     return label, said[:MAX_REASON]
 
 

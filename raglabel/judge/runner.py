@@ -49,6 +49,7 @@ class JudgeRun(Generic[S]):
         on_progress: Callable[[Tally], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
         rng: random.Random | None = None,
+        keeps_replies: bool = True,
     ) -> None:
         self.client = client
         self.task = task
@@ -60,6 +61,9 @@ class JudgeRun(Generic[S]):
         # requests in flight finish and be kept.
         self.should_stop = should_stop or (lambda: False)
         self.rng = rng or random.Random()
+        # Whether ``on_outcome`` stores failed replies where ``raglabel export`` shows
+        # them: an early stop's advice points there only then.
+        self.keeps_replies = keeps_replies
         self._gate = asyncio.Lock()
         self._next_send = 0.0
         self._paused_until = 0.0
@@ -108,7 +112,14 @@ class JudgeRun(Generic[S]):
             self.on_outcome(outcome)
             self._progress()
             t = self.tally
-            why = early_stop(t.failures, t.ok, t.done, t.planned)
+            why = early_stop(
+                t.failures,
+                t.ok,
+                t.done,
+                t.planned,
+                reply=self.task.reply,
+                kept=self.keeps_replies,
+            )
             if why is not None:
                 # Said here, not only when ``run`` catches it: a worker that has not
                 # yielded since must not take another slot. The answers back are kept

@@ -14,7 +14,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 from raglabel.judge import answer_prompt
 from raglabel.judge.prompt import Template
-from raglabel.judge.prompt_header import FINAL_SCORE, PromptHeader
+from raglabel.judge.prompt_header import FINAL_SCORE, JSON, PromptHeader
 from raglabel.judge.reply import (
     JudgeReply,
     Problem,
@@ -48,6 +48,12 @@ class Task(Protocol[S_contra]):
     @property
     def failures_cost(self) -> bool:
         """Whether a failed slot records the time and tokens its replies took."""
+        ...
+
+    @property
+    def reply(self) -> str:
+        """The reply shape the prompt asks for (``prompt_header.JSON`` or
+        ``FINAL_SCORE``): what a run's advice on failed replies must fit."""
         ...
 
     def prompt(self, slot: S_contra) -> str:
@@ -102,6 +108,10 @@ class PassageTask:
         # Passage failures have always stored no figures; the file format keeps that.
         return False
 
+    @property
+    def reply(self) -> str:
+        return self.template.header.reply
+
     def prompt(self, slot: Slot) -> str:
         pair = slot.pair
         return self.template.render(pair.query, pair.passage, pair.title)
@@ -126,6 +136,10 @@ class AnswerTask:
     def failures_cost(self) -> bool:
         # An answer run reports what it cost: replies that could not be read were paid for.
         return True
+
+    @property
+    def reply(self) -> str:
+        return JSON  # the answer prompts are raglabel's own, all asking for JSON
 
     def prompt(self, slot: AnswerSlot) -> str:
         return answer_prompt.render(slot.item, slot.criterion)

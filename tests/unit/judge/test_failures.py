@@ -4,7 +4,7 @@ its first answers all fail the same way (against ``httpx.MockTransport``)."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 
 import httpx
 import pytest
@@ -231,3 +231,74 @@ async def test_concurrent_workers_stop_too_and_keep_what_came_back() -> None:
     assert len(outcomes) == 5 and sent <= 8
     assert runner.tally.stopped is not None and "(HTTP 400)" in runner.tally.stopped
     assert "response_format is not supported" in runner.tally.stopped
+
+
+FINAL_SCORE_PROMPT = (
+    '+++\nreply = "final-score"\n+++\nQuery: {query}\n\n{fence}\n{passage}\n{fence}\n'
+    "End with the line ##final score: N, N from 0 to 3.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        ("wrong shape", "score line does not hold a whole number"),
+        ("out of range", "not a label of the prompt file's scale"),
+        ("empty reply", "replies are empty"),
+    ],
+)
+def test_a_final_score_prompt_is_never_told_to_try_json_mode(kind: str, said: str) -> None:
+    # --json-mode is refused with a final-score prompt: advice to use it could not be taken.
+    same = Failures()
+    for _ in range(EARLY_STOP_AFTER):
+        same.add(f"{kind} after one repair: x", "##final score: 9")
+    json_why = early_stop(same, ok=0, done=EARLY_STOP_AFTER, planned=9)
+    assert json_why is not None and "--json-mode" in json_why
+    why = early_stop(same, ok=0, done=EARLY_STOP_AFTER, planned=9, reply="final-score")
+    assert why is not None and "--json-mode" not in why
+    assert said in why and "##final score: N" in why and "--with-failures" in why
+    # A run that stores no replies (a probe) does not point to the export.
+    unkept = early_stop(
+        same, ok=0, done=EARLY_STOP_AFTER, planned=9, reply="final-score", kept=False
+    )
+    assert unkept is not None and "export" not in unkept
+
+
+def test_a_refused_final_score_request_names_only_options_it_can_take() -> None:
+    same = Failures()
+    for _ in range(EARLY_STOP_AFTER):
+        same.add("HTTP 400: bad request", None)
+    why = early_stop(same, ok=0, done=EARLY_STOP_AFTER, planned=9, reply="final-score")
+    assert why is not None and "(--max-tokens)" in why and "--json-mode" not in why
+
+
+async def test_a_final_score_run_stopping_on_bad_labels_fits_its_advice() -> None:
+    def reply() -> httpx.Response:
+        return chat_response("It helps.\n##final score: 7")
+
+    client = ChatClient(BASE_URL, None, transport=httpx.MockTransport(_always(reply)))
+    outcomes: list[Outcome] = []
+    runner = JudgeRun(
+        client,
+        PassageTask(Template.from_text(FINAL_SCORE_PROMPT, "p.txt")),
+        params={},
+        limits=ONE_TRY,
+        on_outcome=outcomes.append,
+        rng=random.Random(1),
+    )
+    try:
+        await runner.run([make_slot(i) for i in range(9)])
+    finally:
+        await client.aclose()
+    stopped = runner.tally.stopped
+    assert stopped is not None and "(out of range)" in stopped
+    assert "--json-mode" not in stopped and "not a label of the prompt file's scale" in stopped
+
+
+def _always(
+    reply: Callable[[], httpx.Response],
+) -> Callable[[httpx.Request], Coroutine[None, None, httpx.Response]]:
+    async def handler(request: httpx.Request) -> httpx.Response:
+        return reply()
+
+    return handler

@@ -253,7 +253,12 @@ def test_plus_signs_that_do_not_open_a_header_are_text() -> None:
             3,
             "M: 2 ##final score: 1 On reflection",
         ),
-        ("```\n##final score: 2\n```", 2, "```"),
+        # A code fence around the reply is markup, not part of the reason stored.
+        ("```\n##final score: 2\n```", 2, ""),
+        ("```json\nThe passage bears on it.\n##final score: 2\n```", 2, "The passage bears on it."),
+        ("It helps.\n~~~text\nIn part.\n~~~\n##final score: 1", 1, "It helps. In part."),
+        # Backticks inside a line are the model's words, kept as written.
+        ("Uses `grep` and ```x``` inline.\n##final score: 1", 1, "Uses `grep` and ```x``` inline."),
     ],
 )
 def test_the_last_final_score_line_gives_the_label(content: str, label: int, said: str) -> None:

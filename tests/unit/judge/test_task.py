@@ -47,6 +47,10 @@ class CountingTask:
     def failures_cost(self) -> bool:
         return True
 
+    @property
+    def reply(self) -> str:
+        return "json"
+
 
 def slot(n: int, passage: str) -> Slot:
     pair = Pair(n, n, f"q{n}", f"p{n}", "query", passage, "")
