@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "label_cmd": ("label", "demo"),
     "judge_cmd": ("judge",),
     "agree_cmd": ("agree",),
+    "audit_cmd": ("audit",),
     "report_cmd": ("report",),
     "backup_cmd": ("backup",),
     "serve_cmd": ("serve",),

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, TypeAlias
 import numpy as np
 from numpy.typing import NDArray
 
+from raglabel.session.audit_queue import AuditQueue
 from raglabel.session.catalog import (
     Catalog,
     Passage,
@@ -168,6 +169,8 @@ class GradingSession:
     # What this session wrote and has not undone: undo takes it back in that order.
     undo_stack: UndoStack = field(default_factory=UndoStack)
     _answers: AnswerGrading | None = field(default=None, repr=False, compare=False)
+    # The audit sample's queue, read when first asked for (``audit``).
+    _audit: AuditQueue | None = field(default=None, repr=False, compare=False)
     # Each query's figures at K, from the board (whose book is the session's).
     figures: QueryFigures = field(init=False, repr=False, compare=False)
 
@@ -342,6 +345,7 @@ class GradingSession:
         conn = self.project.conn
         if self._answers is not None:
             self._answers.passages_changed()
+        self._audit = None  # others' grades may have completed drawn queries: read anew
         self.book = GradeBook(self.catalog)
         self.board.book = self.book
         self.loading.reread()
@@ -544,9 +548,41 @@ class GradingSession:
         here = self.board.holes(q, self.k)
         return here[0] if here else None
 
+    @property
+    def audit(self) -> AuditQueue:
+        """The audit sample's queue (no member when the project has no draw), complete at
+        the deepest of the app's cutoffs: the deepest K in use."""
+        if self._audit is None:
+            self._audit = AuditQueue(self.project.conn, self.catalog, max(self.options.cutoffs))
+        return self._audit
+
+    def audit_progress(self) -> tuple[int, int] | None:
+        """(complete, drawn) of the audit sample; None when the project has no draw."""
+        audit = self.audit
+        return audit.progress() if audit.members else None
+
+    def audit_hole(self, q: int) -> Hole | None:
+        """The audit's next pair: query ``q``'s next passage no person graded while ``q``
+        is drawn and incomplete, else the first incomplete drawn query's (draw order);
+        None when there is no draw or every drawn query is complete. Waits for nothing:
+        it reads the drawn queries' rankings and grades from the file."""
+        found = self.audit.next_pair(q)
+        if found is None:
+            return None
+        query, waiting = found
+        pid = self.catalog.pid(waiting.passage)
+        # Listed with the query's passages even where it is no candidate (ranked below
+        # the pool depth) or lies below the current K, as a search hit would be.
+        self.include(query, pid)
+        return Hole(query, pid, waiting.runs, waiting.best_rank)
+
     def next_hole(self, q: int) -> Hole | None:
-        """The labeling queue's next pair: this query's most-retrieved ungraded passage,
-        else the best hole of the query with the most holes."""
+        """The labeling queue's next pair: the audit's first (``audit_hole``), then this
+        query's most-retrieved ungraded passage, else the best hole of the query with
+        the most holes."""
+        drawn = self.audit_hole(q)
+        if drawn is not None:
+            return drawn
         here = self.hole_here(q)
         if here is not None:
             return here
@@ -705,6 +741,8 @@ class GradingSession:
         self.book.set(q, pid, shown)
         if self._answers is not None:
             self._answers.passages_changed()
+        if self._audit is not None:
+            self._audit.refresh(self.project.conn, q)
         self._refresh_query(q)
         return Change(q, pid, shown, done.event_id, kind)
 

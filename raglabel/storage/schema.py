@@ -416,6 +416,29 @@ MIGRATIONS: tuple[Migration, ...] = (
         END;
         """,
     ),
+    Migration(
+        10,
+        "the audit sample: queries drawn at random for people to grade in full",
+        """
+        -- One row per raglabel audit --sample, its id in draw order: the seed that
+        -- reproduces it, how many queries it drew from (those a stored run covered that
+        -- no earlier draw had taken) and when.
+        CREATE TABLE audit_draw (
+            id INTEGER PRIMARY KEY,
+            seed INTEGER NOT NULL CHECK (seed >= 0),
+            population INTEGER NOT NULL CHECK (population >= 1),
+            drawn_at TEXT NOT NULL
+        );
+        -- Each drawn query at its place in its draw (0-based). A query is drawn once at
+        -- most, whichever draw took it.
+        CREATE TABLE audit_member (
+            draw_id INTEGER NOT NULL REFERENCES audit_draw(id),
+            position INTEGER NOT NULL CHECK (position >= 0),
+            query_id INTEGER NOT NULL UNIQUE REFERENCES query(id),
+            PRIMARY KEY (draw_id, position)
+        ) WITHOUT ROWID;
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

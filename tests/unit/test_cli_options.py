@@ -326,6 +326,7 @@ REQUIRED = {
     "export": ["--qrels", "OUT"],
     "backup": ["COPY"],
     "report": ["-o", "OUT"],
+    "audit": ["--sample", "1"],
 }
 
 

@@ -244,3 +244,39 @@ def test_v8_upgrade_marks_suggestions_as_the_judges_and_takes_imported_labels(
         " WHERE q.ext_id = 'q1' ORDER BY s.id",
     ) == [("other",)]
     assert_sound(path)
+
+
+def test_v9_file_is_what_its_script_builds(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("make_v9_project", DATA / "make_v9_project.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rebuilt = tmp_path / "rebuilt.db"
+    module.build(rebuilt)
+    extra = ("SELECT * FROM suggestion ORDER BY id", "SELECT * FROM judgment_import ORDER BY id")
+    for sql in (*KEPT.values(), *extra, "PRAGMA user_version"):
+        assert read(rebuilt, sql) == read(OLD[9], sql)
+
+
+def test_v9_upgrade_keeps_everything_and_starts_with_no_draw(
+    tmp_path: Path, cli: Cli, assert_sound: Callable[[Path], None]
+) -> None:
+    path = tmp_path / "v9.db"
+    shutil.copyfile(OLD[9], path)
+    tables = [
+        name
+        for (name,) in read(path, "SELECT name FROM sqlite_master WHERE type = 'table'")
+        if not name.startswith("passage_fts")  # FTS5's shadow tables: its own bytes
+    ]
+    before = {name: read(path, f"SELECT * FROM {name}") for name in tables}
+    code, out, err = cli("audit", path, "--list", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out) == {"draws": [], "depth": 20, "complete": [], "incomplete": []}
+    assert {name: read(path, f"SELECT * FROM {name}") for name in tables} == before
+    # The two queries the old file's run covers can be drawn, and are recorded.
+    code, out, err = cli("audit", path, "--sample", "2", "--seed", "1", "--format", "json")
+    assert code == 0, err
+    assert sorted(json.loads(out)["drawn"]) == ["q1", "q2"]
+    assert read(path, "SELECT seed, population FROM audit_draw") == [(1, 2)]
+    assert {name: read(path, f"SELECT * FROM {name}") for name in tables} == before
+    assert_sound(path)

@@ -224,6 +224,10 @@ class GradeScreen(Screen[None]):
             (f"annotator {session.annotator}{'' if session.blind else ' (all annotators)'}", "dim"),
         )
         self.query_one("#query-head", Static).update(head)
+        audit = session.audit_progress()
+        self.query_one(SaveMark).keep(
+            "" if audit is None else f"audit {audit[0]}/{audit[1]} complete"
+        )
 
     def _show_passage(self, pid: int | None) -> None:
         self._tick()
@@ -467,7 +471,9 @@ class GradeScreen(Screen[None]):
 
     def action_queue(self) -> None:
         session = self.glapp.session
-        if not session.runs_scored:
+        # The audit's drawn queries first: they need no runs, so no waiting for them.
+        hole = session.audit_hole(self.qi)
+        if hole is None and not session.runs_scored:
             # Another query's holes need the whole runs: waiting for them here would
             # freeze the screen (tens of seconds on a big project).
             here = session.hole_here(self.qi)
@@ -480,13 +486,13 @@ class GradeScreen(Screen[None]):
             else:
                 self.query_one(PassageList).select(here.pid)
             return
-        hole = session.next_hole(self.qi)
+        hole = hole or session.next_hole(self.qi)
         if hole is None:
             self.query_one(SaveMark).note(
                 "The queue is empty: every passage in any run's top K has a grade."
             )
             return
-        if hole.query != self.qi:
+        if hole.query != self.qi or hole.pid not in self.rows:  # not listed yet: list it
             self.load(hole.query, hole.pid)
         else:
             self.query_one(PassageList).select(hole.pid)

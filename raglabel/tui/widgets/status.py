@@ -1,4 +1,5 @@
-"""The line that says whether the last action reached the database."""
+"""The line that says whether the last action reached the database, after what it always
+shows (the audit sample's progress, when the project has a draw)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,31 @@ from textual.widgets import Static
 
 
 class SaveMark(Static):
+    # Both replaced, never changed in place: the class's own serve as the defaults.
+    _kept = ""  # shown first, whatever the message
+    _message = Text()  # the last message
+
+    def keep(self, text: str) -> None:
+        """Show ``text`` before every message from now on ("" for nothing)."""
+        if text != self._kept:
+            self._kept = text
+            self._show(self._message)
+
     def saved(self, what: str) -> None:
-        self.update(Text.assemble(("✓ saved ", "bold green"), what))
+        self._show(Text.assemble(("✓ saved ", "bold green"), what))
 
     def failed(self, what: str) -> None:
-        self.update(Text.assemble(("✗ NOT saved ", "bold white on red"), " ", what))
+        self._show(Text.assemble(("✗ NOT saved ", "bold white on red"), " ", what))
 
     def note(self, what: str) -> None:
-        self.update(Text(what, style="dim"))
+        self._show(Text(what, style="dim"))
+
+    def _show(self, message: Text) -> None:
+        self._message = message
+        if not self._kept:
+            self.update(message)
+            return
+        parts: list[Text | tuple[str, str]] = [(self._kept, "bold")]
+        if message.plain:
+            parts += [(" · ", "dim"), message]
+        self.update(Text.assemble(*parts))
