@@ -24,6 +24,8 @@ QUERY_COLUMNS = ("query_id", "q_id", "qid")
 DOC_COLUMNS = ("doc_id", "docid", "passage_id")
 RELEVANCE_COLUMNS = ("relevance", "rel", "label", "grade")
 SCORE_COLUMNS = ("score",)
+#: The Arrow types of texts, as pyarrow writes them.
+ARROW_TEXTS = ("string", "large_string", "string_view")
 
 
 def is_frame(value: object) -> bool:
@@ -121,13 +123,43 @@ def _polars_ids(values: Any, where: str, what: str, *, grouped: bool) -> IdColum
 
 
 def _pandas_ids(values: Any, where: str, what: str, *, grouped: bool) -> IdColumn:
+    arrow = _arrow_texts(values)
+    if arrow is not None:
+        return _polars_ids(arrow, where, what, grouped=grouped)
     array = values.to_numpy()
     if grouped and array.size > 1:
         starts = np.flatnonzero(np.concatenate([[True], array[1:] != array[:-1]]))
         if 2 * starts.size <= array.size:
             counts = np.diff(np.append(starts, array.size)).tolist()
             return _ids(array[starts].tolist(), where, what, counts)
-    return _ids(values.tolist(), where, what)
+    # An array of objects (texts, or a mix) lists them as they are stored, in half the
+    # time of pandas' tolist(), which copies them through list(). Any other array, such
+    # as datetimes, may give other values (integers) than pandas does, so pandas lists it.
+    return _ids(array.tolist() if array.dtype == object else values.tolist(), where, what)
+
+
+def _arrow_texts(values: Any) -> Any | None:
+    """A pandas column of texts held by pyarrow (``str`` when pyarrow is installed,
+    ``string[pyarrow]``), with no missing one, as a polars Series; None for any other
+    column.
+
+    To hand the texts out pandas makes a Python str of every row: 13 ms for 100,000
+    ids (pandas 3.1, pyarrow 26), where polars takes the column in about 1 ms and joins
+    the ids natively, as for a polars frame. A column with a missing id takes pandas'
+    way, whose errors name what is missing.
+    """
+    dtype = values.dtype
+    if getattr(dtype, "storage", None) != "pyarrow":
+        return None
+    # pandas' own text types hold only texts; its ArrowDtype holds any Arrow type.
+    if str(getattr(dtype, "pyarrow_dtype", "string")) not in ARROW_TEXTS:
+        return None
+    import polars as pl  # a dependency of raglabel
+
+    column = pl.Series(values)  # converted natively: no Python object per row
+    if column.dtype != pl.String or column.null_count():
+        return None
+    return column
 
 
 def _column(columns: list[str], names: tuple[str, ...], where: str) -> str:
