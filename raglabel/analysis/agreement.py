@@ -24,7 +24,8 @@ from raglabel.formats.agreement_report import (
     QueryAgreement,
     RunOrderAgreement,
 )
-from raglabel.formats.trec.rows import QrelsRows, RowAlignment, RunRows
+from raglabel.formats.trec.arrays import ArrayAlignment
+from raglabel.formats.trec.rows import QrelsRows, RunRows
 from raglabel.metrics.agreement import (
     confusion,
     kendall_tau_b,
@@ -199,8 +200,8 @@ def _means(
             qrels.qids.append(qid)
             qrels.docids.append(pid)
             qrels.grades.append(grade)
-    align = RowAlignment.from_qrels(qrels)
-    runs = [align.run(name, RunRows(q, d, None, None)) for name, (q, d) in rankings.items()]
+    align = ArrayAlignment.from_rows(qrels)
+    runs = [align.run_rows(name, RunRows(q, d, None, None)) for name, (q, d) in rankings.items()]
     values = evaluate_runs(align.labels, runs, metrics, config=config)
     return {
         name: {key: nan_mean(column)[0] for key, column in per_run.items()}

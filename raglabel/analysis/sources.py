@@ -26,8 +26,7 @@ if TYPE_CHECKING:
 
     import polars as pl
 
-    # The row reader is imported only for samples and stored runs.
-    from raglabel.formats.trec.rows import RowAlignment
+    from raglabel.formats.trec.arrays import ArrayAlignment
     from raglabel.storage.labels import LabelChoice
 
 #: Above this many stored entries, a project's runs go through the columnar aligner.
@@ -65,20 +64,20 @@ class SampleSource:
         self, name: str, path: Path, grade_map: GradeMap | None, relevance_threshold: int = 4
     ) -> None:
         from raglabel.formats.samples import read_samples
-        from raglabel.formats.trec.rows import RowAlignment
+        from raglabel.formats.trec.arrays import ArrayAlignment
 
         samples = read_samples(path, grade_map, relevance_threshold)
-        self._align = RowAlignment.from_qrels(samples.qrels)
+        self._align = ArrayAlignment.from_rows(samples.qrels)
         self.labels = self._align.labels
         self.warnings = self._align.warnings  # the aligner appends to this very list
         self.warnings += samples.warnings
         # A sample's own k belongs to its query, so every run scored on it uses that k.
         self._k_override = samples.k_override
-        self._run = self._align.run(name, samples.run, samples.k_override)
+        self._run = self._align.run_rows(name, samples.run, samples.k_override)
         self._answered = samples.answered
 
     def fingerprint(self) -> str:
-        return self._align.fingerprint
+        return self._align.fingerprint()
 
     def own_runs(self) -> list[RankedRun]:
         return [self._run]
@@ -87,7 +86,7 @@ class SampleSource:
         return np.array([q in self._answered for q in self.labels.query_ids], np.bool_)
 
     def run_file(self, name: str, path: Path) -> RankedRun:
-        return _rows_run(self._align, name, path, self._k_override)
+        return _file_run(self._align, name, path, self._k_override)
 
 
 class TrecFiles:
@@ -144,9 +143,9 @@ class ProjectSource:
             self.labels = self._polars.labels
             self.warnings = self._polars.warnings
         else:
-            from raglabel.formats.trec.rows import RowAlignment
+            from raglabel.formats.trec.arrays import ArrayAlignment
 
-            self._align = RowAlignment.from_qrels(qrels)
+            self._align = ArrayAlignment.from_rows(qrels)
             self.labels = self._align.labels
             self.warnings = self._align.warnings
         if project.immutable_note is not None:
@@ -166,7 +165,7 @@ class ProjectSource:
         self._runs = [self._stored(conn, name, texts) for name in runs.run_names(conn)]
 
     def fingerprint(self) -> str:
-        return self._polars.fingerprint() if self._columnar else self._align.fingerprint
+        return self._polars.fingerprint() if self._columnar else self._align.fingerprint()
 
     def own_runs(self) -> list[RankedRun]:
         return self._runs
@@ -181,18 +180,7 @@ class ProjectSource:
             from raglabel.formats.trec.frames import read_run
 
             return self._polars.run(name, self._graded(read_run(path)), k_override=self._k_override)
-        from raglabel.formats.trec.rows import RunRows, read_run_rows
-
-        rows = read_run_rows(path)
-        if self._ungraded:
-            keep = [i for i, qid in enumerate(rows.qids) if qid not in self._ungraded]
-            rows = RunRows(
-                [rows.qids[i] for i in keep],
-                [rows.docids[i] for i in keep],
-                None if rows.scores is None else [rows.scores[i] for i in keep],
-                None if rows.contains is None else [rows.contains[i] for i in keep],
-            )
-        return self._align.run(name, rows, self._k_override)
+        return _file_run(self._align, name, path, self._k_override, self._ungraded)
 
     def _graded(self, frame: pl.DataFrame) -> pl.DataFrame:
         """``frame``'s rows of the queries that have grades (see ``ungraded``)."""
@@ -223,7 +211,7 @@ class ProjectSource:
             qids += [qid] * len(ids)
             docids += ids
         contains = self._contains(qids, docids, texts) if self._answers else None
-        return self._align.run(name, RunRows(qids, docids, None, contains), self._k_override)
+        return self._align.run_rows(name, RunRows(qids, docids, None, contains), self._k_override)
 
     def _contains(self, qids: list[str], docids: list[str], texts: dict[str, str]) -> list[bool]:
         """Whether each entry's passage text holds its query's expected answer."""
@@ -237,12 +225,22 @@ class ProjectSource:
         return flags
 
 
-def _rows_run(
-    align: RowAlignment, name: str, path: Path, k_override: dict[str, int] | None = None
+def _file_run(
+    align: ArrayAlignment,
+    name: str,
+    path: Path,
+    k_override: dict[str, int] | None = None,
+    left_out: frozenset[str] = frozenset(),
 ) -> RankedRun:
-    from raglabel.formats.trec.rows import read_run_rows
+    """A run file aligned to a sample's or a small project's labels, without the rows of
+    the queries ``left_out``."""
+    from raglabel.formats.trec.arrays import as_text, read_run_arrays
 
-    return align.run(name, read_run_rows(path), k_override)
+    qids, docids, scores = read_run_arrays(path)
+    if left_out:
+        keep = ~np.isin(qids, as_text(sorted(left_out)))
+        qids, docids, scores = qids[keep], docids[keep], scores[keep]
+    return align.run(name, qids, docids, scores, k_override=k_override)
 
 
 def open_files(

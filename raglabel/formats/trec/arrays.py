@@ -1,10 +1,10 @@
-"""Qrels and run files of a few megabytes, aligned on numpy byte arrays.
+"""Labels and runs aligned on numpy byte arrays: files of a few megabytes, tables from
+Python code, samples, a small project's stored rankings and the agreement figures' runs.
 
-The small-file twin of :mod:`raglabel.formats.trec.align` (polars) and of
-:class:`raglabel.formats.trec.rows.RowAlignment` (dictionaries), with the same results,
-which the tests check. Canonical files are cut into columns by
-:mod:`raglabel.formats.trec.columns`; any other file goes through the exact line reader,
-which names the line of any error.
+The small-input twin of :mod:`raglabel.formats.trec.align` (polars, for large files),
+with the same results, which the tests check against the exact reader. Canonical files
+are cut into columns by :mod:`raglabel.formats.trec.columns`; any other file goes
+through the exact line reader, which names the line of any error.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ Text = NDArray[np.bytes_]
 # 1.6 MB, so above a megabyte OpenSSL is worth its import. Its name differs by version.
 if TYPE_CHECKING:
     from hashlib import sha256 as _builtin_sha256
+
+    from raglabel.formats.trec.rows import QrelsRows, RunRows
 else:
     try:
         from _sha256 import sha256 as _builtin_sha256  # Python 3.11
@@ -47,7 +49,8 @@ _FNV_OFFSET, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
-def _as_text(values: list[str]) -> Text:
+def as_text(values: list[str]) -> Text:
+    """Ids as UTF-8 bytes, fixed-width, as the columns of a file are cut."""
     return np.array([v.encode("utf-8") for v in values], dtype=np.bytes_)
 
 
@@ -66,9 +69,7 @@ def align_qrels(path: Path, grade_map: GradeMap | None) -> ArrayAlignment:
                 return aligned
     from raglabel.formats.trec.rows import read_qrels_rows
 
-    rows = read_qrels_rows(path, grade_map)
-    grades = np.array(rows.grades, dtype=np.int8)
-    return ArrayAlignment.from_columns(_as_text(rows.qids), _as_text(rows.docids), grades)
+    return ArrayAlignment.from_rows(read_qrels_rows(path, grade_map))
 
 
 def read_run_arrays(path: Path) -> tuple[Text, Text, NDArray[np.float64]]:
@@ -82,7 +83,7 @@ def read_run_arrays(path: Path) -> tuple[Text, Text, NDArray[np.float64]]:
 
     rows = read_run_rows(path)
     assert rows.scores is not None
-    return _as_text(rows.qids), _as_text(rows.docids), np.array(rows.scores, dtype=np.float64)
+    return as_text(rows.qids), as_text(rows.docids), np.array(rows.scores, dtype=np.float64)
 
 
 def _sha256_hex(data: bytes) -> str:
@@ -130,6 +131,8 @@ def _distinct(values: NDArray[Any]) -> NDArray[Any]:
 
 def _blocks(qids: Text) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Start and length of each run of equal ids (files list a query's rows together)."""
+    if qids.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     starts = np.concatenate([[0], np.flatnonzero(qids[1:] != qids[:-1]) + 1]).astype(np.int64)
     return starts, np.diff(np.append(starts, qids.size))
 
@@ -199,6 +202,12 @@ class ArrayAlignment:
             keys_sorted=keys[order],
         )
 
+    @classmethod
+    def from_rows(cls, qrels: QrelsRows) -> ArrayAlignment:
+        """Labels from qrels held as Python lists (no pair twice)."""
+        grades = np.array(qrels.grades, dtype=np.int8)
+        return cls.from_columns(as_text(qrels.qids), as_text(qrels.docids), grades)
+
     def has_repeated_pairs(self) -> bool:
         """Whether some (qid, docid) is judged twice."""
         keys = self._keys_sorted
@@ -212,7 +221,7 @@ class ArrayAlignment:
         n = order.size
 
         def cells(text: Text) -> NDArray[np.uint8]:
-            return text[order].view(np.uint8).reshape(n, -1)
+            return text[order].view(np.uint8).reshape(n, text.itemsize)
 
         def const(byte: int) -> NDArray[np.uint8]:
             return np.full((n, 1), byte, dtype=np.uint8)
@@ -224,32 +233,79 @@ class ArrayAlignment:
         # Ids hold no NUL byte, so dropping the zero padding leaves exactly the lines.
         return "sha256:" + _sha256_hex(table[table != 0].tobytes())[:16]
 
-    def run(self, name: str, qids: Text, docids: Text, scores: NDArray[np.float64]) -> RankedRun:
-        """Rank (trec_eval's order), deduplicate and grade one run's columns."""
+    def run(
+        self,
+        name: str,
+        qids: Text,
+        docids: Text,
+        scores: NDArray[np.float64] | None,
+        *,
+        contains: NDArray[np.bool_] | None = None,
+        k_override: dict[str, int] | None = None,
+    ) -> RankedRun:
+        """Rank (trec_eval's order), deduplicate and grade one run's columns.
+
+        ``scores`` None: each query's rows are in rank order already (samples, a
+        project's stored rankings) and keep it. ``contains`` (per row: whether the
+        passage holds the query's expected answer) follows the rows; ``k_override``
+        pins a query's cutoff.
+        """
         n_queries = self.labels.n_queries
         starts, lengths = _blocks(qids)
         heads = qids[starts]
-        found = np.minimum(np.searchsorted(self._ids, heads), n_queries - 1)
-        position = np.repeat(found, lengths)
-        known = np.repeat(self._ids[found] == heads, lengths)
+        if n_queries:
+            found = np.minimum(np.searchsorted(self._ids, heads), n_queries - 1)
+            position = np.repeat(found, lengths)
+            known = np.repeat(self._ids[found] == heads, lengths)
+        else:  # no labels: every query is unknown
+            position = np.zeros(qids.size, dtype=np.int64)
+            known = np.zeros(qids.size, dtype=np.bool_)
         if not known.all():
             values, first = np.unique(qids[~known], return_index=True)
             unknown = [v.decode("utf-8") for v in values[np.argsort(first)].tolist()]
             self.warnings.append(unknown_queries(name, unknown))
-            position, docids, scores = position[known], docids[known], scores[known]
-        order = _ranking_order(position.astype(np.int64), scores, docids)
-        qidx, docids = position[order].astype(np.int64), docids[order]
+            position, docids = position[known], docids[known]
+            scores = None if scores is None else scores[known]
+            contains = None if contains is None else contains[known]
+        position = position.astype(np.int64)
+        if scores is None:
+            order = np.argsort(position, kind="stable").astype(np.int64)
+        else:
+            order = _ranking_order(position, scores, docids)
+        qidx, docids = position[order], docids[order]
+        contains = None if contains is None else contains[order]
         keys = _pair_keys(qidx, docids)
         by_key = np.argsort(keys)
         grades = self._grades_of(qidx, docids, keys, by_key)
         keep = self._first_occurrences(name, qidx, docids, keys, keys[by_key])
         if keep is not None:
             qidx, grades = qidx[keep], grades[keep]
+            contains = None if contains is None else contains[keep]
         lengths = np.bincount(qidx, minlength=n_queries)
+        pinned = None
+        if k_override:
+            pinned = np.array([k_override.get(q, 0) for q in self.labels.query_ids], np.int64)
         return RankedRun(
             name=name,
             offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
             grades=grades,
+            contains=contains,
+            k_override=pinned,
+        )
+
+    def run_rows(
+        self, name: str, rows: RunRows, k_override: dict[str, int] | None = None
+    ) -> RankedRun:
+        """:meth:`run` on rows held as Python lists (samples, stored rankings)."""
+        contains = None if rows.contains is None else np.array(rows.contains, dtype=np.bool_)
+        scores = None if rows.scores is None else np.array(rows.scores, dtype=np.float64)
+        return self.run(
+            name,
+            as_text(rows.qids),
+            as_text(rows.docids),
+            scores,
+            contains=contains,
+            k_override=k_override,
         )
 
     def _grades_of(
