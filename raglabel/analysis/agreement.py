@@ -25,7 +25,8 @@ from raglabel.formats.agreement_report import (
     RunOrderAgreement,
 )
 from raglabel.formats.trec.arrays import ArrayAlignment
-from raglabel.formats.trec.rows import QrelsRows, RunRows
+from raglabel.formats.trec.rows import QrelsRows
+from raglabel.formats.trec.table import RunTable, as_text
 from raglabel.metrics.agreement import (
     confusion,
     kendall_tau_b,
@@ -201,7 +202,9 @@ def _means(
             qrels.docids.append(pid)
             qrels.grades.append(grade)
     align = ArrayAlignment.from_rows(qrels)
-    runs = [align.run_rows(name, RunRows(q, d, None, None)) for name, (q, d) in rankings.items()]
+    runs = [
+        align.run(name, RunTable(as_text(q), as_text(d), None)) for name, (q, d) in rankings.items()
+    ]
     values = evaluate_runs(align.labels, runs, metrics, config=config)
     return {
         name: {key: nan_mean(column)[0] for key, column in per_run.items()}

@@ -18,6 +18,8 @@ from numpy.typing import NDArray
 
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.trec import files as trec_files
+from raglabel.formats.trec.arrays import ArrayAlignment, read_run_table
+from raglabel.formats.trec.table import RunTable, as_text
 from raglabel.metrics.labels import LabelSet
 from raglabel.metrics.run import RankedRun
 
@@ -26,7 +28,6 @@ if TYPE_CHECKING:
 
     import polars as pl
 
-    from raglabel.formats.trec.arrays import ArrayAlignment
     from raglabel.storage.labels import LabelChoice
 
 #: Above this many stored entries, a project's runs go through the columnar aligner.
@@ -64,7 +65,6 @@ class SampleSource:
         self, name: str, path: Path, grade_map: GradeMap | None, relevance_threshold: int = 4
     ) -> None:
         from raglabel.formats.samples import read_samples
-        from raglabel.formats.trec.arrays import ArrayAlignment
 
         samples = read_samples(path, grade_map, relevance_threshold)
         self._align = ArrayAlignment.from_rows(samples.qrels)
@@ -73,7 +73,7 @@ class SampleSource:
         self.warnings += samples.warnings
         # A sample's own k belongs to its query, so every run scored on it uses that k.
         self._k_override = samples.k_override
-        self._run = self._align.run_rows(name, samples.run, samples.k_override)
+        self._run = self._align.run(name, RunTable.of_rows(samples.run), samples.k_override)
         self._answered = samples.answered
 
     def fingerprint(self) -> str:
@@ -143,8 +143,6 @@ class ProjectSource:
             self.labels = self._polars.labels
             self.warnings = self._polars.warnings
         else:
-            from raglabel.formats.trec.arrays import ArrayAlignment
-
             self._align = ArrayAlignment.from_rows(qrels)
             self.labels = self._align.labels
             self.warnings = self._align.warnings
@@ -201,8 +199,6 @@ class ProjectSource:
                 flags = self._contains(frame["qid"].to_list(), frame["docid"].to_list(), texts)
                 frame = frame.with_columns(pl.Series("contains", flags, dtype=pl.Boolean))
             return self._polars.run(name, frame, in_list_order=True, k_override=self._k_override)
-        from raglabel.formats.trec.rows import RunRows
-
         qids: list[str] = []
         docids: list[str] = []
         for qid, ids in runs.ranked_ids(conn, name):
@@ -210,8 +206,11 @@ class ProjectSource:
                 continue
             qids += [qid] * len(ids)
             docids += ids
-        contains = self._contains(qids, docids, texts) if self._answers else None
-        return self._align.run_rows(name, RunRows(qids, docids, None, contains), self._k_override)
+        contains = None
+        if self._answers:
+            contains = np.array(self._contains(qids, docids, texts), dtype=np.bool_)
+        table = RunTable(as_text(qids), as_text(docids), None, contains)
+        return self._align.run(name, table, self._k_override)
 
     def _contains(self, qids: list[str], docids: list[str], texts: dict[str, str]) -> list[bool]:
         """Whether each entry's passage text holds its query's expected answer."""
@@ -234,13 +233,10 @@ def _file_run(
 ) -> RankedRun:
     """A run file aligned to a sample's or a small project's labels, without the rows of
     the queries ``left_out``."""
-    from raglabel.formats.trec.arrays import as_text, read_run_arrays
-
-    qids, docids, scores = read_run_arrays(path)
+    table = read_run_table(path)
     if left_out:
-        keep = ~np.isin(qids, as_text(sorted(left_out)))
-        qids, docids, scores = qids[keep], docids[keep], scores[keep]
-    return align.run(name, qids, docids, scores, k_override=k_override)
+        table = table.where(~np.isin(table.qids, as_text(sorted(left_out))))
+    return align.run(name, table, k_override)
 
 
 def open_files(

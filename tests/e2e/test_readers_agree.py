@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.trec.align import Alignment, NotInBlocks
-from raglabel.formats.trec.arrays import align_qrels, read_run_arrays
+from raglabel.formats.trec.arrays import align_qrels, read_run_table
 from raglabel.formats.trec.blocks import QueryTooLargeError
 from raglabel.formats.trec.frames import read_qrels, read_run, read_run_blocks
 from raglabel.formats.trec.rows import read_qrels_exactly, read_run_exactly
+from raglabel.formats.trec.table import RunTable
 from raglabel.metrics.run import RankedRun
 
 ids = st.sampled_from(["a", "b", "B", "c", "d10", "d9", "\u00e9", "z#1", "\u4e2d"])
@@ -41,7 +42,8 @@ def trec_inputs(draw: st.DrawFn) -> tuple[str, str]:
             st.tuples(
                 queries | st.just("unknown"),
                 ids,
-                st.integers(0, 5).map(lambda x: x / 10) | st.sampled_from([0.1 + 1e-12, 1e-9]),
+                st.integers(0, 5).map(lambda x: x / 10)
+                | st.sampled_from([0.1 + 1e-12, 1e-9, -0.0, -0.5, -0.1 - 1e-12]),
             ),
             min_size=1,
             max_size=40,
@@ -98,7 +100,7 @@ def test_every_strategy_equals_the_exact_reader(tmp_path: Path, inputs: tuple[st
         np.testing.assert_array_equal(aligned.labels.counts, counts)
         assert aligned.fingerprint() == fingerprint
 
-    _same_arrays(arrays.run("r", *read_run_arrays(run_path)), expected)
+    _same_arrays(arrays.run("r", read_run_table(run_path)), expected)
     assert arrays.warnings == expected.warnings
     _same_arrays(columnar.run("r", read_run(run_path)), expected)
     # polars names the repeats in its own order: the counts agree, the examples may not.
@@ -128,7 +130,7 @@ def test_ranking_without_scores_keeps_each_querys_list_order(tmp_path: Path) -> 
         None,
         [False, True, True, False, False, True],
     )
-    ranked = align.run_rows("s", rows, {"q2": 7})
+    ranked = align.run("s", RunTable.of_rows(rows), {"q2": 7})
     assert ranked.offsets.tolist() == [0, 2, 4]
     assert ranked.grades.tolist() == [4, 3, 0, 5]
     assert ranked.contains is not None and ranked.contains.tolist() == [True, False, False, True]
@@ -147,7 +149,7 @@ def test_no_labels_leave_every_query_unknown() -> None:
     align = ArrayAlignment.from_rows(QrelsRows([], [], []))
     assert align.labels.n_queries == 0
     assert align.fingerprint() == trec_oracle.fingerprint([], [], [])
-    ranked = align.run_rows("s", RunRows(["q1", "q2"], ["a", "b"], None, None))
+    ranked = align.run("s", RunTable.of_rows(RunRows(["q1", "q2"], ["a", "b"], None, None)))
     assert ranked.offsets.tolist() == [0]
     assert align.warnings == trec_oracle.rank({}, "s", ["q1", "q2"], ["a", "b"], None).warnings
 

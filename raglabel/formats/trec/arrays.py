@@ -20,10 +20,9 @@ from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import keep_first, unknown_queries
 from raglabel.formats.trec.columns import split_fields
 from raglabel.formats.trec.order import trec_scores
+from raglabel.formats.trec.table import RunTable, Text, as_text
 from raglabel.metrics.labels import LabelSet, counts_from_grades
 from raglabel.metrics.run import RankedRun
-
-Text = NDArray[np.bytes_]
 
 # hashlib loads OpenSSL on import (about a tenth of a quick eval's own start-up); the
 # built-in SHA-256 module gives the same digest without it, but hashes six times slower
@@ -32,7 +31,7 @@ Text = NDArray[np.bytes_]
 if TYPE_CHECKING:
     from hashlib import sha256 as _builtin_sha256
 
-    from raglabel.formats.trec.rows import QrelsRows, RunRows
+    from raglabel.formats.trec.rows import QrelsRows
 else:
     try:
         from _sha256 import sha256 as _builtin_sha256  # Python 3.11
@@ -47,11 +46,6 @@ _BUILTIN_SHA_BYTES = 1 << 20
 _FNV_OFFSET, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
 # An odd 64-bit constant (the golden ratio's): spreads query indexes over all bits.
 _MIX = np.uint64(0x9E3779B97F4A7C15)
-
-
-def as_text(values: list[str]) -> Text:
-    """Ids as UTF-8 bytes, fixed-width, as the columns of a file are cut."""
-    return np.array([v.encode("utf-8") for v in values], dtype=np.bytes_)
 
 
 def align_qrels(path: Path, grade_map: GradeMap | None) -> ArrayAlignment:
@@ -72,18 +66,16 @@ def align_qrels(path: Path, grade_map: GradeMap | None) -> ArrayAlignment:
     return ArrayAlignment.from_rows(read_qrels_rows(path, grade_map))
 
 
-def read_run_arrays(path: Path) -> tuple[Text, Text, NDArray[np.float64]]:
-    """``qid, docid, score`` columns; a file that is not plain goes to the exact reader."""
+def read_run_table(path: Path) -> RunTable:
+    """A run file's table; a file that is not plain goes to the exact reader."""
     check_readable(path)
     fields = split_fields(path.read_bytes(), 6)
     scores = None if fields is None else fields.decimals(4)
     if fields is not None and scores is not None:
-        return fields.text(0), fields.text(2), scores
+        return RunTable(fields.text(0), fields.text(2), scores)
     from raglabel.formats.trec.rows import read_run_rows
 
-    rows = read_run_rows(path)
-    assert rows.scores is not None
-    return as_text(rows.qids), as_text(rows.docids), np.array(rows.scores, dtype=np.float64)
+    return RunTable.of_rows(read_run_rows(path))
 
 
 def _sha256_hex(data: bytes) -> str:
@@ -234,22 +226,11 @@ class ArrayAlignment:
         return "sha256:" + _sha256_hex(table[table != 0].tobytes())[:16]
 
     def run(
-        self,
-        name: str,
-        qids: Text,
-        docids: Text,
-        scores: NDArray[np.float64] | None,
-        *,
-        contains: NDArray[np.bool_] | None = None,
-        k_override: dict[str, int] | None = None,
+        self, name: str, table: RunTable, k_override: dict[str, int] | None = None
     ) -> RankedRun:
-        """Rank (trec_eval's order), deduplicate and grade one run's columns.
-
-        ``scores`` None: each query's rows are in rank order already (samples, a
-        project's stored rankings) and keep it. ``contains`` (per row: whether the
-        passage holds the query's expected answer) follows the rows; ``k_override``
-        pins a query's cutoff.
-        """
+        """Rank (trec_eval's order, or each query's list order when the table has no
+        scores), deduplicate and grade one run; ``k_override`` pins a query's cutoff."""
+        qids, docids, scores, contains = table.qids, table.docids, table.scores, table.contains
         n_queries = self.labels.n_queries
         starts, lengths = _blocks(qids)
         heads = qids[starts]
@@ -291,21 +272,6 @@ class ArrayAlignment:
             grades=grades,
             contains=contains,
             k_override=pinned,
-        )
-
-    def run_rows(
-        self, name: str, rows: RunRows, k_override: dict[str, int] | None = None
-    ) -> RankedRun:
-        """:meth:`run` on rows held as Python lists (samples, stored rankings)."""
-        contains = None if rows.contains is None else np.array(rows.contains, dtype=np.bool_)
-        scores = None if rows.scores is None else np.array(rows.scores, dtype=np.float64)
-        return self.run(
-            name,
-            as_text(rows.qids),
-            as_text(rows.docids),
-            scores,
-            contains=contains,
-            k_override=k_override,
         )
 
     def _grades_of(
@@ -362,10 +328,12 @@ def _ranking_order(
 ) -> NDArray[np.int64]:
     """Label order of queries; within one, score descending (compared as trec_eval keeps
     scores, :func:`trec_scores`), ties by docid descending."""
-    scores = trec_scores(run_scores)
+    # A negative zero ties with zero, as C compares them: made one value, so that the
+    # sort below (which compares bits) keeps them together.
+    scores = trec_scores(run_scores) + np.float32(0)
     order = _presorted_order(qidx, scores)
     if order is None:
-        order = np.lexsort((-scores, qidx)).astype(np.int64)
+        order = np.argsort(_query_then_best_first(qidx, scores)).astype(np.int64)
     q, s = qidx[order], scores[order]
     tied_pair = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
     if tied_pair.any():
@@ -400,3 +368,19 @@ def _presorted_order(
     order = np.repeat(starts[by_query] - moved_starts, moved)
     order += np.arange(qidx.size, dtype=np.int64)
     return order
+
+
+def _query_then_best_first(
+    qidx: NDArray[np.int64], scores: NDArray[np.float32]
+) -> NDArray[np.uint64]:
+    """One 64-bit key per row whose order is query index, then score descending.
+
+    Sorting one integer key takes a fifth of a lexsort on the two (numpy compares a
+    float key slowly). The score's bits are flipped so that their order as unsigned
+    integers is the scores' (a negative score: all bits; else the sign bit), then
+    inverted for best first; scores are finite and without a negative zero.
+    """
+    bits = scores.view(np.uint32)
+    flip = np.where(bits >> np.uint32(31), np.uint32(0xFFFFFFFF), np.uint32(0x80000000))
+    worst_first = (bits ^ flip).astype(np.uint64)
+    return (qidx.astype(np.uint64) << np.uint64(32)) | (np.uint64(0xFFFFFFFF) - worst_first)
