@@ -19,7 +19,7 @@ from raglabel.formats.lines import check_readable
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import keep_first, unknown_queries
 from raglabel.formats.trec.columns import split_fields
-from raglabel.formats.trec.order import trec_scores
+from raglabel.formats.trec.order import score_order, tied_runs, trec_scores
 from raglabel.formats.trec.table import RunTable, Text, as_text
 from raglabel.metrics.labels import LabelSet, counts_from_grades
 from raglabel.metrics.run import RankedRun
@@ -326,61 +326,12 @@ class ArrayAlignment:
 def _ranking_order(
     qidx: NDArray[np.int64], run_scores: NDArray[np.float64], docids: Text
 ) -> NDArray[np.int64]:
-    """Label order of queries; within one, score descending (compared as trec_eval keeps
-    scores, :func:`trec_scores`), ties by docid descending."""
-    # A negative zero ties with zero, as C compares them: made one value, so that the
-    # sort below (which compares bits) keeps them together.
-    scores = trec_scores(run_scores) + np.float32(0)
-    order = _presorted_order(qidx, scores)
-    if order is None:
-        order = np.argsort(_query_then_best_first(qidx, scores)).astype(np.int64)
-    q, s = qidx[order], scores[order]
-    tied_pair = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
-    if tied_pair.any():
-        in_tie = np.zeros(order.size, dtype=np.bool_)
-        in_tie[:-1] |= tied_pair
-        in_tie[1:] |= tied_pair
-        rows = np.flatnonzero(in_tie)
-        # A tie group starts at a tied row that is not tied to the row before it.
-        group = np.cumsum(~np.concatenate([[False], tied_pair])[rows])
+    """Label order of queries; within one, trec_eval's order (:mod:`.order`)."""
+    scores = trec_scores(run_scores)
+    order, _ = score_order(qidx, scores)
+    ties = tied_runs(qidx[order], scores[order])
+    if ties is not None:
+        rows, group = ties
         _, rank = np.unique(docids[order[rows]], return_inverse=True)
         order[rows] = order[rows][np.lexsort((-rank, group))]
     return order
-
-
-def _presorted_order(
-    qidx: NDArray[np.int64], scores: NDArray[np.float32]
-) -> NDArray[np.int64] | None:
-    """The stable sort by (query, score descending) without sorting, when each query is
-    one block already sorted by score (as run files are written); else None."""
-    if qidx.size < 2:
-        return np.arange(qidx.size, dtype=np.int64)
-    new_query = qidx[1:] != qidx[:-1]
-    starts = np.concatenate([[0], np.flatnonzero(new_query) + 1]).astype(np.int64)
-    heads = qidx[starts]
-    if _distinct(heads).size != heads.size or bool((~new_query & (scores[1:] > scores[:-1])).any()):
-        return None
-    lengths = np.diff(np.append(starts, qidx.size))
-    by_query = np.argsort(heads, kind="stable")
-    moved = lengths[by_query]
-    moved_starts = np.concatenate([[0], np.cumsum(moved)[:-1]])
-    # Row i of the result is source row i + (source start - result start) of its block.
-    order = np.repeat(starts[by_query] - moved_starts, moved)
-    order += np.arange(qidx.size, dtype=np.int64)
-    return order
-
-
-def _query_then_best_first(
-    qidx: NDArray[np.int64], scores: NDArray[np.float32]
-) -> NDArray[np.uint64]:
-    """One 64-bit key per row whose order is query index, then score descending.
-
-    Sorting one integer key takes a fifth of a lexsort on the two (numpy compares a
-    float key slowly). The score's bits are flipped so that their order as unsigned
-    integers is the scores' (a negative score: all bits; else the sign bit), then
-    inverted for best first; scores are finite and without a negative zero.
-    """
-    bits = scores.view(np.uint32)
-    flip = np.where(bits >> np.uint32(31), np.uint32(0xFFFFFFFF), np.uint32(0x80000000))
-    worst_first = (bits ^ flip).astype(np.uint64)
-    return (qidx.astype(np.uint64) << np.uint64(32)) | (np.uint64(0xFFFFFFFF) - worst_first)
