@@ -3,9 +3,11 @@
 Every source aligns runs to its own label set and says how (``kind``, shown in the
 report's config as ``reader``). TREC files are read and aligned by
 :mod:`raglabel.formats.trec.files`, which picks its reader by their size; samples and
-stored rankings go through row lists, or polars when a project's runs are large. All of
-them give the same numbers for the same input (tests check it), so which one runs is a
-question of speed only.
+a project's stored rankings become the reader's run table
+(:class:`~raglabel.formats.trec.table.RunTable`) and go through the same alignment as a
+small file's, or through polars when a project's runs are large. All of them give the
+same numbers for the same input (tests check it), so which one runs is a question of
+speed only.
 """
 
 from __future__ import annotations

@@ -208,7 +208,8 @@ class ArrayAlignment:
         return bool(((self._qidx[a] == self._qidx[b]) & (self.docids[a] == self.docids[b])).any())
 
     def fingerprint(self) -> str:
-        """SHA-256 of the sorted ``qid, docid, grade`` lines, as the row reader computes it."""
+        """SHA-256 of the sorted ``qid, docid, grade`` lines (ids as UTF-8 bytes), the same
+        digest on every path."""
         order = np.lexsort((*_byte_order_words(self.docids), self._qidx))
         n = order.size
 
