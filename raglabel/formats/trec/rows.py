@@ -66,7 +66,9 @@ def _split_lines(path: Path) -> list[list[str]] | None:
 
 
 def read_run_rows(path: str | Path) -> RunRows:
-    """A run read in bulk; any doubt about a line re-reads the file exactly to name it."""
+    """A run read in bulk, for files the numpy columns refuse (a strategy of
+    :func:`~raglabel.formats.trec.arrays.read_run_table`); any doubt about a line
+    re-reads the file exactly to name it."""
     path = Path(path)
     check_readable(path)
     rows = _split_lines(path)
