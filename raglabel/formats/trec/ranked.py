@@ -14,11 +14,13 @@ and no row is gathered. Any other run is sorted (:class:`SortedRun`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from raglabel.formats.trec.frames import read_run
 from raglabel.formats.trec.order import score_order, tied_runs, trec_scores
 from raglabel.formats.trec.ranking import ties_by_passage
 
@@ -57,6 +59,15 @@ class SortedRun:
 
     frame: pl.DataFrame
     repeats: list[str]
+
+
+def read_ranked(path: Path) -> GroupedRun | SortedRun:
+    """A run file read (:func:`~raglabel.formats.trec.frames.read_run`, which names a bad
+    line) and put in trec_eval's order: described in file order when it is written as
+    runs nearly always are (:func:`grouped_run`), else sorted (:func:`sorted_run`)."""
+    frame = read_run(path)
+    grouped = grouped_run(frame)
+    return sorted_run(frame) if grouped is None else grouped
 
 
 def grouped_run(frame: pl.DataFrame) -> GroupedRun | None:
