@@ -29,7 +29,9 @@ from raglabel.formats.agreement_report import (
     QueryAgreement,
     RunOrderAgreement,
 )
-from raglabel.formats.trec.rows import QrelsRows, RowAlignment, RunRows
+from raglabel.formats.trec.arrays import ArrayAlignment
+from raglabel.formats.trec.rows import QrelsRows
+from raglabel.formats.trec.table import RunTable, as_text
 from raglabel.metrics.agreement import (
     confusion,
     kendall_tau_b,
@@ -348,8 +350,10 @@ def _columns(
             qrels.qids.append(qid)
             qrels.docids.append(pid)
             qrels.grades.append(grade)
-    align = RowAlignment.from_qrels(qrels)
-    runs = [align.run(name, RunRows(q, d, None, None)) for name, (q, d) in rankings.items()]
+    align = ArrayAlignment.from_rows(qrels)
+    runs = [
+        align.run(name, RunTable(as_text(q), as_text(d), None)) for name, (q, d) in rankings.items()
+    ]
     values = evaluate_runs(align.labels, runs, metrics, config=config)
     return values
 

@@ -1,7 +1,9 @@
 """Labels and runs held in memory (Python code's dicts and DataFrames), as a
 :class:`~raglabel.analysis.sources.Source`.
 
-Columns go straight into the numpy aligner that small qrels and run files go through
+A run's columns are the TREC reader's own table
+(:class:`~raglabel.formats.trec.table.RunTable`) and go straight into the alignment that
+small qrels and run files go through
 (:class:`~raglabel.formats.trec.arrays.ArrayAlignment`): the same ranking rule, the same
 deduplication, the same fingerprint, so the same report as ``raglabel eval`` on the
 same rows written as files, with no file written. A qrels file or a run file may stand
@@ -19,11 +21,10 @@ from raglabel.analysis import checks
 from raglabel.errors import InputError
 from raglabel.formats.limits import MAX_ID_CHARS
 from raglabel.formats.maps import GradeMap
-from raglabel.formats.trec.arrays import ArrayAlignment, align_qrels, read_run_arrays
-from raglabel.formats.trec.order import trec_scores
+from raglabel.formats.trec import table
+from raglabel.formats.trec.arrays import ArrayAlignment, align_qrels, read_run_table
+from raglabel.formats.trec.table import Text
 from raglabel.metrics.run import RankedRun
-
-Text = NDArray[np.bytes_]
 
 
 class IdColumn:
@@ -72,15 +73,14 @@ class LabelTable:
         self.labels = labels
 
 
-class RunTable:
-    """One retrieved passage per row: query, passage and score; rows in any order."""
+class RunTable(table.RunTable):
+    """One retrieved passage per row: query, passage and score; rows in any order. The
+    reader's table, made from checked id columns."""
 
-    __slots__ = ("docids", "qids", "scores")
+    __slots__ = ()
 
     def __init__(self, qids: IdColumn, docids: IdColumn, scores: NDArray[np.float64]) -> None:
-        self.qids = qids.values
-        self.docids = docids.values
-        self.scores = scores
+        super().__init__(qids.values, docids.values, scores)
 
 
 class MemoryInputs:
@@ -131,7 +131,7 @@ class MemorySource:
 
     def run_file(self, name: str, path: Path) -> RankedRun:
         try:
-            return self._arrays.run(name, *read_run_arrays(path))
+            return self._arrays.run(name, read_run_table(path))
         except InputError as exc:
             hint = checks.run_file_hint(path)
             if hint is None:
@@ -139,40 +139,10 @@ class MemorySource:
             raise InputError(exc.source, f"{exc.message} ({hint})", exc.line) from None
 
     def _table_run(self, name: str, run: RunTable) -> RankedRun:
-        if run.scores.size == 0:
+        if len(run) == 0:
             # A run file with no line is refused by its reader; so is an empty table.
             raise InputError(f"run {name!r}", "has no entries")
-        qids, docids, scores = _by_score_within_queries(run)
-        return self._arrays.run(name, qids, docids, scores)
-
-
-def _by_score_within_queries(run: RunTable) -> tuple[Text, Text, NDArray[np.float64]]:
-    """The rows with each stretch of one query's rows sorted by score, best first (as
-    trec_eval compares scores), when they are not already.
-
-    A run from Python code is grouped by query (a dict of dicts always is) but often
-    not sorted by score. The aligner ranks such rows with a two-key sort; one sort of
-    a single 64-bit key (stretch, score) here is a fifth of its time, and leaves rows
-    the aligner sees as sorted already. Ties keep any order: the aligner orders tied
-    scores by passage id itself, so the ranking is the same either way.
-    """
-    scores = trec_scores(run.scores)
-    qids = run.qids
-    if qids.size < 2:
-        return qids, run.docids, run.scores
-    new_query = qids[1:] != qids[:-1]
-    if not bool((~new_query & (scores[1:] > scores[:-1])).any()):
-        return qids, run.docids, run.scores
-    stretch = np.concatenate([[0], np.cumsum(new_query)]).astype(np.uint64)
-    # A float32's bits, flipped so that their order as unsigned integers is the scores'
-    # order (sign bit set: all bits flipped; else only the sign), then inverted for
-    # best first.
-    bits = scores.view(np.uint32)
-    flip = np.where(bits >> np.uint32(31), np.uint32(0xFFFFFFFF), np.uint32(0x80000000))
-    worst_first = (bits ^ flip).astype(np.uint64)
-    key = (stretch << np.uint64(32)) | (np.uint64(0xFFFFFFFF) - worst_first)
-    order = np.argsort(key)
-    return qids[order], run.docids[order], run.scores[order]
+        return self._arrays.run(name, run)
 
 
 def _align_table(table: LabelTable, grade_map: GradeMap | None) -> ArrayAlignment:

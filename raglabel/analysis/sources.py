@@ -3,9 +3,11 @@
 Every source aligns runs to its own label set and says how (``kind``, shown in the
 report's config as ``reader``). TREC files are read and aligned by
 :mod:`raglabel.formats.trec.files`, which picks its reader by their size; samples and
-stored rankings go through row lists, or polars when a project's runs are large. All of
-them give the same numbers for the same input (tests check it), so which one runs is a
-question of speed only.
+a project's stored rankings become the reader's run table
+(:class:`~raglabel.formats.trec.table.RunTable`) and go through the same alignment as a
+small file's, or through polars when a project's runs are large. All of them give the
+same numbers for the same input (tests check it), so which one runs is a question of
+speed only.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from numpy.typing import NDArray
 
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.trec import files as trec_files
+from raglabel.formats.trec.arrays import ArrayAlignment, read_run_table
+from raglabel.formats.trec.table import RunTable, as_text
 from raglabel.metrics.labels import LabelSet
 from raglabel.metrics.run import RankedRun
 
@@ -26,8 +30,6 @@ if TYPE_CHECKING:
 
     import polars as pl
 
-    # The row reader is imported only for samples and stored runs.
-    from raglabel.formats.trec.rows import RowAlignment
     from raglabel.storage.labels import LabelChoice
 
 #: Above this many stored entries, a project's runs go through the columnar aligner.
@@ -65,20 +67,19 @@ class SampleSource:
         self, name: str, path: Path, grade_map: GradeMap | None, relevance_threshold: int = 4
     ) -> None:
         from raglabel.formats.samples import read_samples
-        from raglabel.formats.trec.rows import RowAlignment
 
         samples = read_samples(path, grade_map, relevance_threshold)
-        self._align = RowAlignment.from_qrels(samples.qrels)
+        self._align = ArrayAlignment.from_rows(samples.qrels)
         self.labels = self._align.labels
         self.warnings = self._align.warnings  # the aligner appends to this very list
         self.warnings += samples.warnings
         # A sample's own k belongs to its query, so every run scored on it uses that k.
         self._k_override = samples.k_override
-        self._run = self._align.run(name, samples.run, samples.k_override)
+        self._run = self._align.run(name, RunTable.of_rows(samples.run), samples.k_override)
         self._answered = samples.answered
 
     def fingerprint(self) -> str:
-        return self._align.fingerprint
+        return self._align.fingerprint()
 
     def own_runs(self) -> list[RankedRun]:
         return [self._run]
@@ -87,7 +88,7 @@ class SampleSource:
         return np.array([q in self._answered for q in self.labels.query_ids], np.bool_)
 
     def run_file(self, name: str, path: Path) -> RankedRun:
-        return _rows_run(self._align, name, path, self._k_override)
+        return _file_run(self._align, name, path, self._k_override)
 
 
 class TrecFiles:
@@ -144,9 +145,7 @@ class ProjectSource:
             self.labels = self._polars.labels
             self.warnings = self._polars.warnings
         else:
-            from raglabel.formats.trec.rows import RowAlignment
-
-            self._align = RowAlignment.from_qrels(qrels)
+            self._align = ArrayAlignment.from_rows(qrels)
             self.labels = self._align.labels
             self.warnings = self._align.warnings
         if project.immutable_note is not None:
@@ -166,7 +165,7 @@ class ProjectSource:
         self._runs = [self._stored(conn, name, texts) for name in runs.run_names(conn)]
 
     def fingerprint(self) -> str:
-        return self._polars.fingerprint() if self._columnar else self._align.fingerprint
+        return self._polars.fingerprint() if self._columnar else self._align.fingerprint()
 
     def own_runs(self) -> list[RankedRun]:
         return self._runs
@@ -181,18 +180,7 @@ class ProjectSource:
             from raglabel.formats.trec.frames import read_run
 
             return self._polars.run(name, self._graded(read_run(path)), k_override=self._k_override)
-        from raglabel.formats.trec.rows import RunRows, read_run_rows
-
-        rows = read_run_rows(path)
-        if self._ungraded:
-            keep = [i for i, qid in enumerate(rows.qids) if qid not in self._ungraded]
-            rows = RunRows(
-                [rows.qids[i] for i in keep],
-                [rows.docids[i] for i in keep],
-                None if rows.scores is None else [rows.scores[i] for i in keep],
-                None if rows.contains is None else [rows.contains[i] for i in keep],
-            )
-        return self._align.run(name, rows, self._k_override)
+        return _file_run(self._align, name, path, self._k_override, self._ungraded)
 
     def _graded(self, frame: pl.DataFrame) -> pl.DataFrame:
         """``frame``'s rows of the queries that have grades (see ``ungraded``)."""
@@ -213,8 +201,6 @@ class ProjectSource:
                 flags = self._contains(frame["qid"].to_list(), frame["docid"].to_list(), texts)
                 frame = frame.with_columns(pl.Series("contains", flags, dtype=pl.Boolean))
             return self._polars.run(name, frame, in_list_order=True, k_override=self._k_override)
-        from raglabel.formats.trec.rows import RunRows
-
         qids: list[str] = []
         docids: list[str] = []
         for qid, ids in runs.ranked_ids(conn, name):
@@ -222,8 +208,11 @@ class ProjectSource:
                 continue
             qids += [qid] * len(ids)
             docids += ids
-        contains = self._contains(qids, docids, texts) if self._answers else None
-        return self._align.run(name, RunRows(qids, docids, None, contains), self._k_override)
+        contains = None
+        if self._answers:
+            contains = np.array(self._contains(qids, docids, texts), dtype=np.bool_)
+        table = RunTable(as_text(qids), as_text(docids), None, contains)
+        return self._align.run(name, table, self._k_override)
 
     def _contains(self, qids: list[str], docids: list[str], texts: dict[str, str]) -> list[bool]:
         """Whether each entry's passage text holds its query's expected answer."""
@@ -237,12 +226,19 @@ class ProjectSource:
         return flags
 
 
-def _rows_run(
-    align: RowAlignment, name: str, path: Path, k_override: dict[str, int] | None = None
+def _file_run(
+    align: ArrayAlignment,
+    name: str,
+    path: Path,
+    k_override: dict[str, int] | None = None,
+    left_out: frozenset[str] = frozenset(),
 ) -> RankedRun:
-    from raglabel.formats.trec.rows import read_run_rows
-
-    return align.run(name, read_run_rows(path), k_override)
+    """A run file aligned to a sample's or a small project's labels, without the rows of
+    the queries ``left_out``."""
+    table = read_run_table(path)
+    if left_out:
+        table = table.where(~np.isin(table.qids, as_text(sorted(left_out))))
+    return align.run(name, table, k_override)
 
 
 def open_files(

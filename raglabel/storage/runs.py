@@ -81,16 +81,14 @@ def rank_trec_file(name: str, path: Path) -> RunColumns:
     """
     import polars as pl
 
-    from raglabel.formats.trec.frames import read_run
-    from raglabel.formats.trec.ranked import grouped_run, sorted_run
+    from raglabel.formats.trec.ranked import GroupedRun, read_ranked, sorted_run
 
-    frame = read_run(path)
-    grouped = grouped_run(frame)
-    if grouped is not None:
-        columns = _grouped_columns(name, path, grouped)
+    run = read_ranked(path)
+    if isinstance(run, GroupedRun):
+        columns = _grouped_columns(name, path, run)
         if columns is not None:
             return columns
-    run = sorted_run(frame)
+        run = sorted_run(run.frame)
     ranked = run.frame
     qids = ranked["qid"]
     starts = np.flatnonzero((qids != qids.shift(1)).fill_null(value=True).to_numpy())

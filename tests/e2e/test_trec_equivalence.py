@@ -29,8 +29,10 @@ import raglabel
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.trec import blocks
 from raglabel.formats.trec.align import Alignment
+from raglabel.formats.trec.arrays import ArrayAlignment
 from raglabel.formats.trec.frames import read_qrels, read_run
-from raglabel.formats.trec.rows import RowAlignment, read_qrels_rows, read_run_rows
+from raglabel.formats.trec.rows import read_qrels_exactly, read_run_exactly
+from raglabel.formats.trec.table import RunTable
 from raglabel.metrics import MetricConfig, evaluate_runs, parse_metric_list
 from raglabel.metrics.run import RankedRun
 
@@ -678,8 +680,8 @@ def test_scores_tied_as_32_bit_floats_through_the_exact_reader(
     tmp_path: Path, float32_reference: dict[str, dict[str, float]], layout: str
 ) -> None:
     q, r = float32_files(tmp_path, layout)
-    align = RowAlignment.from_qrels(read_qrels_rows(q))
-    run = align.run("x", read_run_rows(r))
+    align = ArrayAlignment.from_rows(read_qrels_exactly(q, GradeMap()))
+    run = align.run("x", RunTable.of_rows(read_run_exactly(r)))
     keys = parse_metric_list(FLOAT32_METRICS, ks=list(CUTOFFS))
     values = evaluate_runs(align.labels, [run], keys, config=MetricConfig())["x"]
     ours = {

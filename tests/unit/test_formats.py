@@ -13,8 +13,9 @@ from raglabel.formats.maps import GradeMap, parse_gain_map, parse_grade_map
 from raglabel.formats.samples import read_samples
 from raglabel.formats.text import normalize
 from raglabel.formats.trec.align import Alignment
+from raglabel.formats.trec.arrays import read_run_table
 from raglabel.formats.trec.frames import read_qrels, read_run
-from raglabel.formats.trec.rows import read_qrels_rows, read_run_rows
+from raglabel.formats.trec.rows import read_qrels_rows
 
 
 def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
@@ -61,7 +62,7 @@ def test_run_accepts_any_whitespace(tmp_path: Path, content: str) -> None:
     ],
     ids=["short-line", "bad-score", "nan", "huge", "bad-utf8", "nul"],
 )
-@pytest.mark.parametrize("reader", [read_run, read_run_rows], ids=["polars", "python"])
+@pytest.mark.parametrize("reader", [read_run, read_run_table], ids=["polars", "python"])
 def test_run_errors_name_the_line(
     tmp_path: Path, content: str | bytes, line: int, fragment: str, reader: Callable[[Path], object]
 ) -> None:
@@ -75,7 +76,7 @@ def test_run_errors_name_the_line(
 
 @pytest.mark.parametrize("content", ["", "# only a comment\n\n"])
 def test_empty_files_are_errors(tmp_path: Path, content: str) -> None:
-    for read in (read_run, read_run_rows, read_qrels, read_qrels_rows):
+    for read in (read_run, read_run_table, read_qrels, read_qrels_rows):
         with pytest.raises(InputError, match="empty"):
             read(write(tmp_path, "e.txt", content))
 

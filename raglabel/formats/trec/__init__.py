@@ -1,16 +1,33 @@
 """TREC run and qrels files: every rule for reading them, ranking a run as trec_eval
 does and aligning it to labels, in one place.
 
-- :mod:`.shape`: whether a file is a run or qrels, from its first data line.
-- :mod:`.order`: scores as trec_eval compares them (32-bit floats).
-- :mod:`.rows`: the exact line reader, which names the line of any error, and the
-  alignment of plain Python rows (samples, a project's small runs).
-- :mod:`.columns` and :mod:`.arrays`: files of a few megabytes cut into numpy byte
-  columns and aligned on them, without importing polars.
-- :mod:`.frames`, :mod:`.ranking` and :mod:`.align`: larger files parsed by polars,
-  ranked by moving only what must move, and aligned through 64-bit keys.
-- :mod:`.blocks`: a large run cut into blocks of whole queries, so that memory stays
-  flat.
+The rule, once (:mod:`.order`): a run's entries go by score descending, compared as
+trec_eval keeps scores (32-bit floats), ties by passage id descending as bytes, and a
+(query, passage) pair met again counts once, at its best place. Queries go in id order.
+
+How a run comes in:
+
+- :mod:`.shape` tells a run from qrels by the first data line; :mod:`.canonical` says
+  which files the quick strategies may parse (single spaces, nothing the exact reader
+  would split differently).
+- :func:`.arrays.read_run_table` is the reader's entry for inputs of a few megabytes.
+  It returns a :class:`.table.RunTable` (query ids, passage ids as UTF-8 bytes, scores),
+  by one of its strategies: numpy byte columns for a canonical file (:mod:`.columns`),
+  else a bulk split of the lines, else the exact line reader (:mod:`.rows`), which
+  names the line of any error. Tables from Python code (the API), samples, a small
+  project's stored rankings and the agreement figures' rankings are the same type.
+- :class:`.arrays.ArrayAlignment` aligns any :class:`.table.RunTable` to labels: one
+  alignment for all of them.
+- Large files take the polars strategy (:mod:`.frames`, :mod:`.align`, :mod:`.ranking`,
+  :mod:`.large`), and a run past two blocks is read a block of whole queries at a time
+  (:mod:`.blocks`) so that memory stays flat. It keeps its own frame and aligner
+  because they are faster there: polars parses on several threads, and on a run of a
+  million lines reading and aligning took about a quarter less time than the numpy
+  strategy's. It follows :mod:`.order`, and gives the numbers the exact reader gives
+  (the tests check every strategy against it on generated files). A large project's
+  stored runs take it too.
+- :mod:`.files` picks the small or the large strategy by the inputs' size (the report's
+  ``reader``); :mod:`.ranked` puts a run in that order whole for a project to store.
 
 This package imports nothing itself: the numpy path must not pay for polars.
 """

@@ -85,7 +85,8 @@ class Alignment:
         )
 
     def fingerprint(self) -> str:
-        """SHA-256 of the sorted ``qid, docid, grade`` lines, as the row reader computes it."""
+        """SHA-256 of the sorted ``qid, docid, grade`` lines (ids as UTF-8 bytes), the same
+        digest on every path."""
         # Label indexes follow the sorted query ids, and sort faster than the ids.
         order = (
             pl.DataFrame({"_q": self._qidx, "docid": self.qrels["docid"]})

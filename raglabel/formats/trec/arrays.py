@@ -1,10 +1,10 @@
-"""Qrels and run files of a few megabytes, aligned on numpy byte arrays.
+"""Labels and runs aligned on numpy byte arrays: files of a few megabytes, tables from
+Python code, samples, a small project's stored rankings and the agreement figures' runs.
 
-The small-file twin of :mod:`raglabel.formats.trec.align` (polars) and of
-:class:`raglabel.formats.trec.rows.RowAlignment` (dictionaries), with the same results,
-which the tests check. Canonical files are cut into columns by
-:mod:`raglabel.formats.trec.columns`; any other file goes through the exact line reader,
-which names the line of any error.
+The small-input twin of :mod:`raglabel.formats.trec.align` (polars, for large files),
+with the same results, which the tests check against the exact reader. Canonical files
+are cut into columns by :mod:`raglabel.formats.trec.columns`; any other file goes
+through the exact line reader, which names the line of any error.
 """
 
 from __future__ import annotations
@@ -19,11 +19,10 @@ from raglabel.formats.lines import check_readable
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import keep_first, unknown_queries
 from raglabel.formats.trec.columns import split_fields
-from raglabel.formats.trec.order import trec_scores
+from raglabel.formats.trec.order import score_order, tied_runs, trec_scores
+from raglabel.formats.trec.table import RunTable, Text, as_text
 from raglabel.metrics.labels import LabelSet, counts_from_grades
 from raglabel.metrics.run import RankedRun
-
-Text = NDArray[np.bytes_]
 
 # hashlib loads OpenSSL on import (about a tenth of a quick eval's own start-up); the
 # built-in SHA-256 module gives the same digest without it, but hashes six times slower
@@ -31,6 +30,8 @@ Text = NDArray[np.bytes_]
 # 1.6 MB, so above a megabyte OpenSSL is worth its import. Its name differs by version.
 if TYPE_CHECKING:
     from hashlib import sha256 as _builtin_sha256
+
+    from raglabel.formats.trec.rows import QrelsRows
 else:
     try:
         from _sha256 import sha256 as _builtin_sha256  # Python 3.11
@@ -45,10 +46,6 @@ _BUILTIN_SHA_BYTES = 1 << 20
 _FNV_OFFSET, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
 # An odd 64-bit constant (the golden ratio's): spreads query indexes over all bits.
 _MIX = np.uint64(0x9E3779B97F4A7C15)
-
-
-def _as_text(values: list[str]) -> Text:
-    return np.array([v.encode("utf-8") for v in values], dtype=np.bytes_)
 
 
 def align_qrels(path: Path, grade_map: GradeMap | None) -> ArrayAlignment:
@@ -66,23 +63,19 @@ def align_qrels(path: Path, grade_map: GradeMap | None) -> ArrayAlignment:
                 return aligned
     from raglabel.formats.trec.rows import read_qrels_rows
 
-    rows = read_qrels_rows(path, grade_map)
-    grades = np.array(rows.grades, dtype=np.int8)
-    return ArrayAlignment.from_columns(_as_text(rows.qids), _as_text(rows.docids), grades)
+    return ArrayAlignment.from_rows(read_qrels_rows(path, grade_map))
 
 
-def read_run_arrays(path: Path) -> tuple[Text, Text, NDArray[np.float64]]:
-    """``qid, docid, score`` columns; a file that is not plain goes to the exact reader."""
+def read_run_table(path: Path) -> RunTable:
+    """A run file's table; a file that is not plain goes to the exact reader."""
     check_readable(path)
     fields = split_fields(path.read_bytes(), 6)
     scores = None if fields is None else fields.decimals(4)
     if fields is not None and scores is not None:
-        return fields.text(0), fields.text(2), scores
+        return RunTable(fields.text(0), fields.text(2), scores)
     from raglabel.formats.trec.rows import read_run_rows
 
-    rows = read_run_rows(path)
-    assert rows.scores is not None
-    return _as_text(rows.qids), _as_text(rows.docids), np.array(rows.scores, dtype=np.float64)
+    return RunTable.of_rows(read_run_rows(path))
 
 
 def _sha256_hex(data: bytes) -> str:
@@ -130,6 +123,8 @@ def _distinct(values: NDArray[Any]) -> NDArray[Any]:
 
 def _blocks(qids: Text) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Start and length of each run of equal ids (files list a query's rows together)."""
+    if qids.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     starts = np.concatenate([[0], np.flatnonzero(qids[1:] != qids[:-1]) + 1]).astype(np.int64)
     return starts, np.diff(np.append(starts, qids.size))
 
@@ -199,6 +194,12 @@ class ArrayAlignment:
             keys_sorted=keys[order],
         )
 
+    @classmethod
+    def from_rows(cls, qrels: QrelsRows) -> ArrayAlignment:
+        """Labels from qrels held as Python lists (no pair twice)."""
+        grades = np.array(qrels.grades, dtype=np.int8)
+        return cls.from_columns(as_text(qrels.qids), as_text(qrels.docids), grades)
+
     def has_repeated_pairs(self) -> bool:
         """Whether some (qid, docid) is judged twice."""
         keys = self._keys_sorted
@@ -207,12 +208,13 @@ class ArrayAlignment:
         return bool(((self._qidx[a] == self._qidx[b]) & (self.docids[a] == self.docids[b])).any())
 
     def fingerprint(self) -> str:
-        """SHA-256 of the sorted ``qid, docid, grade`` lines, as the row reader computes it."""
+        """SHA-256 of the sorted ``qid, docid, grade`` lines (ids as UTF-8 bytes), the same
+        digest on every path."""
         order = np.lexsort((*_byte_order_words(self.docids), self._qidx))
         n = order.size
 
         def cells(text: Text) -> NDArray[np.uint8]:
-            return text[order].view(np.uint8).reshape(n, -1)
+            return text[order].view(np.uint8).reshape(n, text.itemsize)
 
         def const(byte: int) -> NDArray[np.uint8]:
             return np.full((n, 1), byte, dtype=np.uint8)
@@ -224,32 +226,53 @@ class ArrayAlignment:
         # Ids hold no NUL byte, so dropping the zero padding leaves exactly the lines.
         return "sha256:" + _sha256_hex(table[table != 0].tobytes())[:16]
 
-    def run(self, name: str, qids: Text, docids: Text, scores: NDArray[np.float64]) -> RankedRun:
-        """Rank (trec_eval's order), deduplicate and grade one run's columns."""
+    def run(
+        self, name: str, table: RunTable, k_override: dict[str, int] | None = None
+    ) -> RankedRun:
+        """Rank (trec_eval's order, or each query's list order when the table has no
+        scores), deduplicate and grade one run; ``k_override`` pins a query's cutoff."""
+        qids, docids, scores, contains = table.qids, table.docids, table.scores, table.contains
         n_queries = self.labels.n_queries
         starts, lengths = _blocks(qids)
         heads = qids[starts]
-        found = np.minimum(np.searchsorted(self._ids, heads), n_queries - 1)
-        position = np.repeat(found, lengths)
-        known = np.repeat(self._ids[found] == heads, lengths)
+        if n_queries:
+            found = np.minimum(np.searchsorted(self._ids, heads), n_queries - 1)
+            position = np.repeat(found, lengths)
+            known = np.repeat(self._ids[found] == heads, lengths)
+        else:  # no labels: every query is unknown
+            position = np.zeros(qids.size, dtype=np.int64)
+            known = np.zeros(qids.size, dtype=np.bool_)
         if not known.all():
             values, first = np.unique(qids[~known], return_index=True)
             unknown = [v.decode("utf-8") for v in values[np.argsort(first)].tolist()]
             self.warnings.append(unknown_queries(name, unknown))
-            position, docids, scores = position[known], docids[known], scores[known]
-        order = _ranking_order(position.astype(np.int64), scores, docids)
-        qidx, docids = position[order].astype(np.int64), docids[order]
+            position, docids = position[known], docids[known]
+            scores = None if scores is None else scores[known]
+            contains = None if contains is None else contains[known]
+        position = position.astype(np.int64)
+        if scores is None:
+            order = np.argsort(position, kind="stable").astype(np.int64)
+        else:
+            order = _ranking_order(position, scores, docids)
+        qidx, docids = position[order], docids[order]
+        contains = None if contains is None else contains[order]
         keys = _pair_keys(qidx, docids)
         by_key = np.argsort(keys)
         grades = self._grades_of(qidx, docids, keys, by_key)
         keep = self._first_occurrences(name, qidx, docids, keys, keys[by_key])
         if keep is not None:
             qidx, grades = qidx[keep], grades[keep]
+            contains = None if contains is None else contains[keep]
         lengths = np.bincount(qidx, minlength=n_queries)
+        pinned = None
+        if k_override:
+            pinned = np.array([k_override.get(q, 0) for q in self.labels.query_ids], np.int64)
         return RankedRun(
             name=name,
             offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
             grades=grades,
+            contains=contains,
+            k_override=pinned,
         )
 
     def _grades_of(
@@ -304,43 +327,12 @@ class ArrayAlignment:
 def _ranking_order(
     qidx: NDArray[np.int64], run_scores: NDArray[np.float64], docids: Text
 ) -> NDArray[np.int64]:
-    """Label order of queries; within one, score descending (compared as trec_eval keeps
-    scores, :func:`trec_scores`), ties by docid descending."""
+    """Label order of queries; within one, trec_eval's order (:mod:`.order`)."""
     scores = trec_scores(run_scores)
-    order = _presorted_order(qidx, scores)
-    if order is None:
-        order = np.lexsort((-scores, qidx)).astype(np.int64)
-    q, s = qidx[order], scores[order]
-    tied_pair = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
-    if tied_pair.any():
-        in_tie = np.zeros(order.size, dtype=np.bool_)
-        in_tie[:-1] |= tied_pair
-        in_tie[1:] |= tied_pair
-        rows = np.flatnonzero(in_tie)
-        # A tie group starts at a tied row that is not tied to the row before it.
-        group = np.cumsum(~np.concatenate([[False], tied_pair])[rows])
+    order, _ = score_order(qidx, scores)
+    ties = tied_runs(qidx[order], scores[order])
+    if ties is not None:
+        rows, group = ties
         _, rank = np.unique(docids[order[rows]], return_inverse=True)
         order[rows] = order[rows][np.lexsort((-rank, group))]
-    return order
-
-
-def _presorted_order(
-    qidx: NDArray[np.int64], scores: NDArray[np.float32]
-) -> NDArray[np.int64] | None:
-    """The stable sort by (query, score descending) without sorting, when each query is
-    one block already sorted by score (as run files are written); else None."""
-    if qidx.size < 2:
-        return np.arange(qidx.size, dtype=np.int64)
-    new_query = qidx[1:] != qidx[:-1]
-    starts = np.concatenate([[0], np.flatnonzero(new_query) + 1]).astype(np.int64)
-    heads = qidx[starts]
-    if _distinct(heads).size != heads.size or bool((~new_query & (scores[1:] > scores[:-1])).any()):
-        return None
-    lengths = np.diff(np.append(starts, qidx.size))
-    by_query = np.argsort(heads, kind="stable")
-    moved = lengths[by_query]
-    moved_starts = np.concatenate([[0], np.cumsum(moved)[:-1]])
-    # Row i of the result is source row i + (source start - result start) of its block.
-    order = np.repeat(starts[by_query] - moved_starts, moved)
-    order += np.arange(qidx.size, dtype=np.int64)
     return order

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from raglabel.formats.maps import GradeMap
-from raglabel.formats.trec.arrays import align_qrels, read_run_arrays
+from raglabel.formats.trec.arrays import align_qrels, read_run_table
 from raglabel.metrics.labels import LabelSet
 from raglabel.metrics.run import RankedRun
 
@@ -47,7 +47,7 @@ class SmallFiles:
         return self._arrays.fingerprint()
 
     def run(self, name: str, path: Path) -> RankedRun:
-        return self._arrays.run(name, *read_run_arrays(path))
+        return self._arrays.run(name, read_run_table(path))
 
 
 def open_files(

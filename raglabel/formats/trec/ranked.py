@@ -14,12 +14,14 @@ and no row is gathered. Any other run is sorted (:class:`SortedRun`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from raglabel.formats.trec.order import trec_scores
+from raglabel.formats.trec.frames import read_run
+from raglabel.formats.trec.order import score_order, tied_runs, trec_scores
 from raglabel.formats.trec.ranking import ties_by_passage
 
 #: The share of a grouped run's rows that may tie and still be described in file order
@@ -59,6 +61,15 @@ class SortedRun:
     repeats: list[str]
 
 
+def read_ranked(path: Path) -> GroupedRun | SortedRun:
+    """A run file read (:func:`~raglabel.formats.trec.frames.read_run`, which names a bad
+    line) and put in trec_eval's order: described in file order when it is written as
+    runs nearly always are (:func:`grouped_run`), else sorted (:func:`sorted_run`)."""
+    frame = read_run(path)
+    grouped = grouped_run(frame)
+    return sorted_run(frame) if grouped is None else grouped
+
+
 def grouped_run(frame: pl.DataFrame) -> GroupedRun | None:
     """``frame`` (``qid``, ``docid``, ``score`` in file order) as a :class:`GroupedRun`;
     None for a run that must be sorted (:func:`sorted_run`).
@@ -89,17 +100,15 @@ def grouped_run(frame: pl.DataFrame) -> GroupedRun | None:
     names: list[str] = qids.gather(starts).cast(pl.String).to_list()
     by_name = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
     order = _block_order(starts, ends, by_name)
-    tied = same & (ranks[1:] == ranks[:-1])
-    if not tied.any():
+    ties = tied_runs(codes, ranks)
+    if ties is None:
         return GroupedRun(frame, starts, ends, names, by_name, order, None, None)
     # Each run of equal scores in a query: its rows in passage id order, descending.
-    member = np.zeros(n, dtype=np.bool_)
-    member[1:] |= tied
-    member[:-1] |= tied
-    places = np.flatnonzero(member)
+    places, group = ties
     if places.size > TIES_REWRITTEN * n:
         return None
-    group = np.cumsum(np.concatenate(([True], ~tied)))[places]
+    member = np.zeros(n, dtype=np.bool_)
+    member[places] = True
     source = ties_by_passage(group, places, frame["docid"].gather(places))
     # Where the tied rows stand once their blocks are moved: their rows go there.
     block = np.searchsorted(starts, places, side="right") - 1
@@ -146,23 +155,18 @@ def trec_order(frame: pl.DataFrame) -> pl.DataFrame:
     if not _ordered_by_numbers(scores, ranks):
         return _plain_order(frame)
     keys = _query_keys(frame["qid"])
-    order, grouped = _score_order(keys, ranks)
-    keys, ranks = keys[order], ranks[order]
-    tied = (keys[1:] == keys[:-1]) & (ranks[1:] == ranks[:-1])
-    if tied.any():
+    order, grouped = score_order(keys, ranks)
+    ties = tied_runs(keys[order], ranks[order])
+    if ties is not None:
         # Rows in a run of equal (query, score): each run's rows go in passage id order.
-        member = np.zeros(len(order), dtype=np.bool_)
-        member[1:] |= tied
-        member[:-1] |= tied
-        places = np.flatnonzero(member)
+        places, group = ties
         if not grouped and 2 * places.size > len(order):
             return _plain_order(frame)
-        group = np.cumsum(np.concatenate(([True], ~tied)))
         # A passage repeated with scores that tie only as 32-bit floats: the higher
         # float64 score first, the one kept and stored (equal rows are alike).
         tie = pl.DataFrame(
             {
-                "group": group[places],
+                "group": group,
                 "row": order[places],
                 "docid": frame["docid"].gather(order[places]),
                 "score": frame["score"].gather(order[places]),
@@ -200,33 +204,6 @@ def _query_keys(qids: pl.Series) -> NDArray[np.int64]:
     place[codes[sorted(range(len(names)), key=names.__getitem__)]] = np.arange(len(names))
     keys: NDArray[np.int64] = place[qids.to_physical().to_numpy()]
     return keys
-
-
-def _score_order(
-    keys: NDArray[np.int64], scores: NDArray[np.float32]
-) -> tuple[NDArray[np.int64], bool]:
-    """The row order by query key, then score descending (stable), and whether the run
-    was grouped by query with scores falling (its blocks only moved)."""
-    n = len(keys)
-    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    same = keys[1:] == keys[:-1]
-    if (
-        len(np.unique(keys[starts])) == len(starts)
-        and not (same & (scores[1:] > scores[:-1])).any()
-    ):
-        # One block per query, scores falling within it: the blocks in query order.
-        lengths = np.diff(np.append(starts, n))
-        blocks = np.argsort(keys[starts], kind="stable")
-        moved = np.cumsum(lengths[blocks]) - lengths[blocks]
-        shifted: NDArray[np.int64] = np.arange(n, dtype=np.int64) + np.repeat(
-            starts[blocks] - moved, lengths[blocks]
-        )
-        return shifted, True
-    # Two stable sorts, score then query: what a lexsort on both gives, in about
-    # two thirds of its time (numpy's lexsort compares a float key slowly).
-    order = np.argsort(-scores, kind="stable")
-    ordered: NDArray[np.int64] = order[np.argsort(keys[order], kind="stable")].astype(np.int64)
-    return ordered, False
 
 
 def _first_of_each_pair(ranked: pl.DataFrame) -> pl.DataFrame:

@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from raglabel.formats.trec.order import trec_scores
+from raglabel.formats.trec.order import best_first, tied_runs, trec_scores
 from raglabel.metrics.run import RankedRun
 
 
@@ -83,23 +83,17 @@ def ranking_order(
     same_query = np.ones(qidx.size - 1, dtype=np.bool_)
     same_query[starts[1:] - 1] = False
     if not _grouped(qidx, starts) or bool((same_query & (score[1:] > score[:-1])).any()):
-        ranked: NDArray[np.int64] = (
-            pl.DataFrame({"_q": qidx, "_s": score, "_d": docid})
-            .select(pl.arg_sort_by(["_q", "_s", "_d"], descending=[False, True, True]))
-            .to_series()
-            .to_numpy()
-            .astype(np.int64)
-        )
-        return Reorder(ranked)
-    tied_pair = same_query & (score[1:] == score[:-1])
-    if not tied_pair.any():
+        # Sorted by numbers, and only the rows whose query and score tie by passage id.
+        order = best_first(qidx, score)
+        ties = tied_runs(qidx[order], score[order])
+        if ties is not None:
+            rows, group = ties
+            order[rows] = ties_by_passage(group, order[rows], docid.gather(order[rows]))
+        return Reorder(order)
+    ties = tied_runs(qidx, score)
+    if ties is None:
         return None
-    in_tie = np.zeros(qidx.size, dtype=np.bool_)
-    in_tie[:-1] |= tied_pair
-    in_tie[1:] |= tied_pair
-    rows = np.flatnonzero(in_tie)
-    # A tie group starts at a tied row that is not tied to the row before it.
-    group = np.cumsum(~np.concatenate([[False], tied_pair])[rows])
+    rows, group = ties
     reordered = ties_by_passage(group, rows, docid.gather(rows))
     moved = reordered != rows
     if not moved.any():

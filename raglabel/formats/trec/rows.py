@@ -1,16 +1,16 @@
-"""Inputs as plain Python rows: the exact line reader, and dictionary alignment.
+"""Inputs as plain Python rows, and the exact line reader.
 
 Every reader ends up here for a file that is anything but plain (tabs, comments,
-a bad value): reading line by line is what lets an error name its line. Samples and
-stored runs are aligned with dictionaries here too, and the tests compare the numpy
-and polars paths against this independent implementation.
+a bad value): reading line by line is what lets an error name its line. Rows built in
+Python (samples, a project's labels and stored rankings) are held as :class:`RunRows`
+and :class:`QrelsRows` and aligned by :class:`~raglabel.formats.trec.arrays.ArrayAlignment`
+like any file's columns.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -27,11 +27,7 @@ from raglabel.formats.lines import (
     require_fields,
 )
 from raglabel.formats.maps import GradeMap
-from raglabel.formats.notices import repeated_passages, unknown_queries
-from raglabel.formats.trec.order import trec_scores
 from raglabel.formats.trec.shape import refuse_run_as_qrels, require_run_fields
-from raglabel.metrics.labels import LabelSet
-from raglabel.metrics.run import RankedRun
 
 
 @dataclass(frozen=True)
@@ -70,7 +66,9 @@ def _split_lines(path: Path) -> list[list[str]] | None:
 
 
 def read_run_rows(path: str | Path) -> RunRows:
-    """A run read in bulk; any doubt about a line re-reads the file exactly to name it."""
+    """A run read in bulk, for files the numpy columns refuse (a strategy of
+    :func:`~raglabel.formats.trec.arrays.read_run_table`); any doubt about a line
+    re-reads the file exactly to name it."""
     path = Path(path)
     check_readable(path)
     rows = _split_lines(path)
@@ -221,78 +219,3 @@ def read_qrels_exactly(path: Path, grade_map: GradeMap) -> QrelsRows:
     if not rows.qids:
         raise InputError(path, "has no qrels lines (the file is empty or only comments)")
     return rows
-
-
-def fingerprint_rows(qrels: QrelsRows) -> str:
-    """Same digest as the polars path: sorted ``qid<TAB>docid<TAB>grade`` lines."""
-    # Python orders str by code point, which is exactly UTF-8 byte order.
-    lines = sorted(zip(qrels.qids, qrels.docids, qrels.grades, strict=True))
-    digest = hashlib.sha256()
-    digest.update("".join(f"{q}\t{d}\t{g}\n" for q, d, g in lines).encode("utf-8"))
-    return "sha256:" + digest.hexdigest()[:16]
-
-
-@dataclass
-class RowAlignment:
-    """Labels and runs aligned with dictionaries; same results as the polars path."""
-
-    labels: LabelSet
-    grade_of: dict[tuple[str, str], int]
-    fingerprint: str
-    warnings: list[str] = field(default_factory=list)
-
-    @classmethod
-    def from_qrels(cls, qrels: QrelsRows) -> RowAlignment:
-        query_ids = sorted(set(qrels.qids))
-        position = {q: i for i, q in enumerate(query_ids)}
-        counts = np.zeros((len(query_ids), 6), dtype=np.int64)
-        for qid, grade in zip(qrels.qids, qrels.grades, strict=True):
-            counts[position[qid], grade] += 1
-        grade_of = dict(zip(zip(qrels.qids, qrels.docids, strict=True), qrels.grades, strict=True))
-        return cls(LabelSet(tuple(query_ids), counts), grade_of, fingerprint_rows(qrels))
-
-    def run(self, name: str, rows: RunRows, k_override: dict[str, int] | None = None) -> RankedRun:
-        position = {q: i for i, q in enumerate(self.labels.query_ids)}
-        per_query: list[list[int]] = [[] for _ in self.labels.query_ids]
-        unknown: dict[str, None] = {}
-        for row, qid in enumerate(rows.qids):
-            if qid in position:
-                per_query[position[qid]].append(row)
-            else:
-                unknown.setdefault(qid)
-        if unknown:
-            self.warnings.append(unknown_queries(name, list(unknown)))
-        docids = rows.docids
-        # Rounded once for the whole run: trec_eval ranks by 32-bit float scores.
-        scores = None if rows.scores is None else trec_scores(np.array(rows.scores)).tolist()
-        grades: list[int] = []
-        contains: list[bool] = []
-        lengths: list[int] = []
-        dropped: list[str] = []
-        for q, members in enumerate(per_query):
-            if scores is not None:
-                # trec_eval: score descending, then passage id descending as bytes.
-                members.sort(key=lambda r: (scores[r], docids[r]), reverse=True)
-            seen: set[str] = set()
-            qid = self.labels.query_ids[q]
-            for r in members:
-                if docids[r] in seen:
-                    dropped.append(f"{docids[r]} in {qid}")
-                    continue
-                seen.add(docids[r])
-                grades.append(self.grade_of.get((qid, docids[r]), 0))
-                if rows.contains is not None:
-                    contains.append(rows.contains[r])
-            lengths.append(len(seen))
-        if dropped:
-            self.warnings.append(repeated_passages(name, dropped))
-        pinned = None
-        if k_override:
-            pinned = np.array([k_override.get(q, 0) for q in self.labels.query_ids], np.int64)
-        return RankedRun(
-            name=name,
-            offsets=np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(np.int64),
-            grades=np.array(grades, dtype=np.int8),
-            contains=None if rows.contains is None else np.array(contains, dtype=np.bool_),
-            k_override=pinned,
-        )
