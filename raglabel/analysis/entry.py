@@ -82,6 +82,9 @@ def evaluate_request(request: EvalRequest, loaded: Loaded | None = None) -> Eval
         config=loaded.config,
         warnings=loaded.warnings,
     )
+    if loaded.judge_shares is not None:
+        for name, run in report.runs.items():
+            run.judge_share = loaded.judge_shares.shares(name)
     if request.answers is not None and answer_inputs is not None:
         from raglabel.analysis.answers import MIN_HUMAN, answers_section, attach
 

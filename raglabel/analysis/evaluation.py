@@ -247,19 +247,23 @@ def _ctx_details(
     return details
 
 
+def comparison_pairs(names: Sequence[str], options: Options) -> list[tuple[str, str]]:
+    """``(baseline, run)`` of each comparison ``--compare`` makes: every run against the
+    baseline when there is one, else every pair of runs."""
+    baseline = options.baseline
+    if baseline is None and options.first_is_baseline and names:
+        baseline = names[0]
+    if baseline is not None:
+        return [(baseline, name) for name in names if name != baseline]
+    return list(itertools.combinations(names, 2))
+
+
 def _comparisons(
     runs: Sequence[RankedRun],
     values: dict[str, dict[MetricKey, FloatArray]],
     options: Options,
 ) -> list[Comparison]:
-    names = [run.name for run in runs]
-    baseline = options.baseline
-    if baseline is None and options.first_is_baseline and names:
-        baseline = names[0]
-    if baseline is not None:
-        pairs = [(baseline, name) for name in names if name != baseline]
-    else:
-        pairs = list(itertools.combinations(names, 2))
+    pairs = comparison_pairs([run.name for run in runs], options)
     headline = headline_metric(options)
     tests = [
         replace(

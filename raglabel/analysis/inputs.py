@@ -28,6 +28,7 @@ from raglabel.metrics.run import RankedRun
 
 if TYPE_CHECKING:
     from raglabel.analysis.answers import AnswerOptions
+    from raglabel.analysis.judge_share import JudgeShares
     from raglabel.analysis.memory import MemoryInputs
     from raglabel.storage.labels import LabelChoice
 
@@ -107,9 +108,10 @@ class EvalRequest:
 class Loaded:
     """What :func:`load` hands to the evaluation: the runs aligned with the label
     statistics, the options the inputs settled, the report's labels and config, and the
-    warnings so far."""
+    warnings so far; with ``--fill-with-judge``, how much of each run's top K the judge
+    labelled (``judge_shares``)."""
 
-    __slots__ = ("config", "labels_info", "options", "runs", "stats", "warnings")
+    __slots__ = ("config", "judge_shares", "labels_info", "options", "runs", "stats", "warnings")
 
     def __init__(
         self,
@@ -120,7 +122,9 @@ class Loaded:
         labels_info: LabelsInfo,
         config: dict[str, object],
         warnings: list[str],
+        judge_shares: JudgeShares | None = None,
     ) -> None:
+        self.judge_shares = judge_shares
         self.stats = stats
         self.runs = runs
         self.options = options
@@ -230,6 +234,18 @@ def load(request: EvalRequest) -> Loaded:
             q for q, flag in zip(labels.query_ids, stats.inverted, strict=True) if flag
         ],
     )
+    shares = None
+    if (
+        request.project is not None
+        and request.choice is not None
+        and request.choice.fill_with_judge
+    ):
+        from raglabel.analysis.judge_share import judge_shares
+
+        shares = judge_shares(
+            request.project, request.choice, request.runs, request.cutoffs, info.fingerprint
+        )
+        warnings += shares.warnings()
     options = replace(asked, metrics=metrics, answers=answers, pools=pools, own_k_only=own_k_only)
     grade_map = GradeMap() if request.grade_map is None else request.grade_map
     report_config: dict[str, object] = {
@@ -261,6 +277,7 @@ def load(request: EvalRequest) -> Loaded:
         labels_info=info,
         config=report_config,
         warnings=warnings,
+        judge_shares=shares,
     )
 
 

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from raglabel.metrics.labels import LabelSet
 
 FORMATS = ("table", "json", "csv", "markdown")
+#: ``--estimate``: people's grades (the ordinary report), the judge's, or judge-corrected.
+ESTIMATES = ("human", "judge", "corrected")
 
 
 def register(commands: Any) -> None:
@@ -39,7 +41,8 @@ def register(commands: Any) -> None:
             "  raglabel eval --qrels qrels.txt --run x.run --metrics map,P_10 --na zero\n"
             "  raglabel eval --samples samples.jsonl --format json --per-query\n"
             "  raglabel eval project.db --ci --compare --policy median\n"
-            "  raglabel eval project.db --answers --threshold faithfulness=4 --format json"
+            "  raglabel eval project.db --answers --threshold faithfulness=4 --format json\n"
+            "  raglabel eval project.db --estimate corrected --compare --baseline bm25"
         ),
         formatter_class=LazyWidthRawDescription,
     )
@@ -133,6 +136,16 @@ def add_inputs_and_conventions(parser: argparse.ArgumentParser, *, report: bool 
         action="store_true",
         help="let judge suggestions grade pairs no human graded (default: off; reported)",
     )
+    if not report:
+        labels.add_argument(
+            "--estimate",
+            choices=ESTIMATES,
+            default="human",
+            help="human: people's grades; judge: the judge's labels on every pair, no human"
+            " grade; corrected: the judge's figures on every query corrected by people's on"
+            " the complete queries of the audit sample (raglabel audit), with normal"
+            " intervals (default: human)",
+        )
     what = parser.add_argument_group("what to compute")
     what.add_argument("-k", metavar="LIST", help="cutoffs, e.g. 5,10,20 (default: 5)")
     what.add_argument(
@@ -290,6 +303,18 @@ def compute(args: argparse.Namespace) -> tuple[Report, list[str], float, LabelSe
     from raglabel.analysis.entry import evaluate_request
     from raglabel.cli.eval_inputs import load_inputs
 
+    estimate = getattr(args, "estimate", "human")
+    if estimate != "human":
+        from raglabel.analysis.corrected import estimate_request
+        from raglabel.cli.eval_inputs import eval_request
+
+        if not getattr(args, "db", None):
+            raise UsageError(
+                f"--estimate {estimate} needs a project DB (raglabel eval DB --estimate"
+                f" {estimate}); with --qrels or --samples the labels are people's only"
+            )
+        done = estimate_request(eval_request(args), estimate)
+        return done.report, done.warnings, done.loaded_at, done.labels
     request, loaded = load_inputs(args)
     done = evaluate_request(request, loaded)
     return done.report, done.warnings, done.loaded_at, done.labels

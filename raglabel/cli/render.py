@@ -12,9 +12,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from raglabel.cli.plain_table import Column, Table, draw, fit, layout, own_width, wrapped
+from raglabel.formats.report import CorrectedComparison
 
 if TYPE_CHECKING:
-    from raglabel.formats.report import Comparison, Report
+    from raglabel.formats.report import Comparison, Figure, Figures, Report
     from raglabel.formats.report_details import CriterionAnswers, GradeSummary
 
 CSV_COLUMNS = ("kind", "run", "metric", "query", "baseline", "value")
@@ -58,6 +59,20 @@ def _cell(report: Report, run: str, metric: str) -> str:
     return text
 
 
+def _share_rows(report: Report) -> list[list[str]]:
+    """With --fill-with-judge, a row per cutoff: each run's share of its top-K labels
+    that are the judge's."""
+    from raglabel.formats.judge_share import percent
+
+    first = next(iter(report.runs.values()), None)
+    if first is None or first.judge_share is None:
+        return []
+    return [
+        [f"judge share@{k}", *[percent((r.judge_share or {}).get(k)) for r in report.runs.values()]]
+        for k in first.judge_share
+    ]
+
+
 def _exact(value: float | int | None) -> str:
     return "" if value is None else repr(value)
 
@@ -71,9 +86,19 @@ def _csv_rows(report: Report) -> Iterator[tuple[str, str, str, str, str, str]]:
             if result.ci is not None:
                 yield "ci_low", run, metric, "", "", _exact(None if ci is None else ci[0])
                 yield "ci_high", run, metric, "", "", _exact(None if ci is None else ci[1])
+            if result.lam is not None:
+                yield "lambda", run, metric, "", "", _exact(result.lam.get(metric))
+            for side, figures in (
+                ("judge_only", result.judge_only),
+                ("human_only", result.human_only),
+            ):
+                if figures is not None:
+                    yield from _figures_rows(side, run, metric, figures)
         for qid, values in (result.per_query or {}).items():
             for metric, value in values.items():
                 yield "per_query", run, metric, qid, "", _exact(value)
+        for k, share in (result.judge_share or {}).items():
+            yield "judge_share", run, k, "", "", _exact(share)
     for c in report.compare or []:
         yield from _compare_rows(c)
     for system, criteria in (report.answers or {}).items():
@@ -115,6 +140,16 @@ def _answer_rows(
             yield "answer_per_sample", system, f"{criterion}:{grader}", sample, "", _exact(value)
 
 
+def _figures_rows(
+    side: str, run: str, metric: str, figures: Figures
+) -> Iterator[tuple[str, str, str, str, str, str]]:
+    ci = figures.ci.get(metric) or (None, None)
+    yield f"{side}_mean", run, metric, "", "", _exact(figures.mean.get(metric))
+    yield f"{side}_ci_low", run, metric, "", "", _exact(ci[0])
+    yield f"{side}_ci_high", run, metric, "", "", _exact(ci[1])
+    yield f"{side}_valid", run, metric, "", "", str(figures.valid.get(metric, 0))
+
+
 def _compare_rows(c: Comparison, prefix: str = "") -> Iterator[tuple[str, str, str, str, str, str]]:
     ci = c.ci or (None, None)
     fields: list[tuple[str, float | int | None]] = [
@@ -130,6 +165,17 @@ def _compare_rows(c: Comparison, prefix: str = "") -> Iterator[tuple[str, str, s
         ("compare_losses", c.losses),
         ("compare_queries", c.queries),
     ]
+    if isinstance(c, CorrectedComparison):
+        fields += [("compare_queries_to_settle", c.queries_to_settle), ("compare_lambda", c.lam)]
+        for side, figure in (("judge_only", c.judge_only), ("human_only", c.human_only)):
+            if figure is not None:
+                low, high = figure.ci or (None, None)
+                fields += [
+                    (f"compare_{side}_diff", figure.mean_difference),
+                    (f"compare_{side}_ci_low", low),
+                    (f"compare_{side}_ci_high", high),
+                    (f"compare_{side}_queries", figure.queries),
+                ]
     for kind, value in fields:
         yield prefix + kind, c.run, c.metric, "", c.baseline, _exact(value)
 
@@ -145,7 +191,13 @@ def _csv(report: Report) -> str:
     ``answer_valid``, ``answer_samples``, ``answer_ci_low``/``answer_ci_high``,
     ``answer_na`` (``metric`` is ``criterion:grader:reason``), ``answer_corrected`` and
     its ``_ci_low``, ``_ci_high``, ``_n_human``, ``_n_judge`` (``metric`` the criterion),
-    ``answer_per_sample`` (``query`` is the sample id) and ``answer_compare_*``."""
+    ``answer_per_sample`` (``query`` is the sample id) and ``answer_compare_*``. With
+    --fill-with-judge, ``judge_share`` rows give each run's share of judge labels in its
+    top K (``metric`` is K). With --estimate corrected, ``mean``, ``ci_low``/``ci_high``
+    and ``valid`` are the corrected figures, and each run and metric adds ``lambda`` and
+    ``judge_only_*``/``human_only_*`` (mean, ci_low, ci_high, valid); each comparison adds
+    ``compare_queries_to_settle``, ``compare_lambda`` and ``compare_judge_only_*``/
+    ``compare_human_only_*`` (diff, ci_low, ci_high, queries)."""
     import csv
 
     buffer = io.StringIO()
@@ -196,7 +248,19 @@ def header_lines(report: Report) -> list[str]:
     ]
     shown = [f"{name}={_describe(config[name])}" for name in _SHOWN if name in config]
     lines.append("conventions: " + " ".join(shown))
-    if any(r.ci is not None for r in report.runs.values()):
+    estimate = report.estimate
+    if estimate is not None and estimate.kind == "judge":
+        lines.append("estimate: judge labels only, no human grade")
+    elif estimate is not None:
+        lines.append(
+            f"estimate: judge-corrected (prediction-powered, PPI++): the judge's figures on"
+            f" {estimate.population} queries corrected by people's on {estimate.complete}"
+            f" complete drawn queries of {estimate.drawn} (depth {estimate.depth});"
+            f" {_describe(config.get('confidence'))} normal intervals and p-values"
+        )
+    if _corrected(report):
+        pass  # its intervals are said on the estimate's line
+    elif any(r.ci is not None for r in report.runs.values()):
         lines.append(
             f"intervals: {_describe(config.get('confidence'))} percentile bootstrap, "
             f"{config.get('resamples')} resamples, seed {config.get('seed')}"
@@ -212,14 +276,20 @@ def _markdown(report: Report, *, per_query: bool) -> str:
     head = header_lines(report)
     lines = [head[0] + "  ", head[1] + "  ", head[2], ""]
     lines += [f"- {text.strip()}" for text in head[3:]]
-    lines += [
-        "",
-        "| metric | " + " | ".join(runs) + " |",
-        "| --- | " + " | ".join("---:" for _ in runs) + " |",
-    ]
-    for metric in _metric_names(report):
-        cells = [_cell(report, run, metric) for run in runs]
-        lines.append(f"| {metric} | " + " | ".join(cells) + " |")
+    if _corrected(report):
+        lines += ["", "| " + " | ".join(CORRECTED_HEADERS) + " |"]
+        lines.append("| --- | --- | " + " | ".join("---:" for _ in CORRECTED_HEADERS[2:]) + " |")
+        lines += ["| " + " | ".join(row) + " |" for row in _corrected_rows(report)]
+    else:
+        lines += [
+            "",
+            "| metric | " + " | ".join(runs) + " |",
+            "| --- | " + " | ".join("---:" for _ in runs) + " |",
+        ]
+        for metric in _metric_names(report):
+            cells = [_cell(report, run, metric) for run in runs]
+            lines.append(f"| {metric} | " + " | ".join(cells) + " |")
+        lines += [f"| {' | '.join(row)} |" for row in _share_rows(report)]
     lines.extend(_compare_markdown(report))
     lines.extend(_answers_markdown(report, per_query=per_query))
     if per_query:
@@ -238,8 +308,86 @@ def _p_header(report: Report) -> str:
     return "p" if method == "none" else f"p ({method})"
 
 
+def _corrected(report: Report) -> bool:
+    return report.estimate is not None and report.estimate.kind == "corrected"
+
+
+#: The corrected estimate's table: each run's figure with the judge's and people's beside.
+CORRECTED_HEADERS = ("metric", "run", "corrected", "lambda", "judge only", "human only")
+
+
+def _interval_cell(mean: float | None, ci: tuple[float, float] | None, n: int) -> str:
+    if mean is None:
+        return f"NA (n={n})"
+    text = f"{mean:.4f}"
+    if ci is not None:
+        text += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
+    return text + f" (n={n})"
+
+
+def _side_cell(figures: Figures | None, metric: str) -> str:
+    if figures is None:
+        return "-"
+    return _interval_cell(
+        figures.mean.get(metric), figures.ci.get(metric), figures.valid.get(metric, 0)
+    )
+
+
+def _corrected_rows(report: Report) -> list[list[str]]:
+    """Per metric and run: the corrected mean and interval, the judge's weight, and the
+    judge-only and human-only figures."""
+    rows = []
+    for metric in _metric_names(report):
+        for run, result in report.runs.items():
+            ci = (result.ci or {}).get(metric)
+            lam = (result.lam or {}).get(metric)
+            rows.append(
+                [
+                    metric,
+                    run,
+                    _interval_cell(result.mean[metric], ci, result.valid[metric]),
+                    _number(lam, 2),
+                    _side_cell(result.judge_only, metric),
+                    _side_cell(result.human_only, metric),
+                ]
+            )
+    return rows
+
+
+def _settle_cell(c: CorrectedComparison) -> str:
+    """``queries_to_settle`` in words."""
+    if c.mean_difference is None:
+        return "-"
+    if c.queries_to_settle == 0:
+        return "settled"
+    if c.queries_to_settle is None:
+        return "not within the undrawn queries" if c.mean_difference else "no effect"
+    return f"{c.queries_to_settle} more queries to settle"
+
+
+def _figure_cell(figure: Figure | None) -> str:
+    if figure is None:
+        return "-"
+    return _interval_cell(figure.mean_difference, figure.ci, figure.queries)
+
+
 def _compare_cells(c: Comparison) -> list[str]:
     ci = "" if c.ci is None else f"[{c.ci[0]:.4f}, {c.ci[1]:.4f}]"
+    if isinstance(c, CorrectedComparison):
+        return [
+            c.metric,
+            c.baseline,
+            c.run,
+            _number(c.mean_difference),
+            ci,
+            _number(c.p_value),
+            _number(c.p_adjusted),
+            c.family,
+            _number(c.lam, 2),
+            _figure_cell(c.judge_only),
+            _figure_cell(c.human_only),
+            _settle_cell(c),
+        ]
     return [
         c.metric,
         c.baseline,
@@ -257,6 +405,12 @@ def _compare_markdown(report: Report, answers: bool = False) -> list[str]:
     tests = report.answer_compare if answers else report.compare
     if not tests:
         return []
+    if not answers and _corrected(report):
+        headers = _corrected_compare_headers(report)
+        lines = ["", "| " + " | ".join(headers) + " |"]
+        right = _RIGHT | {_p_header(report)}
+        lines.append("| " + " | ".join("---:" if h in right else "---" for h in headers) + " |")
+        return lines + ["| " + " | ".join(_compare_cells(c)) + " |" for c in tests]
     lines = [
         "",
         f"| metric | baseline | run | diff | CI | p | {_p_header(report)} | family | W/T/L |",
@@ -400,13 +554,19 @@ def _table(report: Report, *, per_query: bool = False, width: int | None = None)
     labels = report.labels
     for line in header_lines(report):
         output.writelines(text + "\n" for text in wrapped(line, width))
-    columns = [Column("metric"), *(Column(run, right=True) for run in report.runs)]
-    rows = [
-        [metric, *[_cell(report, run, metric) for run in report.runs]]
-        for metric in _metric_names(report)
-    ]
-    # Runs side by side, or a run a row where that fits better (six with intervals).
-    output.write(_drawn(Table(columns, rows, corner="run"), width))
+    if _corrected(report):
+        columns = [Column(h, right=i > 1) for i, h in enumerate(CORRECTED_HEADERS)]
+        table = Table(columns, _corrected_rows(report), title="judge-corrected means", keys=2)
+        output.write(_drawn(table, width))
+    else:
+        columns = [Column("metric"), *(Column(run, right=True) for run in report.runs)]
+        rows = [
+            [metric, *[_cell(report, run, metric) for run in report.runs]]
+            for metric in _metric_names(report)
+        ]
+        rows += _share_rows(report)
+        # Runs side by side, or a run a row where that fits better (six with intervals).
+        output.write(_drawn(Table(columns, rows, corner="run"), width))
     if report.compare:
         output.write(
             _drawn(
@@ -439,7 +599,25 @@ def _table(report: Report, *, per_query: bool = False, width: int | None = None)
     return output.getvalue()
 
 
+#: Right-aligned columns of the corrected comparisons' table.
+_RIGHT = frozenset({"diff", "p", "lambda", "judge only", "human only"})
+
+
+def _corrected_compare_headers(report: Report) -> tuple[str, ...]:
+    p = _p_header(report)
+    return (
+        "metric", "baseline", "run", "diff", "CI", "p", p, "family", "lambda",
+        "judge only", "human only", "settle",
+    )  # fmt: skip
+
+
 def _compare_table(title: str, side: str, comparisons: list[Comparison], report: Report) -> Table:
+    if side == "run" and _corrected(report):
+        headers = _corrected_compare_headers(report)
+        right = _RIGHT | {headers[6]}  # the adjusted p-value's column
+        columns = [Column(header, right=header in right) for header in headers]
+        title = "judge-corrected paired differences (run - baseline), normal tests"
+        return Table(columns, [_compare_cells(c) for c in comparisons], title=title, keys=3)
     headers = ("metric", "baseline", side, "diff", "CI", "p", _p_header(report), "family", "W/T/L")
     columns = [Column(header, right=header in {"diff", "p"}) for header in headers]
     # A test is named by its metric, baseline and run: all three lead each block.

@@ -16,7 +16,7 @@ import math
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from raglabel.metrics.stats import Comparison
 
@@ -31,9 +31,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Comparison",
+    "CorrectedComparison",
     "CorrectedMean",
     "CriterionAnswers",
     "CtxRankDetail",
+    "EstimateInfo",
+    "Figure",
+    "Figures",
     "GradeSummary",
     "LabelsInfo",
     "Report",
@@ -45,6 +49,16 @@ __all__ = [
 # Unknown keys are an error (additionalProperties: false), and attribute docstrings are
 # the schema's field descriptions.
 _SCHEMA_CONFIG: dict[str, object] = {"extra": "forbid", "use_attribute_docstrings": True}
+
+
+def _json_key(name: str) -> str:
+    """A field's key in the JSON: ``lam`` is ``lambda`` (a Python keyword), the others
+    are their own names."""
+    return "lambda" if name == "lam" else name
+
+
+# The report's types whose JSON names a field otherwise than Python does.
+_ALIASED_CONFIG: dict[str, object] = {**_SCHEMA_CONFIG, "alias_generator": _json_key}
 
 # Defined in raglabel.formats.report_details, and named here only when asked for: an
 # evaluation without --per-query or --answers builds none of these dataclasses.
@@ -98,15 +112,102 @@ class LabelsInfo:
 
 
 @dataclass
-class RunReport(_NamesDetails):
-    """One run's means; ``ci``, ``per_query`` and ``ctx_rank`` only when asked for."""
+class EstimateInfo:
+    """Which estimate the report's means are (``eval --estimate``), and for the
+    judge-corrected one the audit sample it stands on."""
 
     __pydantic_config__: ClassVar[dict[str, object]] = _SCHEMA_CONFIG
+
+    kind: Literal["judge", "corrected"]
+    """``judge``: judge labels on every pair, no human grade; ``corrected``: the judge's
+    figures on every query corrected by people's on the complete drawn queries."""
+    population: int
+    """Queries the judge's figures are over: for ``corrected`` the queries the project's
+    stored runs cover (the population the draws took from)."""
+    drawn: int | None = None
+    """Queries drawn by ``raglabel audit`` (``corrected`` only)."""
+    complete: int | None = None
+    """Drawn queries a person graded in full to ``depth`` (``corrected`` only)."""
+    incomplete: list[str] | None = None
+    """Drawn queries not complete, left out of the estimate (``corrected`` only)."""
+    depth: int | None = None
+    """The depth of completeness: the deepest cutoff of the metrics (``corrected`` only)."""
+
+    def as_json(self) -> dict[str, object]:
+        return {key: value for key, value in vars(self).items() if value is not None}
+
+
+@dataclass
+class Figures:
+    """Means with their normal 95% (``config.confidence``) intervals, per metric: a run's
+    judge-only or human-only figures beside its judge-corrected ones."""
+
+    __pydantic_config__: ClassVar[dict[str, object]] = _SCHEMA_CONFIG
+
+    mean: dict[str, float | None]
+    """Mean over the queries where the metric is defined; null with fewer than 2."""
+    ci: dict[str, tuple[float, float] | None]
+    """mean +- z * sd / sqrt(valid)."""
+    valid: dict[str, int]
+    """Queries that entered each mean."""
+
+
+@dataclass
+class Figure:
+    """A mean difference with its normal interval: a comparison's judge-only or
+    human-only figure beside its judge-corrected one."""
+
+    __pydantic_config__: ClassVar[dict[str, object]] = _SCHEMA_CONFIG
+
+    mean_difference: float | None
+    ci: tuple[float, float] | None
+    queries: int
+    """Queries with a difference (both runs' values defined)."""
+
+
+@dataclass(frozen=True)
+class CorrectedComparison(Comparison):
+    """A paired difference estimated judge-corrected (``eval --estimate corrected
+    --compare``): ``mean_difference``, ``ci`` and ``p_value`` (a normal test of no
+    difference) are the prediction-powered estimate's over the per-query differences;
+    ``wins``, ``ties``, ``losses`` and ``queries`` count the complete drawn queries by
+    people's labels where both runs' differences are defined."""
+
+    __pydantic_config__: ClassVar[dict[str, object]] = _ALIASED_CONFIG
+
+    queries_to_settle: int | None = None
+    """More complete drawn queries that would likely make the interval exclude 0 at the
+    current effect size; 0 when it does already; null when the effect is 0 or no number
+    of undrawn queries would."""
+    lam: float | None = None
+    """The judge's weight (PPI++'s power tuning, clipped to [0, 1]); JSON key ``lambda``."""
+    judge_only: Figure | None = None
+    """The difference on judge labels over the population."""
+    human_only: Figure | None = None
+    """The difference on people's labels over the complete drawn queries."""
+
+    def as_json(self) -> dict[str, object]:
+        out = {_json_key(key): value for key, value in vars(self).items()}
+        for key in ("judge_only", "human_only"):
+            figure = out[key]
+            out[key] = None if figure is None else vars(figure)
+        return out
+
+
+@dataclass
+class RunReport(_NamesDetails):
+    """One run's means; ``ci``, ``per_query`` and ``ctx_rank`` only when asked for;
+    ``lambda``, ``judge_only`` and ``human_only`` with ``--estimate corrected``."""
+
+    __pydantic_config__: ClassVar[dict[str, object]] = _ALIASED_CONFIG
 
     mean: dict[str, float | None]
     """Macro-average over queries; null is NA."""
     valid: dict[str, int]
     """Queries that entered each mean."""
+    judge_share: dict[str, float | None] | None = None
+    """Per cutoff K (with --fill-with-judge): of the entries in the run's top K over all
+    queries that have a label, the share whose label is the judge's; null when none has."""
     ci: dict[str, tuple[float, float] | None] | None = None
     """Percentile bootstrap interval of each mean (with --ci)."""
     per_query: dict[str, dict[str, float | None]] | None = None
@@ -114,15 +215,30 @@ class RunReport(_NamesDetails):
     the query's own k (``config.query_k``) is left out: that query has no value there."""
     ctx_rank: dict[str, dict[str, CtxRankDetail]] | None = None
     """Per cutoff and query: actual vs ideal ranks (with --per-query)."""
+    lam: dict[str, float | None] | None = None
+    """The judge's weight per metric (``--estimate corrected``; JSON key ``lambda``):
+    PPI++'s power tuning, clipped to [0, 1]; null where there is no corrected mean."""
+    judge_only: Figures | None = None
+    """Judge labels alone over the population (``--estimate corrected``)."""
+    human_only: Figures | None = None
+    """People's labels alone over the complete drawn queries (``--estimate corrected``)."""
 
     def as_json(self) -> dict[str, object]:
         out: dict[str, object] = {"mean": self.mean, "valid": self.valid}
+        if self.judge_share is not None:
+            out["judge_share"] = self.judge_share
         if self.ci is not None:
             out["ci"] = self.ci
         if self.per_query is not None:
             out["per_query"] = self.per_query
             # Asked for with --per-query: null when no ctx_rank_prec metric was.
             out["ctx_rank"] = None if self.ctx_rank is None else _fields(self.ctx_rank)
+        if self.lam is not None:
+            out["lambda"] = self.lam
+        if self.judge_only is not None:
+            out["judge_only"] = vars(self.judge_only)
+        if self.human_only is not None:
+            out["human_only"] = vars(self.human_only)
         return out
 
 
@@ -136,7 +252,7 @@ class Report(_NamesDetails):
     config: dict[str, object]
     """Every convention in force."""
     runs: dict[str, RunReport]
-    compare: list[Comparison] | None = None
+    compare: list[Comparison | CorrectedComparison] | None = None
     warnings: list[str] = field(default_factory=list)
     answers: dict[str, dict[str, CriterionAnswers]] | None = None
     """Per answer system and criterion (with --answers)."""
@@ -144,15 +260,20 @@ class Report(_NamesDetails):
     """Paired randomization tests between answer systems over their shared samples
     (with --answers and --compare): ``run`` is the system, ``metric`` is
     ``criterion:grader`` (grader ``human`` or ``judge``), ``queries`` the samples."""
+    estimate: EstimateInfo | None = None
+    """Which estimate the means are (with ``--estimate judge`` or ``corrected``)."""
 
     def as_json(self) -> dict[str, object]:
         out: dict[str, object] = {
             "labels": vars(self.labels),
+            **({} if self.estimate is None else {"estimate": self.estimate.as_json()}),
             "config": self.config,
             "runs": {name: run.as_json() for name, run in self.runs.items()},
         }
         if self.compare is not None:
-            out["compare"] = [vars(c) for c in self.compare]
+            out["compare"] = [
+                c.as_json() if isinstance(c, CorrectedComparison) else vars(c) for c in self.compare
+            ]
         out["warnings"] = self.warnings
         if self.answers is not None:
             out["answers"] = {

@@ -10,6 +10,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 
+from raglabel.formats.judge_share import WARN_ABOVE, leaning, percent
 from raglabel.metrics.names import lower_is_better
 from raglabel.report.charts import Interval, distribution, forest, heatmap, prevalence
 from raglabel.report.model import LEVEL, ReportInput
@@ -92,8 +93,37 @@ def _means(report: ReportInput) -> Section:
                 forest(f"{_named(metric)}: mean and {level} interval per run", points),
             )
         )
+    shares, words = _judge_shares(report)
+    if words:
+        section.paragraphs.append(words)
+    rows += shares
     section.tables.append(Table(["metric", *report.runs], rows))
     return section
+
+
+def _judge_shares(report: ReportInput) -> tuple[list[list[str]], str]:
+    """With --fill-with-judge, a row per cutoff of each run's judge share, and the
+    paragraph that says what it is; nothing without."""
+    runs = report.data.runs
+    first = next(iter(runs.values()), None)
+    if first is None or first.judge_share is None:
+        return [], ""
+    rows = [
+        [f"judge share@{k}", *[percent((run.judge_share or {}).get(k)) for run in runs.values()]]
+        for k in first.judge_share
+    ]
+    leaning_runs = [name for name, run in runs.items() if leaning(run.judge_share or {})]
+    words = (
+        "Judge suggestions filled the pairs no person graded (--fill-with-judge). A judge"
+        " share@K row says, of the entries in a run's top K over all queries that have a"
+        " label, the share whose label is the judge's."
+    )
+    if leaning_runs:
+        words += (
+            f" Above {percent(WARN_ABOVE)} for {', '.join(leaning_runs)}: those metrics lean"
+            " on the judge, and mixing labels can favour or penalise a run."
+        )
+    return rows, words
 
 
 def _named(metric: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from raglabel.formats.judge_share import WARN_ABOVE, leaning, percent
 from raglabel.metrics.names import lower_is_better
 from raglabel.report.model import LEVEL, ReportInput
 
@@ -166,4 +167,10 @@ def _cautions(report: ReportInput, metric: str) -> list[str]:
                 f"{graded} of {name}'s top passages are graded (the least of any run);"
                 " grading the rest may still move these numbers a little."
             )
+    leaning_runs = [name for name, run in runs.items() if leaning(run.judge_share or {})]
+    if leaning_runs:
+        out.append(
+            f"More than {percent(WARN_ABOVE)} of {_and(leaning_runs)}'s top labels at some"
+            " cutoff are the judge's (--fill-with-judge), so those numbers lean on the judge."
+        )
     return out

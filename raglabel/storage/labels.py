@@ -41,8 +41,13 @@ class LabelChoice:
     policy: Policy = "median"
     annotator: str | None = None
     fill_with_judge: bool = False
+    #: The judge's grades alone, as ``--fill-with-judge`` resolves them, on every pair
+    #: it graded; no person's grade (``eval --estimate judge``).
+    judge_only: bool = False
 
     def describe(self) -> str:
+        if self.judge_only:
+            return "judge: lower median over models' latest suggestions; no human grade"
         who = (
             f"annotator {self.annotator!r}"
             if self.annotator
@@ -59,8 +64,16 @@ class ResolvedLabels:
     judge_filled: int  # pairs graded only by a judge, used because the user asked
     source: str
 
+    @property
+    def from_judge(self) -> list[bool]:
+        """Per row of ``qrels``, whether its label is the judge's: ``qrels`` lists the
+        ``human`` pairs people graded first, then the ``judge_filled`` pairs."""
+        return [False] * self.human + [True] * self.judge_filled
+
 
 def resolved_labels(conn: sqlite3.Connection, choice: LabelChoice) -> ResolvedLabels:
+    if choice.judge_only:
+        return _judge_only_labels(conn, choice)
     if choice.annotator is not None:
         known = conn.execute(
             "SELECT 1 FROM annotator WHERE name = ?", (choice.annotator,)
@@ -82,6 +95,18 @@ def resolved_labels(conn: sqlite3.Connection, choice: LabelChoice) -> ResolvedLa
     if choice.fill_with_judge:
         source += f" ({filled} pairs from {', '.join(sorted(models)) or 'no model'})"
     return ResolvedLabels(qrels, human, filled, source)
+
+
+def _judge_only_labels(conn: sqlite3.Connection, choice: LabelChoice) -> ResolvedLabels:
+    """The judge's grade on every pair it graded, by the rule ``--fill-with-judge`` and
+    ``agree`` use (:func:`judge_consensus`); imported judgments count as models."""
+    grades = _judge_grades(conn)
+    models = sorted(set().union(*(used for _, used in grades.values())))
+    qrels = QrelsRows(
+        [qid for qid, _ in grades], [pid for _, pid in grades], [g for g, _ in grades.values()]
+    )
+    source = f"{choice.describe()} ({len(grades)} pairs from {', '.join(models) or 'no model'})"
+    return ResolvedLabels(qrels, 0, len(grades), source)
 
 
 def _human_labels(conn: sqlite3.Connection, choice: LabelChoice) -> dict[tuple[str, str], int]:

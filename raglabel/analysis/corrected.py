@@ -1,0 +1,456 @@
+"""``eval --estimate judge|corrected``: a project's runs scored on the judge's labels, or
+judge-corrected by people's labels on the audit sample (issue 29).
+
+``judge`` is the ordinary evaluation on the judge's grade of every pair it graded (the
+lower median over models' latest suggestions, as ``agree`` and ``--fill-with-judge``
+resolve them), no person's grade in it.
+
+``corrected`` runs the ordinary evaluation twice, each query's values kept: on the judge's
+labels, whose values on every query the stored runs cover are f, and on people's labels,
+whose values on the complete drawn queries are h (g: the judge's there). For each run and
+metric, and each paired difference ``--compare`` makes, it hands them to
+:func:`~raglabel.metrics.judge_corrected.judge_corrected`, which holds the estimator and
+its assumptions. Drawn queries that are not complete are left out and named: the estimate
+stays valid only if what kept them incomplete has nothing to do with their labels.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import math
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from raglabel.analysis.entry import Evaluated, evaluate_request
+from raglabel.analysis.evaluation import comparison_pairs, headline_metric
+from raglabel.analysis.inputs import ungraded_line
+from raglabel.errors import UsageError
+from raglabel.formats.notices import sample
+from raglabel.formats.report import (
+    Comparison,
+    CorrectedComparison,
+    EstimateInfo,
+    Figure,
+    Figures,
+    LabelsInfo,
+    Report,
+    RunReport,
+)
+from raglabel.metrics.judge_corrected import MIN_DRAWN, Corrections, judge_corrected
+from raglabel.metrics.names import lower_is_better
+from raglabel.metrics.stats import adjust_families
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from raglabel.analysis.inputs import EvalRequest
+    from raglabel.metrics.judge_corrected import Estimate
+
+FloatArray = NDArray[np.float64]
+
+#: Metrics whose run-level value is a ratio of means, not a mean of per-query values:
+#: the corrected estimator is for means, so they are left out of it.
+RATIO_METRICS = frozenset({"pct_proc"})
+INCOMPLETE_NOTE = "valid only if whatever kept them incomplete has nothing to do with their labels"
+
+
+def estimate_request(request: EvalRequest, kind: str) -> Evaluated:
+    """The report of ``eval --estimate kind`` (``judge`` or ``corrected``)."""
+    if kind not in ("judge", "corrected"):
+        raise ValueError(f"unknown estimate {kind!r}")
+    _check_request(request, kind)
+    assert request.project is not None
+    from raglabel.storage.project import Project
+
+    with Project.open_read(request.project) as project:
+        conn = project.conn
+        _require_judge_labels(conn, request)
+        if kind == "corrected":
+            sample_state = _audit_sample(conn, request)
+            project_queries = _project_queries(conn)
+    if kind == "corrected":
+        return _corrected(request, sample_state, project_queries)
+    done = evaluate_request(_judge_request(request))
+    done.report.estimate = EstimateInfo("judge", population=done.report.labels.queries)
+    return done
+
+
+def _check_request(request: EvalRequest, kind: str) -> None:
+    if request.project is None:
+        raise UsageError(
+            f"--estimate {kind} needs a project DB (its judge labels"
+            f"{' and audit sample' if kind == 'corrected' else ''}): raglabel eval DB"
+            f" --estimate {kind}"
+        )
+    choice = request.choice
+    if choice is not None and choice.fill_with_judge:
+        raise UsageError(
+            f"--fill-with-judge goes with --estimate human only: --estimate {kind} uses the"
+            " judge's labels already"
+        )
+    if kind == "judge" and choice is not None and choice.annotator is not None:
+        raise UsageError(
+            "--annotator goes with --estimate human or corrected: judge has no grades of people"
+        )
+    if kind == "corrected":
+        if request.options.per_query:
+            raise UsageError(
+                "--per-query goes with --estimate human or judge: the corrected estimate"
+                " has no value per query"
+            )
+        if request.answers is not None:
+            raise UsageError("--answers goes with --estimate human or judge")
+
+
+def _require_judge_labels(conn: sqlite3.Connection, request: EvalRequest) -> None:
+    if conn.execute("SELECT 1 FROM suggestion LIMIT 1").fetchone() is None:
+        raise UsageError(
+            f"{request.project}: no judge labels: grade with `raglabel judge"
+            f" {request.project}` or bring them with `raglabel import {request.project}"
+            " --judgments MODEL=FILE`"
+        )
+
+
+def _judge_request(request: EvalRequest) -> EvalRequest:
+    """``request`` with the judge's labels in place of people's."""
+    from raglabel.storage.labels import LabelChoice
+
+    judged = copy.copy(request)
+    judged.choice = LabelChoice(judge_only=True)
+    return judged
+
+
+def _project_queries(conn: sqlite3.Connection) -> list[str]:
+    from raglabel.storage.items import query_ids
+
+    return query_ids(conn)
+
+
+@dataclass(frozen=True)
+class _Sample:
+    """The audit sample as the corrected estimate reads it."""
+
+    population: list[str]  # the queries the stored runs cover, in id order
+    drawn: int
+    complete: list[str]  # in draw order
+    incomplete: list[str]
+    depth: int
+
+
+def _depth(request: EvalRequest) -> int:
+    """The deepest cutoff of the metrics asked for: a drawn query is complete when a
+    person graded every passage a stored run ranks within it."""
+    cuts = [key.k for key in request.options.metrics if key.k is not None]
+    return max(cuts or request.cutoffs)
+
+
+def _audit_sample(conn: sqlite3.Connection, request: EvalRequest) -> _Sample:
+    from raglabel.metrics.judge_corrected import TooFewDrawnError
+    from raglabel.storage.audit import audit, covered_queries
+
+    depth = _depth(request)
+    state = audit(conn, depth)
+    if not state.draws:
+        raise UsageError(
+            f"{request.project}: no audit sample: draw queries for people to grade in full"
+            f" with `raglabel audit {request.project} --sample N` (40 or more is a good"
+            " start), grade them, then estimate"
+        )
+    if len(state.complete) < MIN_DRAWN:
+        missing = MIN_DRAWN - len(state.complete)
+        raise UsageError(
+            f"{TooFewDrawnError(len(state.complete), MIN_DRAWN)} (complete: every passage a"
+            f" stored run ranks within its top {depth} graded by a person); {state.drawn}"
+            f" drawn: grade {missing} more in full, or draw more with `raglabel audit"
+            f" {request.project} --sample N`"
+        )
+    return _Sample(
+        covered_queries(conn), state.drawn, list(state.complete), list(state.incomplete), depth
+    )
+
+
+class _Values:
+    """Each run's per-query values of one evaluation, as arrays over a list of queries."""
+
+    def __init__(self, report: Report, na_zero: bool) -> None:
+        self._report = report
+        self._na_zero = na_zero
+
+    def column(self, run: str, metric: str, queries: list[str]) -> FloatArray:
+        """NaN where the query has no labels, is outside the metric's cutoff (its own
+        k), or the metric is undefined there (0 instead under ``--na zero``)."""
+        per_query = self._report.runs[run].per_query or {}
+        out = np.full(len(queries), np.nan)
+        for i, qid in enumerate(queries):
+            values = per_query.get(qid)
+            if values is None or metric not in values:
+                continue
+            value = values[metric]
+            if value is not None:
+                out[i] = value
+            elif self._na_zero:
+                out[i] = 0.0
+        return out
+
+
+def _corrected(request: EvalRequest, state: _Sample, project_queries: list[str]) -> Evaluated:
+    kept = replace(request.options, per_query=True, ci=False, compare=False)
+    human_request = copy.copy(request)
+    human_request.options = kept
+    human = evaluate_request(human_request)
+    judge_request = _judge_request(human_request)
+    judge = evaluate_request(judge_request)
+
+    report = human.report
+    runs = list(report.runs)
+    computed = _metric_names(report)
+    metrics = [m for m in computed if m.partition("@")[0] not in RATIO_METRICS]
+    na_zero = request.options.na == "zero"
+    f_values, h_values = _Values(judge.report, na_zero), _Values(report, na_zero)
+    population, drawn = state.population, state.complete
+
+    def stacked(values: _Values, queries: list[str]) -> dict[tuple[str, str], FloatArray]:
+        return {(r, m): values.column(r, m, queries) for r in runs for m in metrics}
+
+    f_runs = stacked(f_values, population)
+    h_runs = stacked(h_values, drawn)
+    g_runs = stacked(f_values, drawn)
+    pairs = comparison_pairs(runs, request.options) if request.options.compare else []
+    columns: list[tuple[str, str, str | None]] = [(r, m, None) for r in runs for m in metrics]
+    columns += [(run, m, base) for base, run in pairs for m in metrics]
+
+    def matrix(per_run: dict[tuple[str, str], FloatArray]) -> FloatArray:
+        stack = [
+            per_run[run, m] if base is None else per_run[run, m] - per_run[base, m]
+            for run, m, base in columns
+        ]
+        return np.column_stack(stack) if stack else np.empty((0, 0))
+
+    f, h, g = matrix(f_runs), matrix(h_runs), matrix(g_runs)
+    fixed = judge_corrected(f, h, g, level=request.options.level)
+
+    warnings = _warnings(human, judge, project_queries, state, metrics)
+    ratio = [m for m in computed if m not in metrics]
+    if ratio:
+        warnings.append(
+            f"{', '.join(ratio)}: a ratio of means, not a mean of per-query values, so not"
+            " estimated judge-corrected; use --estimate human or judge for it"
+        )
+    warnings += _undefined_notes(fixed, columns, len(drawn), len(population))
+
+    reports: dict[str, RunReport] = {}
+    for r in runs:
+        indices = {m: columns.index((r, m, None)) for m in metrics}
+        reports[r] = _run_report(fixed, indices)
+    compare = None
+    if request.options.compare and len(runs) > 1:
+        compare = _comparisons(fixed, columns, h_runs, request)
+    judge_labels = judge.report.labels
+    human_labels = report.labels
+    labels = LabelsInfo(
+        queries=len(population),
+        graded=judge_labels.graded,
+        fingerprint=_joint_fingerprint(judge_labels.fingerprint, human_labels.fingerprint),
+        # Each side's own description without its leading "judge: " or "human: ".
+        source=(
+            f"corrected: judge ({judge_labels.source.partition(': ')[2]}) on"
+            f" {len(population)} queries, people ({human_labels.source.partition(': ')[2]})"
+            f" on {len(drawn)} complete drawn queries"
+        ),
+        grade_inversions=human_labels.grade_inversions,
+    )
+    config = dict(report.config)
+    for unused in ("resamples", "permutations", "seed"):  # nothing here resamples
+        config.pop(unused, None)
+    config["estimate"] = (
+        "judge-corrected (prediction-powered, PPI++ power-tuned weight clipped to [0, 1]);"
+        " normal intervals and p-values"
+    )
+    if compare:
+        config["headline"] = headline_metric(request.options)
+    result = Report(
+        labels=labels,
+        config=config,
+        runs=reports,
+        compare=compare,
+        warnings=warnings,
+        estimate=EstimateInfo(
+            "corrected",
+            population=len(population),
+            drawn=state.drawn,
+            complete=len(drawn),
+            incomplete=state.incomplete,
+            depth=state.depth,
+        ),
+    )
+    return Evaluated(result, warnings, human.loaded_at, judge.labels)
+
+
+def _joint_fingerprint(judge: str, human: str) -> str:
+    """One fingerprint of both label sets: it changes when any grade of either does."""
+    digest = hashlib.sha256(f"judge:{judge}\nhuman:{human}".encode()).hexdigest()
+    return f"sha256:{digest[:16]}"  # the shape of each label set's own
+
+
+def _warnings(
+    human: Evaluated,
+    judge: Evaluated,
+    project_queries: list[str],
+    state: _Sample,
+    metrics: list[str],
+) -> list[str]:
+    """Both evaluations' warnings once each, without their lines on queries that have no
+    labels (the estimate's own lines say which queries it covers), and the sample's."""
+    every = set(project_queries)
+    lines = {
+        ungraded_line(sorted(every - set(done.labels.query_ids)), len(every))
+        for done in (human, judge)
+    }
+    out = [w for w in dict.fromkeys(human.warnings + judge.warnings) if w not in lines]
+    unjudged = sorted(set(state.population) - set(judge.labels.query_ids))
+    if unjudged:
+        out.append(
+            f"{len(unjudged)} of {len(state.population)} queries the runs cover have no judge"
+            f" label ({sample(unjudged)}): left out of the judge's means; grade them with"
+            " `raglabel judge` for an estimate over every query"
+        )
+    if state.incomplete:
+        out.append(
+            f"{len(state.incomplete)} of {state.drawn} drawn queries are not complete"
+            f" ({sample(state.incomplete)}) and are left out of the corrected estimate: it is"
+            f" {INCOMPLETE_NOTE}"
+        )
+    uncut = [name for name in metrics if "@" not in name]
+    if uncut:
+        out.append(
+            f"{', '.join(uncut)}: read rankings below the depth of completeness"
+            f" ({state.depth}), where a drawn query's passages no person graded count as"
+            " not relevant in people's figures"
+        )
+    return out
+
+
+def _metric_names(report: Report) -> list[str]:
+    """The metrics the evaluation computed, in the report's order."""
+    names = report.config.get("metrics")
+    return [str(name) for name in names] if isinstance(names, list) else []
+
+
+def _undefined_notes(
+    fixed: Corrections, columns: list[tuple[str, str, str | None]], drawn: int, population: int
+) -> list[str]:
+    """Where a metric is undefined on some queries: how many each side left out (the
+    core's rule), and which columns have no corrected figure or a constant judge; one
+    line per metric and finding, naming the runs and differences it holds for."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for j, (run, metric, base) in enumerate(columns):
+        one = fixed.column(j)
+        what = run if base is None else f"{run} - {base}"
+        if one.drawn_undefined or one.population_undefined:
+            finding = (
+                f"undefined on {one.drawn_undefined} of {drawn} complete drawn and"
+                f" {one.population_undefined} of {population} population queries, left out"
+                " (the estimate is of the mean where it is defined)"
+            )
+            found.setdefault((metric, finding), []).append(what)
+        if one.corrected is None:
+            finding = (
+                f"no corrected estimate: fewer than {MIN_DRAWN} complete drawn queries where"
+                " it is defined under both labels"
+            )
+            found.setdefault((metric, finding), []).append(what)
+        elif one.constant_judge:
+            finding = (
+                "the judge gives every complete drawn query the same value, which says"
+                " nothing of how it tracks people: weight 0, people's mean alone"
+            )
+            found.setdefault((metric, finding), []).append(what)
+    return [f"{metric} ({', '.join(who)}): {finding}" for (metric, finding), who in found.items()]
+
+
+def _pair(estimate: Estimate | None) -> tuple[float, float] | None:
+    return None if estimate is None else estimate.ci
+
+
+def _run_report(fixed: Corrections, indices: dict[str, int]) -> RunReport:
+    mean: dict[str, float | None] = {}
+    ci: dict[str, tuple[float, float] | None] = {}
+    valid: dict[str, int] = {}
+    lam: dict[str, float | None] = {}
+    sides: dict[str, Figures] = {
+        side: Figures(mean={}, ci={}, valid={}) for side in ("judge_only", "human_only")
+    }
+    for metric, j in indices.items():
+        one = fixed.column(j)
+        corrected = one.corrected
+        mean[metric] = None if corrected is None else corrected.mean
+        ci[metric] = _pair(corrected)
+        valid[metric] = int(fixed.corrected.queries[j])
+        lam[metric] = one.lam
+        for side, figure, counts in (
+            ("judge_only", one.judge_only, fixed.judge_only.queries),
+            ("human_only", one.human_only, fixed.human_only.queries),
+        ):
+            sides[side].mean[metric] = None if figure is None else figure.mean
+            sides[side].ci[metric] = _pair(figure)
+            sides[side].valid[metric] = int(counts[j])
+    return RunReport(
+        mean=mean,
+        valid=valid,
+        ci=ci,
+        lam=lam,
+        judge_only=sides["judge_only"],
+        human_only=sides["human_only"],
+    )
+
+
+def _comparisons(
+    fixed: Corrections,
+    columns: list[tuple[str, str, str | None]],
+    h_runs: dict[tuple[str, str], FloatArray],
+    request: EvalRequest,
+) -> list[Comparison | CorrectedComparison]:
+    headline = headline_metric(request.options)
+    tests: list[Comparison] = []
+    for j, (run, metric, base) in enumerate(columns):
+        if base is None:
+            continue
+        one = fixed.column(j)
+        a, b = h_runs[base, metric], h_runs[run, metric]
+        diff = (b - a)[~np.isnan(a) & ~np.isnan(b)]
+        better = -diff if lower_is_better(metric) else diff
+        wins, losses = int((better > 0).sum()), int((better < 0).sum())
+        corrected = one.corrected
+        tests.append(
+            CorrectedComparison(
+                baseline=base,
+                run=run,
+                metric=metric,
+                mean_difference=None if corrected is None else corrected.mean,
+                ci=_pair(corrected),
+                p_value=one.p_value,
+                wins=wins,
+                ties=int(diff.size) - wins - losses,
+                losses=losses,
+                queries=int(diff.size),
+                family="headline" if metric == headline else "secondary",
+                queries_to_settle=None if corrected is None else one.queries_to_settle,
+                lam=one.lam,
+                judge_only=_figure(one.judge_only, int(fixed.judge_only.queries[j])),
+                human_only=_figure(one.human_only, int(fixed.human_only.queries[j])),
+            )
+        )
+    adjusted: list[Comparison | CorrectedComparison] = []
+    adjusted.extend(adjust_families(tests, request.options.adjust))
+    return adjusted
+
+
+def _figure(estimate: Estimate | None, queries: int) -> Figure:
+    if estimate is None:
+        return Figure(None, None, queries)
+    mean = estimate.mean
+    return Figure(None if math.isnan(mean) else mean, estimate.ci, queries)
