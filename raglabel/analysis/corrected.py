@@ -107,7 +107,9 @@ def _check_request(request: EvalRequest, kind: str) -> None:
 
 
 def _require_judge_labels(conn: sqlite3.Connection, request: EvalRequest) -> None:
-    if conn.execute("SELECT 1 FROM suggestion LIMIT 1").fetchone() is None:
+    from raglabel.storage.suggestions import any_suggestion
+
+    if not any_suggestion(conn):
         raise UsageError(
             f"{request.project}: no judge labels: grade with `raglabel judge"
             f" {request.project}` or bring them with `raglabel import {request.project}"

@@ -86,3 +86,8 @@ def rewrite(
             flag_passage(pair.query, pair.passage),
         ),
     )
+
+
+def any_suggestion(conn: sqlite3.Connection) -> bool:
+    """Whether any judge label is stored: a model's own or an imported one."""
+    return conn.execute("SELECT 1 FROM suggestion LIMIT 1").fetchone() is not None
