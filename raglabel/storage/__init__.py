@@ -4,5 +4,6 @@ queries, passages, runs and the candidate pool, the grade log and the labels res
 it, adjudication, judge answers and suggestions, import, export and the demo project. It
 offers typed functions over ``Project`` and its connection; the layers above never see SQL.
 
-sqlite-utils runs migration scripts in one transaction; the rest is plain sqlite3, 2x as fast.
+Everything is plain sqlite3; a migration's script runs statement by statement inside the
+upgrade's one transaction (``schema.script_statements``).
 """

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from raglabel.errors import InputError, StorageError
-from raglabel.storage.schema import MIGRATIONS, SCHEMA_VERSION
+from raglabel.storage.schema import MIGRATIONS, SCHEMA_VERSION, script_statements
 
 #: "RAGL": marks a SQLite file as a raglabel project (SQLite's application_id header).
 APPLICATION_ID = 0x5241474C
@@ -448,16 +448,10 @@ class Project:
                 # Under the write lock: of several processes opening an old file at once,
                 # only the one that upgrades it backs it up, and never after an upgrade.
                 self.backup = self._write_backup(version)
-            # Imported here, not at the top: only a new or upgraded file needs it, and
-            # its import would cost the grading app's start a tenth of a second.
-            from sqlite_utils import Database
-
-            # Inside a transaction sqlite-utils runs a script statement by statement,
-            # where sqlite3's executescript() would COMMIT first.
-            db = Database(self.conn, execute_plugins=False, recursive_triggers=False)
             for step in MIGRATIONS:
                 if step.version > version:
-                    db.executescript(step.sql)
+                    for statement in script_statements(step.sql):
+                        self.conn.execute(statement)
                     if step.fill is not None:
                         step.fill(self.conn)
             self.conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")

@@ -8,7 +8,7 @@ files in the wild were built by it.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 
@@ -443,3 +443,25 @@ MIGRATIONS: tuple[Migration, ...] = (
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
+
+def script_statements(sql: str) -> Iterator[str]:
+    """The statements of a migration script, one at a time, stripped.
+
+    A migration runs inside the upgrade's write transaction, and sqlite3's
+    ``executescript()`` would COMMIT it first, so each statement is executed on its own.
+    The script is cut only at a semicolon that ends a statement for SQLite itself
+    (``sqlite3.complete_statement``): one inside a trigger's ``BEGIN ... END``, a string or
+    a comment does not. Only the semicolons are tried, not every character, so creating a
+    file costs one check per semicolon rather than one per character of the schema.
+    """
+    start = 0
+    end = sql.find(";")
+    while end != -1:
+        piece = sql[start : end + 1]
+        if sqlite3.complete_statement(piece):
+            yield piece.strip()
+            start = end + 1
+        end = sql.find(";", end + 1)
+    rest = sql[start:].strip()
+    if rest:
+        yield rest
