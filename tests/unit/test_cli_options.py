@@ -8,6 +8,7 @@ shows each option's default."""
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import shutil
 from collections.abc import Callable
@@ -301,8 +302,15 @@ def test_init_where_sqlite_cannot_create_leaves_nothing(tmp_path: Path, cli: Cli
 # -- a positional after an option's list -----------------------------------------------
 
 
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    """raglabel's whole parser, built once for this module: parsing leaves a parser as it
+    was, and building it (every command's options) costs 5 ms, twice per case below."""
+    return build_parser()
+
+
 def _subcommands() -> dict[str, argparse.ArgumentParser]:
-    parser = build_parser()
+    parser = _parser()
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return dict(action.choices)
 
@@ -343,7 +351,7 @@ def _db_cases() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(("command", "option"), _db_cases())
 def test_no_option_swallows_the_project_file(work: Path, command: str, option: str) -> None:
-    parser = build_parser()
+    parser = _parser()
     sub = _subcommands()[command]
     action = next(a for a in sub._actions if option in a.option_strings)
     db = str(work / "p.db")

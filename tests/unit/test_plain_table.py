@@ -52,7 +52,9 @@ def tables(draw_from: st.DrawFn) -> Table:
     return Table(columns, rows, title)
 
 
-@settings(max_examples=400, deadline=None)
+# 150 examples: each draws through rich several times. A title centred a column off
+# (rounding the other way) is still found in every run of five.
+@settings(max_examples=150, deadline=None)
 @given(tables(), st.integers(20, 140))
 def test_a_plain_table_is_drawn_exactly_as_rich_draws_it(table: Table, width: int) -> None:
     expected = by_rich(table, width)
@@ -73,7 +75,9 @@ def body_lines(text: str) -> list[str]:
     return [line for line in lines[rule + 1 :] if line.strip()]
 
 
-@settings(max_examples=200, deadline=None)
+# 100 examples: a fitted width that forgets the table's right edge (rich then wraps a
+# cell) is still found in every run of five.
+@settings(max_examples=100, deadline=None)
 @given(tables(), st.integers(20, 140))
 def test_a_laid_out_table_never_wraps_a_cell_or_repeats_a_header(table: Table, width: int) -> None:
     fitted, wide = fit(table, width)
@@ -107,7 +111,9 @@ METRIC_NAMES = st.builds(
 )
 
 
-@settings(max_examples=500, deadline=None)
+# 200 examples: a reading-alike check that misses names two characters longer than a cut
+# shows (so two headers read alike) is still found in every run of five.
+@settings(max_examples=200, deadline=None)
 @given(
     st.lists(METRIC_NAMES, min_size=1, max_size=12, unique=True).flatmap(
         lambda names: st.tuples(
@@ -133,7 +139,9 @@ def test_cut_metric_names_never_repeat_and_keep_their_cutoff(
             assert cut.count("\u2026") == 1 and len(cut) < len(name)
 
 
-@settings(max_examples=300, deadline=None)
+# 100 examples: a split that lets a block run a column past the console is still found
+# in every run of five.
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(METRIC_NAMES, min_size=1, max_size=10, unique=True),
     # From the width of the query column beside the longest name whole (30): narrower,
