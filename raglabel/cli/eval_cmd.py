@@ -269,10 +269,11 @@ def spare_blas_threads(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # First: the renderer's imports load numpy, after which the BLAS threads are started.
+    spare_blas_threads(args)
     from raglabel.cli.plain_table import console_width
     from raglabel.cli.render import render
 
-    spare_blas_threads(args)
     started = time.perf_counter()
     report, warnings, loaded_at, _ = compute(args)
     computed_at = time.perf_counter()

@@ -186,6 +186,17 @@ class CorrectedComparison(Comparison):
     human_only: Figure | None = None
     """The difference on people's labels over the complete drawn queries."""
 
+    @property
+    def settling(self) -> str:
+        """``queries_to_settle`` in words, the same in every table, screen and page."""
+        if self.mean_difference is None:
+            return "-"
+        if self.queries_to_settle == 0:
+            return "settled"
+        if self.queries_to_settle is None:
+            return "not within the undrawn queries" if self.mean_difference else "no effect"
+        return f"{self.queries_to_settle} more queries to settle"
+
     def as_json(self) -> dict[str, object]:
         out = {_json_key(key): value for key, value in vars(self).items()}
         for key in ("judge_only", "human_only"):
@@ -266,7 +277,6 @@ class Report(_NamesDetails):
     def as_json(self) -> dict[str, object]:
         out: dict[str, object] = {
             "labels": vars(self.labels),
-            **({} if self.estimate is None else {"estimate": self.estimate.as_json()}),
             "config": self.config,
             "runs": {name: run.as_json() for name, run in self.runs.items()},
         }
@@ -282,6 +292,9 @@ class Report(_NamesDetails):
             }
         if self.answer_compare is not None:
             out["answer_compare"] = [vars(c) for c in self.answer_compare]
+        # Last, where the model declares it, so the plain JSON keeps pydantic's key order.
+        if self.estimate is not None:
+            out["estimate"] = self.estimate.as_json()
         return out
 
     def to_json(self) -> str:

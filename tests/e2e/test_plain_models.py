@@ -19,9 +19,13 @@ from pydantic import BaseModel, TypeAdapter
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.report import (
     Comparison,
+    CorrectedComparison,
     CorrectedMean,
     CriterionAnswers,
     CtxRankDetail,
+    EstimateInfo,
+    Figure,
+    Figures,
     GradeSummary,
     LabelsInfo,
     Report,
@@ -48,12 +52,18 @@ def _run(*, ci: bool = False, per_query: bool = False, ctx_rank: bool = False) -
     """A run's report with the optional parts asked for."""
     detail = CtxRankDetail(k=2, actual_ranks=[0, 1], ideal_ranks=[1, 0],
                            grades=[None, 5], passed=False)  # fmt: skip
+    figures = Figures({"ndcg@2": 0.25, "mrr": None}, {"ndcg@2": (0.0, 0.5), "mrr": None},
+                      {"ndcg@2": 3, "mrr": 0})  # fmt: skip
     return RunReport(
         mean={"ndcg@2": 1.5e-05, "mrr": None},
         valid={"ndcg@2": 3, "mrr": 0},
+        judge_share={"2": 0.25, "5": None} if ci else None,
         ci={"ndcg@2": (1e-7, 0.25), "mrr": None} if ci else None,
         per_query={"q\u00e9": {"ndcg@2": 0.5, "mrr": None}} if per_query else None,
         ctx_rank={"ctx_rank_prec@2": {"q\u00e9": detail}} if ctx_rank else None,
+        lam={"ndcg@2": 0.5, "mrr": None} if ci else None,
+        judge_only=figures if ci else None,
+        human_only=figures if ci else None,
     )
 
 
@@ -70,8 +80,27 @@ def _report(runs: dict[str, RunReport], compare: list[Comparison] | None) -> Rep
 def test_report_json_is_what_pydantic_writes() -> None:
     # Every optional field asked for, so pydantic and the report write the same keys.
     full = _run(ci=True, per_query=True, ctx_rank=True)
-    compare = [Comparison("a", "b", "mrr", 2.5e-5, (-1.0, 1e20), 0.5, 1, 0, 2, 3)]
+    compare: list[Comparison | CorrectedComparison] = [
+        Comparison("a", "b", "mrr", 2.5e-5, (-1.0, 1e20), 0.5, 1, 0, 2, 3),
+        CorrectedComparison(
+            "a",
+            "b",
+            "ndcg@2",
+            0.1,
+            (0.0, 0.2),
+            0.04,
+            1,
+            0,
+            2,
+            3,
+            queries_to_settle=7,
+            lam=0.5,
+            judge_only=Figure(0.1, (0.0, 0.2), 3),
+            human_only=None,
+        ),
+    ]
     report = _report({"a": full, "b": full}, compare)
+    report.estimate = EstimateInfo("corrected", 400, 40, 38, ["q17", "q203"], 5)
     # The answers section (eval --answers --compare --per-query), every part present.
     sample = SampleGrades("q1", 4.0, None, None, "judge_failed", [1, 0], [0, 1],
                           [{"chunk_position": 1, "reason": "off topic"}])  # fmt: skip
@@ -85,9 +114,9 @@ def test_report_json_is_what_pydantic_writes() -> None:
             )
         }
     }
-    report.answer_compare = compare
+    report.answer_compare = compare[:1]
     text = report.to_json()
-    assert text == TypeAdapter(Report).dump_json(report, indent=2).decode() + "\n"
+    assert text == TypeAdapter(Report).dump_json(report, indent=2, by_alias=True).decode() + "\n"
 
 
 def test_written_reports_validate_against_the_schema_types() -> None:
