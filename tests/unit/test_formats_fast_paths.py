@@ -19,8 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from raglabel.formats.trec import arrays
-from raglabel.formats.trec.align import Alignment, _distinct_in_blocks, as_numpy
+from raglabel.formats.trec.align import Alignment, as_numpy
 from raglabel.formats.trec.frames import read_qrels, read_run
+from raglabel.formats.trec.keys import distinct_in_blocks
 from raglabel.formats.trec.ranking import block_starts, ranking_order
 from raglabel.formats.trec.rows import read_qrels_rows
 from raglabel.metrics.labels import counts_from_grades
@@ -57,7 +58,7 @@ def keyed_rows(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
 def test_distinct_in_blocks_never_misses_a_repeat(rows: tuple[np.ndarray, np.ndarray]) -> None:
     qidx, keys = rows
     starts = block_starts(qidx)
-    sure = _distinct_in_blocks(keys, starts, qidx)
+    sure = distinct_in_blocks(keys, starts, qidx)
     if _repeats_within_queries(qidx, keys):
         assert not sure
     heads = qidx[starts]
@@ -75,9 +76,9 @@ def test_distinct_in_blocks_on_unequal_blocks() -> None:
     # Padding counts 0, 1, 2, ... along a row; a real key equal to a pad is no repeat.
     qidx = np.array([0, 0, 0, 1, 1, 2], np.int32)
     keys = np.array([7, 1, 2, 0, 1, 9], np.uint64)
-    assert _distinct_in_blocks(keys, block_starts(qidx), qidx)
+    assert distinct_in_blocks(keys, block_starts(qidx), qidx)
     keys[4] = 0
-    assert not _distinct_in_blocks(keys, block_starts(qidx), qidx)
+    assert not distinct_in_blocks(keys, block_starts(qidx), qidx)
 
 
 @settings(max_examples=200, deadline=None)

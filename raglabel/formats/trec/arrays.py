@@ -20,6 +20,7 @@ from raglabel.formats.lines import check_readable
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import keep_first, unknown_queries
 from raglabel.formats.trec.columns import split_fields
+from raglabel.formats.trec.keys import distinct_in_blocks, filtered_rows, key_filter
 from raglabel.formats.trec.order import score_order, tied_runs, trec_scores
 from raglabel.formats.trec.table import RunTable, Text, as_text
 from raglabel.metrics.labels import LabelSet, counts_from_grades
@@ -43,6 +44,9 @@ else:
             from hashlib import sha256 as _builtin_sha256
 
 _BUILTIN_SHA_BYTES = 1 << 20
+#: From this many rows a table is graded on a thread beside its ranking (a thread's
+#: start costs more than the work below).
+_THREAD_ROWS = 1 << 16
 
 _FNV_OFFSET, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
 # An odd 64-bit constant (the golden ratio's): spreads query indexes over all bits.
@@ -140,6 +144,7 @@ class ArrayAlignment:
     """Labels plus, per run, the warnings its alignment raised."""
 
     __slots__ = (
+        "_filter",
         "_ids",
         "_key_order",
         "_keys_sorted",
@@ -172,6 +177,7 @@ class ArrayAlignment:
         self._qidx = qidx
         self._key_order = key_order
         self._keys_sorted = keys_sorted
+        self._filter = key_filter(keys_sorted)
 
     @classmethod
     def from_columns(cls, qids: Text, docids: Text, grades: NDArray[np.int8]) -> ArrayAlignment:
@@ -254,16 +260,27 @@ class ArrayAlignment:
             scores = None if scores is None else scores[known]
             contains = None if contains is None else contains[known]
         position = position.astype(np.int64)
-        if scores is None:
-            order = np.argsort(position, kind="stable").astype(np.int64)
+        keys = _pair_keys(position, docids)
+        # Grading (in the table's order) and ranking share nothing and are numpy calls
+        # that release the GIL: on a large table they run on two cores.
+        if keys.size >= _THREAD_ROWS:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                graded = pool.submit(self._grades_of, position, docids, keys)
+                order, distinct = _ranked(position, scores, docids, keys)
+                grades = graded.result()[order]
         else:
-            order = _ranking_order(position, scores, docids)
-        qidx, docids = position[order], docids[order]
+            order, distinct = _ranked(position, scores, docids, keys)
+            grades = self._grades_of(position, docids, keys)[order]
+        qidx = position[order]
         contains = None if contains is None else contains[order]
-        keys = _pair_keys(qidx, docids)
-        by_key = np.argsort(keys)
-        grades = self._grades_of(qidx, docids, keys, by_key)
-        keep = self._first_occurrences(name, qidx, docids, keys, keys[by_key])
+        keep = None
+        if not distinct:
+            ranked_keys = keys[order]
+            keep = self._first_occurrences(
+                name, qidx, docids[order], ranked_keys, np.sort(ranked_keys)
+            )
         if keep is not None:
             qidx, grades = qidx[keep], grades[keep]
             contains = None if contains is None else contains[keep]
@@ -280,21 +297,22 @@ class ArrayAlignment:
         )
 
     def _grades_of(
-        self,
-        qidx: NDArray[np.int64],
-        docids: Text,
-        keys: NDArray[np.uint64],
-        by_key: NDArray[np.intp],
+        self, qidx: NDArray[np.int64], docids: Text, keys: NDArray[np.uint64]
     ) -> NDArray[np.int8]:
         grades = np.zeros(qidx.size, dtype=np.int8)
         if self._keys_sorted.size == 0 or qidx.size == 0:
             return grades
-        # Searching in key order keeps the binary searches in cache: twice as fast.
-        slot = np.empty(keys.size, dtype=np.int64)
-        slot[by_key] = np.searchsorted(self._keys_sorted, keys[by_key])
+        # The labels' filter rules most rows without a grade out in one gather; only the
+        # rest are searched, in key order, which keeps the searches in cache.
+        maybe = filtered_rows(self._filter, keys)
+        wanted = keys[maybe]
+        by_key = np.argsort(wanted)
+        slot = np.empty(wanted.size, dtype=np.int64)
+        slot[by_key] = np.searchsorted(self._keys_sorted, wanted[by_key])
         np.minimum(slot, self._keys_sorted.size - 1, out=slot)
-        matched = np.flatnonzero(self._keys_sorted[slot] == keys)
-        source = self._key_order[slot[matched]]
+        hit = self._keys_sorted[slot] == wanted
+        matched = maybe[hit]
+        source = self._key_order[slot[hit]]
         same = (self._qidx[source] == qidx[matched]) & (self.docids[source] == docids[matched])
         grades[matched[same]] = self.grades[source[same]]
         if not same.all():
@@ -326,6 +344,22 @@ class ArrayAlignment:
         docs = [d.decode("utf-8") for d in docids[rows].tolist()]
         pairs = zip(rows.tolist(), qidx[rows].tolist(), docs, strict=True)
         return keep_first(name, keys.size, pairs, self.labels.query_ids, self.warnings)
+
+
+def _ranked(
+    qidx: NDArray[np.int64],
+    scores: NDArray[np.float64] | None,
+    docids: Text,
+    keys: NDArray[np.uint64],
+) -> tuple[NDArray[np.int64], bool]:
+    """The rows in ranked order, and True when surely no (query, passage) pair is met
+    twice (False: not sure, the ranked keys are checked)."""
+    if scores is None:
+        order = np.argsort(qidx, kind="stable").astype(np.int64)
+    else:
+        order = _ranking_order(qidx, scores, docids)
+    starts = np.concatenate([[0], np.flatnonzero(qidx[1:] != qidx[:-1]) + 1]).astype(np.int64)
+    return order, qidx.size == 0 or distinct_in_blocks(keys, starts, qidx)
 
 
 def _ranking_order(
