@@ -535,7 +535,7 @@ def test_the_array_alignment_shortcuts_rank_and_grade_as_trec_eval(
     # forced onto a small run with repeated passages, tied scores and unknown queries,
     # against trec_eval's rule written plainly.
     if shortcut == "keys collide":
-        pair_keys = arrays._pair_keys
+        pair_keys = keys.pair_keys
 
         def colliding(qidx: np.ndarray, docids: np.ndarray) -> np.ndarray:
             # Four keys per query: the filter passes every row, searches meet other
@@ -543,7 +543,9 @@ def test_the_array_alignment_shortcuts_rank_and_grade_as_trec_eval(
             keys: np.ndarray = pair_keys(qidx, docids) & np.uint64(3)
             return keys
 
-        monkeypatch.setattr(arrays, "_pair_keys", colliding)
+        # Both the labels' index and the run's rows key their pairs through it.
+        monkeypatch.setattr(keys, "pair_keys", colliding)
+        monkeypatch.setattr(arrays, "pair_keys", colliding)
     elif shortcut == "graded on a thread":
         monkeypatch.setattr(arrays, "_THREAD_ROWS", 1)
     elif shortcut == "filtered in chunks":

@@ -23,7 +23,6 @@ from raglabel.formats.trec.align import Alignment, as_numpy
 from raglabel.formats.trec.frames import read_qrels, read_run
 from raglabel.formats.trec.keys import distinct_in_blocks
 from raglabel.formats.trec.ranking import block_starts, ranking_order
-from raglabel.formats.trec.rows import read_qrels_rows
 from raglabel.metrics.labels import counts_from_grades
 from raglabel.metrics.run import RankedRun
 
@@ -237,7 +236,7 @@ def test_qrels_rows_cut_by_numpy_equal_the_line_reader(
 ) -> None:
     from raglabel.errors import InputError
     from raglabel.formats.maps import GradeMap
-    from raglabel.formats.trec.rows import read_qrels_exactly, read_qrels_rows
+    from raglabel.formats.trec.rows import read_qrels_exactly
 
     path = tmp_path_factory.mktemp("qrels") / "qrels.txt"
     path.write_text("\n".join(" ".join(line) for line in lines) + ("\n" if newline else ""))
@@ -246,10 +245,10 @@ def test_qrels_rows_cut_by_numpy_equal_the_line_reader(
         expected = read_qrels_exactly(path, grade_map)
     except InputError as exc:
         with pytest.raises(InputError) as caught:
-            read_qrels_rows(path, grade_map)
+            arrays.read_qrels_table(path, grade_map)
         assert str(caught.value) == str(exc)
     else:
-        assert read_qrels_rows(path, grade_map) == expected
+        assert arrays.read_qrels_table(path, grade_map).rows() == expected
 
 
 @pytest.mark.parametrize("size", [0, 3, 1 << 20, (1 << 20) + 1])
@@ -369,6 +368,6 @@ def test_long_ids_fingerprint_as_the_line_reader_does(judged: dict[tuple[str, st
         path.write_text(
             "".join(f"{q} 0 d{d} {label}\n" for (q, d), label in judged.items()), encoding="utf-8"
         )
-        rows = read_qrels_rows(path)
+        rows = arrays.read_qrels_table(path).rows()
         expected = trec_oracle.fingerprint(rows.qids, rows.docids, rows.grades)
         assert arrays.align_qrels(path, None).fingerprint() == expected
