@@ -1,10 +1,9 @@
-"""Inputs as plain Python rows, and the exact line reader.
+"""The line strategies of the TREC reader: a bulk split, and the exact line reader.
 
 Every reader ends up here for a file that is anything but plain (tabs, comments,
-a bad value): reading line by line is what lets an error name its line. Rows built in
-Python (samples, a project's labels and stored rankings) are held as :class:`RunRows`
-and :class:`QrelsRows` and aligned by :class:`~raglabel.formats.trec.arrays.ArrayAlignment`
-like any file's columns.
+a bad value): reading line by line is what lets an error name its line. What they
+read becomes the reader's tables (:mod:`.table`). Labels built in Python (samples, a
+project's labels) are held as :class:`QrelsRows` until they are aligned.
 """
 
 from __future__ import annotations
@@ -31,8 +30,7 @@ from raglabel.formats.trec.shape import refuse_run_as_qrels, require_run_fields
 class RunRows:
     qids: list[str]
     docids: list[str]
-    scores: list[float] | None  # None: lists already in rank order (samples)
-    contains: list[bool] | None = None
+    scores: list[float]
 
 
 @dataclass(frozen=True)

@@ -94,13 +94,8 @@ class RunTable:
 
     @classmethod
     def of_rows(cls, rows: RunRows) -> RunTable:
-        """The table of rows held as Python lists."""
-        return cls(
-            as_text(rows.qids),
-            as_text(rows.docids),
-            None if rows.scores is None else np.array(rows.scores, dtype=np.float64),
-            None if rows.contains is None else np.array(rows.contains, dtype=np.bool_),
-        )
+        """The table of a run read by lines."""
+        return cls(as_text(rows.qids), as_text(rows.docids), np.array(rows.scores, np.float64))
 
     def __len__(self) -> int:
         return int(self.qids.size)
