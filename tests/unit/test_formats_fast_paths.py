@@ -371,3 +371,24 @@ def test_long_ids_fingerprint_as_the_line_reader_does(judged: dict[tuple[str, st
         rows = arrays.read_qrels_table(path).rows()
         expected = trec_oracle.fingerprint(rows.qids, rows.docids, rows.grades)
         assert arrays.align_qrels(path, None).fingerprint() == expected
+
+
+def test_a_pair_judged_twice_is_found_when_its_key_meets_another_pairs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from raglabel.errors import InputError
+    from raglabel.formats.trec import keys
+
+    def one_key(qidx: np.ndarray, docids: np.ndarray) -> np.ndarray:
+        # Every pair on one key: the twin rows 1 and 3 are not neighbours once sorted.
+        return np.zeros(docids.size, dtype=np.uint64)
+
+    monkeypatch.setattr(keys, "pair_keys", one_key)
+    path = tmp_path / "qrels.txt"
+    path.write_text("q1 0 a 1\nq1 0 b 2\nq1 0 c 0\nq1 0 a 3\n")
+    with pytest.raises(InputError, match="judged twice") as caught:
+        arrays.read_qrels_table(path)
+    assert caught.value.line == 4
+    distinct = tmp_path / "distinct.txt"
+    distinct.write_text("q1 0 a 1\nq1 0 b 2\nq2 0 a 0\n")
+    assert len(arrays.read_qrels_table(distinct)) == 3

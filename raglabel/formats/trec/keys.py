@@ -72,9 +72,17 @@ class PairIndex:
     def repeats(self, docids: NDArray[np.bytes_]) -> bool:
         """Whether some (query, passage) pair is in two rows (``docids``: the rows' own)."""
         keys = self.keys_sorted
-        pairs = np.flatnonzero(keys[1:] == keys[:-1])
-        a, b = self.key_order[pairs], self.key_order[pairs + 1]
-        return bool(((self.qidx[a] == self.qidx[b]) & (docids[a] == docids[b])).any())
+        meets = keys[1:] == keys[:-1]
+        if not meets.any():
+            return False
+        # Every row of a run of equal keys, compared as ids: a repeated pair whose key
+        # also met another pair's need not lie next to its twin in the sorted order.
+        shared = np.zeros(keys.size, dtype=np.bool_)
+        shared[:-1] |= meets
+        shared[1:] |= meets
+        rows = self.key_order[shared]
+        pairs = list(zip(self.qidx[rows].tolist(), docids[rows].tolist(), strict=True))
+        return len(set(pairs)) < len(pairs)
 
 
 #: Filter bits per label key, and the most bits: about one row in sixteen without a
