@@ -23,7 +23,7 @@ from raglabel.formats.limits import MAX_ID_CHARS
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.trec import table
 from raglabel.formats.trec.arrays import ArrayAlignment, align_qrels, read_run_table
-from raglabel.formats.trec.table import Text
+from raglabel.formats.trec.table import QrelsTable, Text
 from raglabel.metrics.run import RankedRun
 
 
@@ -157,8 +157,8 @@ def _align_table(table: LabelTable, grade_map: GradeMap | None) -> ArrayAlignmen
         raise InputError(
             where, f"{_pair(table, row)}: {grade_map.uncovered(int(table.labels[row]))}"
         )
-    aligned = ArrayAlignment.from_columns(table.qids, table.docids, grades)
-    if aligned.has_repeated_pairs():
+    labels = QrelsTable(table.qids, table.docids, grades)
+    if labels.index().repeats(labels.docids):
         seen: set[tuple[bytes, bytes]] = set()
         for row, pair in enumerate(zip(table.qids.tolist(), table.docids.tolist(), strict=True)):
             if pair in seen:
@@ -166,7 +166,7 @@ def _align_table(table: LabelTable, grade_map: GradeMap | None) -> ArrayAlignmen
                     where, f"{_pair(table, row)} is judged twice; keep one judgment per pair"
                 )
             seen.add(pair)
-    return aligned
+    return ArrayAlignment(labels)
 
 
 def _pair(table: LabelTable, row: int) -> str:

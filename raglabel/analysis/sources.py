@@ -75,7 +75,7 @@ class SampleSource:
         self.warnings += samples.warnings
         # A sample's own k belongs to its query, so every run scored on it uses that k.
         self._k_override = samples.k_override
-        self._run = self._align.run(name, RunTable.of_rows(samples.run), samples.k_override)
+        self._run = self._align.run(name, samples.run, samples.k_override)
         self._answered = samples.answered
 
     def fingerprint(self) -> str:

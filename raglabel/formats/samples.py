@@ -16,7 +16,8 @@ from raglabel.formats.context_ids import Carried, ContextIds, FileTexts, Passage
 from raglabel.formats.jsonl import Identifier, validated
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.text import normalize
-from raglabel.formats.trec.rows import QrelsRows, RunRows
+from raglabel.formats.trec.rows import QrelsRows
+from raglabel.formats.trec.table import RunTable, as_text
 
 
 class RetrievedPassage(BaseModel):
@@ -125,7 +126,7 @@ class SampleSet:
     """Samples flattened to rows: gold grades, the ranked run, and per-query extras."""
 
     qrels: QrelsRows
-    run: RunRows  # in list order; ``contains`` says if a text holds the expected answer
+    run: RunTable  # in list order; ``contains`` says if a text holds the expected answer
     k_override: dict[str, int]
     answered: set[str]  # queries with an expected answer
     #: What reading the file noticed (a map that reaches no relevant grade), for stderr
@@ -207,7 +208,9 @@ def read_samples(
     """
     path = Path(path)
     qrels = QrelsRows([], [], [])
-    run = RunRows([], [], None, [])
+    run_qids: list[str] = []
+    run_docids: list[str] = []
+    contains: list[bool] = []
     k_override: dict[str, int] = {}
     answered: set[str] = set()
     maps: list[GoldMap] = []
@@ -232,11 +235,11 @@ def read_samples(
             qrels.docids.append(docid)
             qrels.grades.append(grade)
         for (_, text), key in zip(retrieved, ranked, strict=True):
-            run.qids.append(qid)
-            run.docids.append(key)
-            assert run.contains is not None
-            run.contains.append(bool(answer) and answer in normalize(text or ""))
+            run_qids.append(qid)
+            run_docids.append(key)
+            contains.append(bool(answer) and answer in normalize(text or ""))
     warnings = map_relevance(path, maps, grade_map, relevance_threshold) + keys.warnings()
+    run = RunTable(as_text(run_qids), as_text(run_docids), None, np.array(contains, dtype=np.bool_))
     return SampleSet(
         qrels=qrels, run=run, k_override=k_override, answered=answered, warnings=warnings
     )

@@ -19,7 +19,9 @@ import numpy as np
 
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import repeated_passages
-from raglabel.formats.trec.rows import QrelsColumns, QrelsRows, read_qrels_columns
+from raglabel.formats.trec.arrays import read_qrels_table
+from raglabel.formats.trec.rows import QrelsRows
+from raglabel.formats.trec.table import QrelsTable
 from raglabel.storage.additions import Mark, new_queries_warning
 from raglabel.storage.background import in_background
 from raglabel.storage.clock import now
@@ -80,7 +82,7 @@ class _Parsed:
     queries: list[QueryRecord] = field(default_factory=list)
     passages: list[PassageRecord] = field(default_factory=list)
     # (rows, annotator)
-    qrels: list[tuple[QrelsRows | QrelsColumns, str]] = field(default_factory=list)
+    qrels: list[tuple[QrelsRows | QrelsTable, str]] = field(default_factory=list)
     runs: list[RunColumns] = field(default_factory=list)
     samples: list[tuple[int, Sample]] = field(default_factory=list)
     sample_warnings: list[str] = field(default_factory=list)
@@ -193,7 +195,7 @@ def _parse(request: ImportRequest, step: Progress) -> _Parsed:
         parsed.qrels.append((beir.qrels, who))
     if request.qrels:
         step(f"reading {request.qrels}")
-        rows = read_qrels_columns(request.qrels, request.grade_map)
+        rows = read_qrels_table(request.qrels, request.grade_map)
         parsed.qrels.append((rows, request.annotator or request.qrels.name))
     if request.runs:
         from raglabel.storage.runs import rank_trec_file
@@ -307,7 +309,7 @@ def _write_corpus(conn: sqlite3.Connection, parsed: _Parsed, summary: ImportSumm
 
 
 def _grade_events(
-    conn: sqlite3.Connection, rows: QrelsRows | QrelsColumns, annotator: str, origin: str
+    conn: sqlite3.Connection, rows: QrelsRows | QrelsTable, annotator: str, origin: str
 ) -> int:
     """Imported grades as events by ``annotator``; their pairs become candidates.
 
@@ -319,7 +321,7 @@ def _grade_events(
     orders only passages that tie otherwise, by name now rather than by file line.
     """
     count = len(rows.grades)
-    if isinstance(rows, QrelsColumns):
+    if isinstance(rows, QrelsTable):
         query_ids, insert_queries = plan_name_ids(conn, "query", rows.qids)
         insert_queries()
         passage_ids, insert_passages = plan_name_ids(conn, "passage", rows.docids, by_name=True)
@@ -354,13 +356,13 @@ def _grade_events(
 
 def _write_qrels(
     conn: sqlite3.Connection,
-    rows: QrelsRows | QrelsColumns,
+    rows: QrelsRows | QrelsTable,
     annotator: str,
     summary: ImportSummary,
 ) -> None:
     before = Mark.of(conn)
     summary.counts["grades"] += _grade_events(conn, rows, annotator, f"qrels:{annotator}")
-    named = len(np.unique(rows.qids)) if isinstance(rows, QrelsColumns) else len(set(rows.qids))
+    named = len(np.unique(rows.qids)) if isinstance(rows, QrelsTable) else len(set(rows.qids))
     what = f"the labels of {annotator!r}"
     _count_additions(conn, before, summary, what=what, kind="label", named=named)
 

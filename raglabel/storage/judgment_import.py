@@ -35,7 +35,8 @@ from raglabel.formats.lines import check_readable
 from raglabel.formats.maps import GradeMap
 
 # The one place this module names the TREC qrels reader, so it can be re-pointed at once.
-from raglabel.formats.trec.rows import QrelsRows, read_qrels_rows
+from raglabel.formats.trec.arrays import read_qrels_table
+from raglabel.formats.trec.rows import QrelsRows
 from raglabel.judge.flags import flag_passage
 from raglabel.storage.additions import Mark, new_queries_warning
 from raglabel.storage.clock import now
@@ -117,7 +118,7 @@ def read_judgments(model: str, path: Path, grade_map: GradeMap | None = None) ->
     used = GradeMap() if grade_map is None else grade_map
     if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
         return _read_jsonl(model, path, sha256, used)
-    rows: QrelsRows = read_qrels_rows(path, used)
+    rows: QrelsRows = read_qrels_table(path, used).rows()
     return JudgmentFile(
         model,
         path,

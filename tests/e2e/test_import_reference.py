@@ -18,8 +18,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from raglabel.formats.trec import rows as row_readers
-from raglabel.formats.trec.rows import QrelsColumns, read_qrels_columns, read_qrels_rows
+from raglabel.formats.maps import GradeMap
+from raglabel.formats.trec import arrays as trec_arrays
+from raglabel.formats.trec.arrays import read_qrels_table
+from raglabel.formats.trec.rows import read_qrels_exactly
+from raglabel.formats.trec.table import QrelsTable
 from raglabel.storage import background, importer, items, log, runs
 from raglabel.storage.grades import rebuild_current
 from raglabel.storage.importer import ImportRequest, run_import
@@ -52,7 +55,7 @@ def _run(path: Path, seed: int) -> Path:
 
 def _reference(project: Project, path: Path, annotator: str) -> None:
     """One label at a time: the rows every import of these qrels must leave."""
-    rows = read_qrels_rows(path)
+    rows = read_qrels_table(path).rows()
     conn = project.conn
     with project.write():
         # New passages take their ids in order of their names.
@@ -126,8 +129,8 @@ def test_bulk_qrels_import_matches_row_by_row(
         monkeypatch.setattr(log, "JSON_CHUNK", 7)
     if mode == "unpacked":  # ids too large to pack take the executemany path
         monkeypatch.setattr(log, "_QUERY_LIMIT", 0)
-    if mode == "line reader":  # files numpy cannot cut come as rows of Python strings
-        monkeypatch.setattr(row_readers, "_qrels_bytes", lambda *_: None)
+    if mode == "line reader":  # files numpy cannot cut are read by lines
+        monkeypatch.setattr(trec_arrays, "split_fields", lambda *_: None)
     monkeypatch.setattr(importer, "now", lambda: GRADED_AT)
     monkeypatch.setattr(runs, "now", lambda: GRADED_AT)
     first, second = _qrels(tmp_path / "a.qrels", 1), _qrels(tmp_path / "b.qrels", 2)
@@ -242,15 +245,15 @@ def test_ids_planned_from_byte_columns_equal_those_planned_from_strings(
 def test_canonical_qrels_read_as_columns_hold_the_rows(tmp_path: Path) -> None:
     path = tmp_path / "q.qrels"
     path.write_text('q1 0 dé 1\nq"2 0 d\\2 0\nq1 0 d3 3\n', encoding="utf-8")
-    columns = read_qrels_columns(path)
-    assert isinstance(columns, QrelsColumns)
-    rows = read_qrels_rows(path)
+    columns = read_qrels_table(path)
+    assert isinstance(columns, QrelsTable)
+    rows = read_qrels_exactly(path, GradeMap())
     assert [v.decode() for v in columns.qids.tolist()] == rows.qids
     assert [v.decode() for v in columns.docids.tolist()] == rows.docids
     assert columns.grades.tolist() == rows.grades
-    tabs = tmp_path / "tabs.qrels"  # not canonical: the line reader's rows
+    tabs = tmp_path / "tabs.qrels"  # not canonical: the line reader's rows, as a table
     tabs.write_text("q1\t0\td1\t1\n")
-    assert read_qrels_columns(tabs) == read_qrels_rows(tabs)
+    assert read_qrels_table(tabs).rows() == read_qrels_exactly(tabs, GradeMap())
 
 
 _KILLED_IMPORT = """

@@ -121,22 +121,20 @@ def test_ranking_without_scores_keeps_each_querys_list_order(tmp_path: Path) -> 
     # Samples and a project's stored rankings come in rank order: only queries move,
     # repeats drop after their first place, and ``contains`` follows its rows.
     from raglabel.formats.trec.arrays import ArrayAlignment
-    from raglabel.formats.trec.rows import QrelsRows, RunRows
+    from raglabel.formats.trec.rows import QrelsRows
+    from raglabel.formats.trec.table import as_text
 
     align = ArrayAlignment.from_rows(QrelsRows(["q2", "q1", "q1"], ["b", "a", "c"], [5, 3, 4]))
-    rows = RunRows(
-        ["q2", "q2", "q1", "q1", "q1", "x"],
-        ["z", "b", "c", "a", "c", "a"],
-        None,
-        [False, True, True, False, False, True],
-    )
-    ranked = align.run("s", RunTable.of_rows(rows), {"q2": 7})
+    qids = ["q2", "q2", "q1", "q1", "q1", "x"]
+    docids = ["z", "b", "c", "a", "c", "a"]
+    contains = np.array([False, True, True, False, False, True])
+    ranked = align.run("s", RunTable(as_text(qids), as_text(docids), None, contains), {"q2": 7})
     assert ranked.offsets.tolist() == [0, 2, 4]
     assert ranked.grades.tolist() == [4, 3, 0, 5]
     assert ranked.contains is not None and ranked.contains.tolist() == [True, False, False, True]
     assert ranked.k_override is not None and ranked.k_override.tolist() == [0, 7]
     expected = trec_oracle.rank(
-        {("q2", "b"): 5, ("q1", "a"): 3, ("q1", "c"): 4}, "s", rows.qids, rows.docids, None
+        {("q2", "b"): 5, ("q1", "a"): 3, ("q1", "c"): 4}, "s", qids, docids, None
     )
     assert align.warnings == expected.warnings
     assert ranked.grades.tolist() == expected.flat()
@@ -144,12 +142,13 @@ def test_ranking_without_scores_keeps_each_querys_list_order(tmp_path: Path) -> 
 
 def test_no_labels_leave_every_query_unknown() -> None:
     from raglabel.formats.trec.arrays import ArrayAlignment
-    from raglabel.formats.trec.rows import QrelsRows, RunRows
+    from raglabel.formats.trec.rows import QrelsRows
+    from raglabel.formats.trec.table import as_text
 
     align = ArrayAlignment.from_rows(QrelsRows([], [], []))
     assert align.labels.n_queries == 0
     assert align.fingerprint() == trec_oracle.fingerprint([], [], [])
-    ranked = align.run("s", RunTable.of_rows(RunRows(["q1", "q2"], ["a", "b"], None, None)))
+    ranked = align.run("s", RunTable(as_text(["q1", "q2"]), as_text(["a", "b"]), None))
     assert ranked.offsets.tolist() == [0]
     assert align.warnings == trec_oracle.rank({}, "s", ["q1", "q2"], ["a", "b"], None).warnings
 

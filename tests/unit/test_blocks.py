@@ -10,13 +10,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 import pytest
+import trec_oracle
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from raglabel.cli import eval_inputs
 from raglabel.cli.main import build_parser, parse_args
 from raglabel.errors import InputError
-from raglabel.formats.trec import align, blocks, large
+from raglabel.formats.maps import GradeMap
+from raglabel.formats.trec import align, arrays, blocks, keys, large
 from raglabel.formats.trec import frames as trec
 from raglabel.formats.trec.align import NOT_GROUPED, Alignment, NotInBlocks
 from raglabel.formats.trec.blocks import QueryTooLargeError, query_blocks
@@ -27,7 +29,7 @@ from raglabel.formats.trec.frames import (
     read_run_block,
     read_run_blocks,
 )
-from raglabel.formats.trec.rows import read_run_exactly
+from raglabel.formats.trec.rows import read_qrels_exactly, read_run_exactly
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -449,11 +451,11 @@ def test_the_grades_filter_marks_every_label_key_and_reads_bits_as_packed(
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, 2**64, n_labels, dtype=np.uint64, endpoint=False)
     rows = np.concatenate([rng.integers(0, 2**64, n_rows, dtype=np.uint64), labels])
-    marks = align._key_filter(labels)
+    marks = keys.key_filter(labels)
     # The reference: the bit at each key's low bits, unpacked one key at a time.
     bits = np.unpackbits(marks, bitorder="little")
     expected = [bool(bits[int(key) % bits.size]) for key in rows]
-    found = align._in_filter(marks, rows)
+    found = keys.in_filter(marks, rows)
     assert found.tolist() == expected
     assert found[n_rows:].all()  # a label's own key always passes
 
@@ -518,4 +520,49 @@ def test_rows_are_filtered_in_chunks_as_in_one_go(
 ) -> None:
     # A project's stored run is graded whole; its rows go through the filter a chunk at
     # a time (here 7 rows, so chunks end mid-query and the last one is short).
-    _graded_alike(tmp_path, seed, lambda: monkeypatch.setattr(align, "_FILTER_ROWS", 7))
+    _graded_alike(tmp_path, seed, lambda: monkeypatch.setattr(keys, "_FILTER_ROWS", 7))
+
+
+@pytest.mark.parametrize(
+    "shortcut", ["as built", "keys collide", "graded on a thread", "filtered in chunks"]
+)
+@pytest.mark.parametrize("grouped", [True, False])
+@pytest.mark.parametrize("seed", range(3))
+def test_the_array_alignment_shortcuts_rank_and_grade_as_trec_eval(
+    tmp_path: Path, seed: int, grouped: bool, shortcut: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The labels' filter, the repeat check by blocks and grading beside ranking, each
+    # forced onto a small run with repeated passages, tied scores and unknown queries,
+    # against trec_eval's rule written plainly.
+    if shortcut == "keys collide":
+        pair_keys = keys.pair_keys
+
+        def colliding(qidx: np.ndarray, docids: np.ndarray) -> np.ndarray:
+            # Four keys per query: the filter passes every row, searches meet other
+            # labels first, and every query's block seems to hold repeats.
+            keys: np.ndarray = pair_keys(qidx, docids) & np.uint64(3)
+            return keys
+
+        # Both the labels' index and the run's rows key their pairs through it.
+        monkeypatch.setattr(keys, "pair_keys", colliding)
+        monkeypatch.setattr(arrays, "pair_keys", colliding)
+    elif shortcut == "graded on a thread":
+        monkeypatch.setattr(arrays, "_THREAD_ROWS", 1)
+    elif shortcut == "filtered in chunks":
+        monkeypatch.setattr(keys, "_FILTER_ROWS", 7)
+    run = tmp_path / "run.txt"
+    lines = run_lines(seed, 24, 30, grouped=grouped)
+    run.write_text("\n".join(lines) + "\n")
+    qrels = qrels_file(tmp_path, 20)  # queries q20 to q23 are not in the labels
+    alignment = arrays.align_qrels(qrels, None)
+    ranked = alignment.run("r", arrays.read_run_table(run))
+    exact = read_qrels_exactly(qrels, GradeMap())
+    labels = dict(zip(zip(exact.qids, exact.docids, strict=True), exact.grades, strict=True))
+    fields = [line.split() for line in lines]
+    expected = trec_oracle.rank(
+        labels, "r", [f[0] for f in fields], [f[2] for f in fields], [float(f[4]) for f in fields]
+    )
+    assert ranked.offsets.tolist() == expected.offsets()
+    assert ranked.grades.tolist() == expected.flat()
+    assert alignment.warnings == expected.warnings
+    assert int(np.count_nonzero(ranked.grades)) > 0

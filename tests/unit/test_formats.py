@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from raglabel.errors import InputError
+from raglabel.formats.limits import MAX_ID_CHARS
 from raglabel.formats.maps import GradeMap, parse_gain_map, parse_grade_map
 from raglabel.formats.samples import read_samples
 from raglabel.formats.text import normalize
 from raglabel.formats.trec.align import Alignment
-from raglabel.formats.trec.arrays import read_run_table
+from raglabel.formats.trec.arrays import align_qrels, read_qrels_table, read_run_table
 from raglabel.formats.trec.frames import read_qrels, read_run
-from raglabel.formats.trec.rows import read_qrels_rows
 
 
 def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
@@ -76,7 +76,7 @@ def test_run_errors_name_the_line(
 
 @pytest.mark.parametrize("content", ["", "# only a comment\n\n"])
 def test_empty_files_are_errors(tmp_path: Path, content: str) -> None:
-    for read in (read_run, read_run_table, read_qrels, read_qrels_rows):
+    for read in (read_run, read_run_table, read_qrels, read_qrels_table):
         with pytest.raises(InputError, match="empty"):
             read(write(tmp_path, "e.txt", content))
 
@@ -91,7 +91,7 @@ def test_qrels_default_map_is_trec_scale(tmp_path: Path) -> None:
     assert read_qrels(path)["grade"].to_list() == [2, 3, 4, 5, 1, 1]
 
 
-@pytest.mark.parametrize("reader", [read_qrels, read_qrels_rows], ids=["polars", "python"])
+@pytest.mark.parametrize("reader", [read_qrels, read_qrels_table], ids=["polars", "python"])
 def test_qrels_label_outside_the_map_names_line_and_option(
     tmp_path: Path, reader: Callable[[Path], object]
 ) -> None:
@@ -110,6 +110,20 @@ def test_qrels_binary_map(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    "reader", [read_qrels, read_qrels_table, align_qrels], ids=["polars", "table", "aligned"]
+)
+def test_a_qrels_id_past_the_limit_is_an_error_on_every_path(
+    tmp_path: Path, reader: Callable[[Path, GradeMap], object]
+) -> None:
+    # A plain file, so the numpy strategy cuts it: the evaluation's path once took the
+    # long id where an import refused it.
+    path = write(tmp_path, "q", f"q1 0 a 1\nq1 0 {'d' * (MAX_ID_CHARS + 1)} 2\n")
+    with pytest.raises(InputError, match="at most 1024 characters") as caught:
+        reader(path, GradeMap())
+    assert caught.value.line == 2
+
+
+@pytest.mark.parametrize(
     ("content", "line", "fragment"),
     [
         ("q1 0 a 1\nq1 0 b 1.5\n", 2, "not an integer"),
@@ -117,7 +131,7 @@ def test_qrels_binary_map(tmp_path: Path) -> None:
         ("q1 0 a 1\nq1 0 b 2\nq1 0 a 3\n", 3, "judged twice"),
     ],
 )
-@pytest.mark.parametrize("reader", [read_qrels, read_qrels_rows], ids=["polars", "python"])
+@pytest.mark.parametrize("reader", [read_qrels, read_qrels_table], ids=["polars", "python"])
 def test_qrels_errors(
     tmp_path: Path, content: str, line: int, fragment: str, reader: Callable[[Path], object]
 ) -> None:
@@ -216,7 +230,8 @@ def test_samples_are_read_and_matched(tmp_path: Path) -> None:
         ("q1", "b", 2),
         ("2", "x", 5),
     ]
-    assert samples.run.contains == [False, True, False, False]
+    assert samples.run.contains is not None
+    assert samples.run.contains.tolist() == [False, True, False, False]
     assert samples.k_override == {"q1": 1}
     assert samples.answered == {"q1"}
 

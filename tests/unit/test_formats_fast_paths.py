@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import TYPE_CHECKING
@@ -18,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from raglabel.formats.trec import arrays
-from raglabel.formats.trec.align import Alignment, _distinct_in_blocks, as_numpy
+from raglabel.formats.trec.align import Alignment, as_numpy
 from raglabel.formats.trec.frames import read_qrels, read_run
+from raglabel.formats.trec.keys import distinct_in_blocks
 from raglabel.formats.trec.ranking import block_starts, ranking_order
-from raglabel.formats.trec.rows import read_qrels_rows
 from raglabel.metrics.labels import counts_from_grades
 from raglabel.metrics.run import RankedRun
 
@@ -56,7 +57,7 @@ def keyed_rows(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
 def test_distinct_in_blocks_never_misses_a_repeat(rows: tuple[np.ndarray, np.ndarray]) -> None:
     qidx, keys = rows
     starts = block_starts(qidx)
-    sure = _distinct_in_blocks(keys, starts, qidx)
+    sure = distinct_in_blocks(keys, starts, qidx)
     if _repeats_within_queries(qidx, keys):
         assert not sure
     heads = qidx[starts]
@@ -74,9 +75,9 @@ def test_distinct_in_blocks_on_unequal_blocks() -> None:
     # Padding counts 0, 1, 2, ... along a row; a real key equal to a pad is no repeat.
     qidx = np.array([0, 0, 0, 1, 1, 2], np.int32)
     keys = np.array([7, 1, 2, 0, 1, 9], np.uint64)
-    assert _distinct_in_blocks(keys, block_starts(qidx), qidx)
+    assert distinct_in_blocks(keys, block_starts(qidx), qidx)
     keys[4] = 0
-    assert not _distinct_in_blocks(keys, block_starts(qidx), qidx)
+    assert not distinct_in_blocks(keys, block_starts(qidx), qidx)
 
 
 @settings(max_examples=200, deadline=None)
@@ -235,7 +236,7 @@ def test_qrels_rows_cut_by_numpy_equal_the_line_reader(
 ) -> None:
     from raglabel.errors import InputError
     from raglabel.formats.maps import GradeMap
-    from raglabel.formats.trec.rows import read_qrels_exactly, read_qrels_rows
+    from raglabel.formats.trec.rows import read_qrels_exactly
 
     path = tmp_path_factory.mktemp("qrels") / "qrels.txt"
     path.write_text("\n".join(" ".join(line) for line in lines) + ("\n" if newline else ""))
@@ -244,10 +245,10 @@ def test_qrels_rows_cut_by_numpy_equal_the_line_reader(
         expected = read_qrels_exactly(path, grade_map)
     except InputError as exc:
         with pytest.raises(InputError) as caught:
-            read_qrels_rows(path, grade_map)
+            arrays.read_qrels_table(path, grade_map)
         assert str(caught.value) == str(exc)
     else:
-        assert read_qrels_rows(path, grade_map) == expected
+        assert arrays.read_qrels_table(path, grade_map).rows() == expected
 
 
 @pytest.mark.parametrize("size", [0, 3, 1 << 20, (1 << 20) + 1])
@@ -257,6 +258,27 @@ def test_the_fingerprint_digest_is_sha256_on_either_side_of_the_openssl_threshol
     # Small label sets hash with the built-in module, large ones through hashlib.
     data = bytes(range(256)) * (size // 256) + b"q\td\t4\n"[: size % 256]
     assert arrays._sha256_hex(data) == hashlib.sha256(data).hexdigest()
+
+
+def test_the_fingerprint_hashes_through_openssl_once_hashlib_is_loaded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A process that imported hashlib (pandas and polars do) pays nothing more for
+    # OpenSSL, which hashes faster than the built-in module at every size.
+    used: list[str] = []
+
+    def builtin(data: bytes) -> hashlib._Hash:
+        used.append("builtin")
+        return hashlib.sha256(data)
+
+    monkeypatch.setattr(arrays, "_builtin_sha256", builtin)
+    small = b"q\td\t1\n" * 10
+    assert arrays._sha256_hex(small) == hashlib.sha256(small).hexdigest()
+    assert used == []
+    # Without hashlib loaded (a quick CLI eval), small inputs keep the built-in module.
+    monkeypatch.delitem(sys.modules, "hashlib")
+    assert arrays._sha256_hex(small) == hashlib.sha256(small).hexdigest()
+    assert used == ["builtin"]
 
 
 # Every character str.split() treats as white space, except the two separators polars
@@ -346,6 +368,27 @@ def test_long_ids_fingerprint_as_the_line_reader_does(judged: dict[tuple[str, st
         path.write_text(
             "".join(f"{q} 0 d{d} {label}\n" for (q, d), label in judged.items()), encoding="utf-8"
         )
-        rows = read_qrels_rows(path)
+        rows = arrays.read_qrels_table(path).rows()
         expected = trec_oracle.fingerprint(rows.qids, rows.docids, rows.grades)
         assert arrays.align_qrels(path, None).fingerprint() == expected
+
+
+def test_a_pair_judged_twice_is_found_when_its_key_meets_another_pairs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from raglabel.errors import InputError
+    from raglabel.formats.trec import keys
+
+    def one_key(qidx: np.ndarray, docids: np.ndarray) -> np.ndarray:
+        # Every pair on one key: the twin rows 1 and 3 are not neighbours once sorted.
+        return np.zeros(docids.size, dtype=np.uint64)
+
+    monkeypatch.setattr(keys, "pair_keys", one_key)
+    path = tmp_path / "qrels.txt"
+    path.write_text("q1 0 a 1\nq1 0 b 2\nq1 0 c 0\nq1 0 a 3\n")
+    with pytest.raises(InputError, match="judged twice") as caught:
+        arrays.read_qrels_table(path)
+    assert caught.value.line == 4
+    distinct = tmp_path / "distinct.txt"
+    distinct.write_text("q1 0 a 1\nq1 0 b 2\nq2 0 a 0\n")
+    assert len(arrays.read_qrels_table(distinct)) == 3

@@ -21,6 +21,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from raglabel.formats.notices import keep_first, unknown_queries
+from raglabel.formats.trec.keys import distinct_in_blocks, filtered_rows, key_filter
 from raglabel.formats.trec.ranking import assemble, block_starts, ranking_order
 from raglabel.metrics.labels import LabelSet, counts_from_grades
 from raglabel.metrics.run import RankedRun
@@ -58,7 +59,7 @@ class Alignment:
     # Label index of each query id, for String ids (see _label_index); filled once.
     _query_positions: dict[str, int] = field(default_factory=dict)
     # One bit per value of a key's low bits: whether some label's key has them (see
-    # grades_of and _key_filter).
+    # grades_of and keys.key_filter).
     _filter: NDArray[np.uint8] = field(default_factory=lambda: np.zeros(1, np.uint8))
 
     @classmethod
@@ -81,7 +82,7 @@ class Alignment:
             _qidx=qidx.astype(np.int32),
             _key_order=order,
             _keys_sorted=keys[order],
-            _filter=_key_filter(keys),
+            _filter=key_filter(keys),
         )
 
     def fingerprint(self) -> str:
@@ -115,7 +116,7 @@ class Alignment:
         # binary search then runs only on the few rows left and keeps those whose key a
         # label has. Searched in key order, successive searches walk the same few paths
         # of the sorted keys, which stay in cache (a third cheaper than in row order).
-        maybe = _filtered_rows(self._filter, keys)
+        maybe = filtered_rows(self._filter, keys)
         wanted = keys[maybe]
         by_key = np.argsort(wanted)
         slot = np.empty(wanted.size, dtype=np.intp)
@@ -169,7 +170,7 @@ class Alignment:
         # and share nothing, so they run on both cores.
         with ThreadPoolExecutor(max_workers=1) as pool:
             graded = pool.submit(self.grades_of, frame, qidx, keys)
-            distinct = _distinct_in_blocks(keys, starts, qidx)
+            distinct = distinct_in_blocks(keys, starts, qidx)
             moves = None
             if not in_list_order:
                 moves = ranking_order(qidx, starts, as_numpy(frame["score"]), frame["docid"])
@@ -338,100 +339,6 @@ def _joined(name: str, n_queries: int, parts: list[RankedRun]) -> RankedRun:
         rank = np.arange(part.grades.size, dtype=np.int64) - part.offsets[qidx]
         grades[offsets[qidx] + rank] = part.grades
     return RankedRun(name=name, offsets=offsets, grades=grades)
-
-
-#: Filter bits per label key, and the most bits: about one row in sixteen without a
-#: grade passes the filter to the binary search (one in eight past four million labels).
-_FILTER_SLOTS_PER_KEY = 16
-_MAX_FILTER_SLOTS = 1 << 26
-
-
-def _key_filter(keys: NDArray[np.uint64]) -> NDArray[np.uint8]:
-    """Marks, at each key's low bits, that some key has them: a power-of-two table of
-    bits that no key is missing from (so it only rules rows out) and that few other keys
-    hit. Bits, not bytes: every row of a run looks a key up in it at random, and a
-    megabyte of bits stays in the core's cache where eight of bytes did not (the lookups
-    cost twice as much)."""
-    wanted = max(keys.size * _FILTER_SLOTS_PER_KEY, 8)
-    slots = min(1 << (wanted - 1).bit_length(), _MAX_FILTER_SLOTS)
-    # Marked as bytes, then packed: setting bits in place (bitwise_or.at) is slower than
-    # the rest of the labels' reading.
-    marks = np.zeros(slots, dtype=np.bool_)
-    marks[keys & np.uint64(slots - 1)] = True
-    return np.packbits(marks, bitorder="little")
-
-
-#: Rows whose keys are looked up in the filter at a time: a block of a large run is one
-#: go, and a project's whole stored run (tens of millions of rows at once) does not
-#: hold the lookup's temporaries, ten bytes a row, for all of them at the same time.
-_FILTER_ROWS = 1 << 20
-
-
-def _filtered_rows(marks: NDArray[np.uint8], keys: NDArray[np.uint64]) -> NDArray[np.intp]:
-    """The rows whose keys pass the filter (:func:`_in_filter`), in order."""
-    if keys.size <= _FILTER_ROWS:
-        return np.flatnonzero(_in_filter(marks, keys))
-    parts = [
-        np.flatnonzero(_in_filter(marks, keys[start : start + _FILTER_ROWS])) + start
-        for start in range(0, keys.size, _FILTER_ROWS)
-    ]
-    return np.concatenate(parts)
-
-
-def _in_filter(marks: NDArray[np.uint8], keys: NDArray[np.uint64]) -> NDArray[np.bool_]:
-    """Whether each key's low bits are marked in ``marks`` (see :func:`_key_filter`)."""
-    # In place wherever it can be, and the bit's place within its byte cut down to a
-    # byte first: every pass over a block's keys is eight bytes a row (half as many
-    # passes as before, and half the time).
-    low = keys & np.uint64((marks.size << 3) - 1)
-    shift = low.astype(np.uint8)  # the low eight bits, of which the bit's place is three
-    shift &= np.uint8(7)
-    low >>= np.uint64(3)
-    # Below the table's size, the byte positions are the same numbers as signed indexes.
-    byte = np.take(marks, low.astype(np.intp, copy=False))  # no copy where intp is 64 bits
-    byte >>= shift
-    byte &= np.uint8(1)
-    marked: NDArray[np.bool_] = byte.view(np.bool_)
-    return marked
-
-
-def _distinct_in_blocks(
-    keys: NDArray[np.uint64], starts: NDArray[np.int64], qidx: NDArray[np.int32]
-) -> bool:
-    """True when no key occurs twice in a query; False when that is not sure.
-
-    When every query is one block of rows, the blocks are laid out as rows of a table
-    and each row sorted: short sorts that stay in cache, of the keys' low 32 bits,
-    cost a fraction of a hash set of all keys. Bits that meet in a row (about once in
-    ten million rows of 1,000) are then compared as whole keys.
-    """
-    n = keys.size
-    if n < 2:
-        return True
-    lengths = np.diff(starts, append=n)
-    width = int(lengths.max())
-    heads = np.sort(qidx[starts])
-    if bool((heads[1:] == heads[:-1]).any()) or width * starts.size > 2 * n:
-        return False  # a query split over blocks, or blocks too uneven to pad cheaply
-    if width == 1:
-        return True
-    low = keys.astype(np.uint32)
-    if int(lengths.min()) == width:
-        table = low.reshape(starts.size, width)
-    else:
-        # Padding counts up along each row, so it never repeats within the row.
-        table = np.broadcast_to(np.arange(width, dtype=np.uint32), (starts.size, width)).copy()
-        table[np.arange(width) < lengths[:, None]] = low
-    table.sort(axis=1)
-    meets = np.flatnonzero(table[:, 1:] == table[:, :-1])
-    if meets.size > 64:
-        return False
-    for row, col in zip(*np.divmod(meets, width - 1), strict=True):
-        block = keys[starts[row] : starts[row] + lengths[row]]
-        meeting = block[block.astype(np.uint32) == table[row, col]]
-        if np.unique(meeting).size < meeting.size:
-            return False
-    return True
 
 
 def _pair_keys(qidx: NDArray[np.integer], docids: pl.Series) -> NDArray[np.uint64]:

@@ -9,18 +9,28 @@ through the exact line reader, which names the line of any error.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
+from raglabel.formats.limits import MAX_ID_CHARS
 from raglabel.formats.lines import check_readable
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import keep_first, unknown_queries
 from raglabel.formats.trec.columns import split_fields
+from raglabel.formats.trec.keys import (
+    PairIndex,
+    distinct_in_blocks,
+    filtered_rows,
+    id_blocks,
+    key_filter,
+    pair_keys,
+)
 from raglabel.formats.trec.order import score_order, tied_runs, trec_scores
-from raglabel.formats.trec.table import RunTable, Text, as_text
+from raglabel.formats.trec.table import QrelsTable, RunTable, Text
 from raglabel.metrics.labels import LabelSet, counts_from_grades
 from raglabel.metrics.run import RankedRun
 
@@ -42,28 +52,45 @@ else:
             from hashlib import sha256 as _builtin_sha256
 
 _BUILTIN_SHA_BYTES = 1 << 20
+#: From this many rows a table is graded on a thread beside its ranking: more than the
+#: inputs the small strategy gets by size hold (8 MB, about 230,000 run lines), whose
+#: quick eval would pay 6 ms to import concurrent.futures for a few ms saved.
+_THREAD_ROWS = 1 << 18
 
-_FNV_OFFSET, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
-# An odd 64-bit constant (the golden ratio's): spreads query indexes over all bits.
-_MIX = np.uint64(0x9E3779B97F4A7C15)
 
-
-def align_qrels(path: Path, grade_map: GradeMap | None) -> ArrayAlignment:
-    """Labels from a qrels file; a file that is not plain (or is wrong) goes to the exact
-    reader, which raises the errors."""
+def read_qrels_table(path: Path, grade_map: GradeMap | None = None) -> QrelsTable:
+    """A qrels file's labels, grades mapped by ``grade_map``: the reader's one entry for
+    labels. A canonical file is cut by numpy; any other, or one with a wrong or doubtful
+    line (a label the map lacks, a pair judged twice, an id past the limit), is read by
+    lines, and exactly where that is needed, so that an error names its line."""
     check_readable(path)
     grade_map = GradeMap() if grade_map is None else grade_map
-    fields = split_fields(path.read_bytes(), 4)
+    data = path.read_bytes()
+    fields = split_fields(data, 4)
     labels = None if fields is None else fields.integers(3)
     if fields is not None and labels is not None:
         grades, uncovered = grade_map.apply(labels)
-        if not uncovered.any():
-            aligned = ArrayAlignment.from_columns(fields.text(0), fields.text(2), grades)
-            if not aligned.has_repeated_pairs():
-                return aligned
-    from raglabel.formats.trec.rows import read_qrels_rows
+        # Ids are cut to a common width, so one long id makes every row that wide: past
+        # a few times the file's size, the line reader is the cheaper way (and past the
+        # id limit, in bytes so surely in characters, it names the line). Twice the
+        # widest field bounds the two ids' widths and settles most files without a pass
+        # over the columns.
+        widths = 2 * fields.widest
+        if widths > MAX_ID_CHARS or fields.rows * widths > 4 * len(data):
+            widths = fields.longest(0) + fields.longest(2)
+        if not uncovered.any() and widths <= MAX_ID_CHARS and fields.rows * widths <= 4 * len(data):
+            qids, docids = fields.text(0), fields.text(2)
+            index = PairIndex(qids, docids)
+            if not index.repeats(docids):  # else the exact reader names the lines
+                return QrelsTable(qids, docids, grades, index)
+    from raglabel.formats.trec.rows import read_qrels_lines
 
-    return ArrayAlignment.from_rows(read_qrels_rows(path, grade_map))
+    return QrelsTable.of_rows(read_qrels_lines(path, grade_map))
+
+
+def align_qrels(path: Path, grade_map: GradeMap | None) -> ArrayAlignment:
+    """Labels from a qrels file, aligned for runs."""
+    return ArrayAlignment(read_qrels_table(path, grade_map))
 
 
 def read_run_table(path: Path) -> RunTable:
@@ -79,27 +106,14 @@ def read_run_table(path: Path) -> RunTable:
 
 
 def _sha256_hex(data: bytes) -> str:
-    if len(data) > _BUILTIN_SHA_BYTES:
+    # Once some module has imported hashlib (pandas and polars do: any notebook, the
+    # API), OpenSSL costs nothing more to use, and it is the faster at every size (the
+    # API's fingerprint of 100,000 labels: 8.0 ms with the built-in module, 5.6 with it).
+    if "hashlib" in sys.modules or len(data) > _BUILTIN_SHA_BYTES:
         import hashlib
 
         return hashlib.sha256(data).hexdigest()
     return _builtin_sha256(data).hexdigest()
-
-
-def _pair_keys(qidx: NDArray[np.int64], docids: Text) -> NDArray[np.uint64]:
-    """Equal (query index, docid) pairs get equal keys; different ones almost never do.
-
-    FNV-1a over the 8-byte words of each id, skipping all-zero words (padding only: ids
-    hold no NUL byte) so that the key does not depend on the array's width.
-    """
-    if docids.size == 0:
-        return np.zeros(0, dtype=np.uint64)
-    width = -(-docids.itemsize // 8) * 8
-    words = np.ascontiguousarray(docids.astype(f"S{width}")).view(np.uint64)
-    keys = np.full(docids.size, _FNV_OFFSET, dtype=np.uint64)
-    for word in words.reshape(docids.size, -1).T:
-        keys = np.where(word != 0, (keys ^ word) * _FNV_PRIME, keys)
-    return keys ^ (qidx.astype(np.uint64) * _MIX)
 
 
 def _byte_order_words(text: Text) -> list[NDArray[np.uint64]]:
@@ -113,104 +127,34 @@ def _byte_order_words(text: Text) -> list[NDArray[np.uint64]]:
     return [columns[:, i] for i in range(width // 8 - 1, -1, -1)]
 
 
-def _distinct(values: NDArray[Any]) -> NDArray[Any]:
-    """Sorted distinct values; np.unique without return arrays imports numpy.ma (20 ms)."""
-    ordered = np.sort(values)
-    keep = np.ones(ordered.size, dtype=np.bool_)
-    keep[1:] = ordered[1:] != ordered[:-1]
-    return ordered[keep]
-
-
-def _blocks(qids: Text) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Start and length of each run of equal ids (files list a query's rows together)."""
-    if qids.size == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    starts = np.concatenate([[0], np.flatnonzero(qids[1:] != qids[:-1]) + 1]).astype(np.int64)
-    return starts, np.diff(np.append(starts, qids.size))
-
-
 # Compared and hashed by identity: its arrays compare element-wise, so a field-by-field
 # __eq__ could only raise. A plain class, not a dataclass, so that no code is generated
-# and compiled for it at every eval's start-up; only from_columns builds it.
+# and compiled for it at every eval's start-up.
 class ArrayAlignment:
     """Labels plus, per run, the warnings its alignment raised."""
 
-    __slots__ = (
-        "_ids",
-        "_key_order",
-        "_keys_sorted",
-        "_qidx",
-        "docids",
-        "grades",
-        "labels",
-        "qids",
-        "warnings",
-    )
+    __slots__ = ("_filter", "_index", "docids", "grades", "labels", "qids", "warnings")
 
-    def __init__(
-        self,
-        *,
-        labels: LabelSet,
-        qids: Text,
-        docids: Text,
-        grades: NDArray[np.int8],
-        ids: Text,
-        qidx: NDArray[np.int64],
-        key_order: NDArray[np.int64],
-        keys_sorted: NDArray[np.uint64],
-    ) -> None:
-        self.labels = labels
-        self.qids = qids
-        self.docids = docids
-        self.grades = grades
+    def __init__(self, table: QrelsTable) -> None:
+        index = table.index()
+        self.qids = table.qids
+        self.docids = table.docids
+        self.grades = table.grades
+        counts = counts_from_grades(index.ids.size, index.qidx, table.grades)
+        self.labels = LabelSet(tuple(i.decode("utf-8") for i in index.ids.tolist()), counts)
         self.warnings: list[str] = []
-        self._ids = ids
-        self._qidx = qidx
-        self._key_order = key_order
-        self._keys_sorted = keys_sorted
-
-    @classmethod
-    def from_columns(cls, qids: Text, docids: Text, grades: NDArray[np.int8]) -> ArrayAlignment:
-        """Labels from qrels columns (no pair twice); queries sorted by id as bytes."""
-        # Ids are looked up once per block of equal ids, not once per row.
-        starts, lengths = _blocks(qids)
-        ids = _distinct(qids[starts])
-        qidx = np.repeat(np.searchsorted(ids, qids[starts]), lengths).astype(np.int64)
-        counts = counts_from_grades(ids.size, qidx, grades)
-        labels = LabelSet(tuple(i.decode("utf-8") for i in ids.tolist()), counts)
-        keys = _pair_keys(qidx, docids)
-        # Any order of equal keys will do: neighbours are compared on the ids (repeated
-        # pairs, collisions), and a lookup tells colliding pairs apart on them too. The
-        # default sort is twice as fast as the stable one.
-        order = np.argsort(keys).astype(np.int64)
-        return cls(
-            labels=labels,
-            qids=qids,
-            docids=docids,
-            grades=grades,
-            ids=ids,
-            qidx=qidx,
-            key_order=order,
-            keys_sorted=keys[order],
-        )
+        self._index = index
+        self._filter: NDArray[np.uint8] | None = None  # made for the first run
 
     @classmethod
     def from_rows(cls, qrels: QrelsRows) -> ArrayAlignment:
         """Labels from qrels held as Python lists (no pair twice)."""
-        grades = np.array(qrels.grades, dtype=np.int8)
-        return cls.from_columns(as_text(qrels.qids), as_text(qrels.docids), grades)
-
-    def has_repeated_pairs(self) -> bool:
-        """Whether some (qid, docid) is judged twice."""
-        keys = self._keys_sorted
-        pairs = np.flatnonzero(keys[1:] == keys[:-1])
-        a, b = self._key_order[pairs], self._key_order[pairs + 1]
-        return bool(((self._qidx[a] == self._qidx[b]) & (self.docids[a] == self.docids[b])).any())
+        return cls(QrelsTable.of_rows(qrels))
 
     def fingerprint(self) -> str:
         """SHA-256 of the sorted ``qid, docid, grade`` lines (ids as UTF-8 bytes), the same
         digest on every path."""
-        order = np.lexsort((*_byte_order_words(self.docids), self._qidx))
+        order = np.lexsort((*_byte_order_words(self.docids), self._index.qidx))
         n = order.size
 
         def cells(text: Text) -> NDArray[np.uint8]:
@@ -233,12 +177,12 @@ class ArrayAlignment:
         scores), deduplicate and grade one run; ``k_override`` pins a query's cutoff."""
         qids, docids, scores, contains = table.qids, table.docids, table.scores, table.contains
         n_queries = self.labels.n_queries
-        starts, lengths = _blocks(qids)
+        starts, lengths = id_blocks(qids)
         heads = qids[starts]
         if n_queries:
-            found = np.minimum(np.searchsorted(self._ids, heads), n_queries - 1)
+            found = np.minimum(np.searchsorted(self._index.ids, heads), n_queries - 1)
             position = np.repeat(found, lengths)
-            known = np.repeat(self._ids[found] == heads, lengths)
+            known = np.repeat(self._index.ids[found] == heads, lengths)
         else:  # no labels: every query is unknown
             position = np.zeros(qids.size, dtype=np.int64)
             known = np.zeros(qids.size, dtype=np.bool_)
@@ -250,16 +194,27 @@ class ArrayAlignment:
             scores = None if scores is None else scores[known]
             contains = None if contains is None else contains[known]
         position = position.astype(np.int64)
-        if scores is None:
-            order = np.argsort(position, kind="stable").astype(np.int64)
+        keys = pair_keys(position, docids)
+        # Grading (in the table's order) and ranking share nothing and are numpy calls
+        # that release the GIL: on a large table they run on two cores.
+        if keys.size >= _THREAD_ROWS:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                graded = pool.submit(self._grades_of, position, docids, keys)
+                order, distinct = _ranked(position, scores, docids, keys)
+                grades = graded.result()[order]
         else:
-            order = _ranking_order(position, scores, docids)
-        qidx, docids = position[order], docids[order]
+            order, distinct = _ranked(position, scores, docids, keys)
+            grades = self._grades_of(position, docids, keys)[order]
+        qidx = position[order]
         contains = None if contains is None else contains[order]
-        keys = _pair_keys(qidx, docids)
-        by_key = np.argsort(keys)
-        grades = self._grades_of(qidx, docids, keys, by_key)
-        keep = self._first_occurrences(name, qidx, docids, keys, keys[by_key])
+        keep = None
+        if not distinct:
+            ranked_keys = keys[order]
+            keep = self._first_occurrences(
+                name, qidx, docids[order], ranked_keys, np.sort(ranked_keys)
+            )
         if keep is not None:
             qidx, grades = qidx[keep], grades[keep]
             contains = None if contains is None else contains[keep]
@@ -276,29 +231,33 @@ class ArrayAlignment:
         )
 
     def _grades_of(
-        self,
-        qidx: NDArray[np.int64],
-        docids: Text,
-        keys: NDArray[np.uint64],
-        by_key: NDArray[np.intp],
+        self, qidx: NDArray[np.int64], docids: Text, keys: NDArray[np.uint64]
     ) -> NDArray[np.int8]:
         grades = np.zeros(qidx.size, dtype=np.int8)
-        if self._keys_sorted.size == 0 or qidx.size == 0:
+        index = self._index
+        if index.keys_sorted.size == 0 or qidx.size == 0:
             return grades
-        # Searching in key order keeps the binary searches in cache: twice as fast.
-        slot = np.empty(keys.size, dtype=np.int64)
-        slot[by_key] = np.searchsorted(self._keys_sorted, keys[by_key])
-        np.minimum(slot, self._keys_sorted.size - 1, out=slot)
-        matched = np.flatnonzero(self._keys_sorted[slot] == keys)
-        source = self._key_order[slot[matched]]
-        same = (self._qidx[source] == qidx[matched]) & (self.docids[source] == docids[matched])
+        # The labels' filter rules most rows without a grade out in one gather; only the
+        # rest are searched, in key order, which keeps the searches in cache.
+        if self._filter is None:
+            self._filter = key_filter(index.keys_sorted)
+        maybe = filtered_rows(self._filter, keys)
+        wanted = keys[maybe]
+        by_key = np.argsort(wanted)
+        slot = np.empty(wanted.size, dtype=np.int64)
+        slot[by_key] = np.searchsorted(index.keys_sorted, wanted[by_key])
+        np.minimum(slot, index.keys_sorted.size - 1, out=slot)
+        hit = index.keys_sorted[slot] == wanted
+        matched = maybe[hit]
+        source = index.key_order[slot[hit]]
+        same = (index.qidx[source] == qidx[matched]) & (self.docids[source] == docids[matched])
         grades[matched[same]] = self.grades[source[same]]
         if not same.all():
             # Two qrels pairs sharing a key: ask the strings, for these rows only.
             exact = {
                 (int(q), d): int(g)
                 for q, d, g in zip(
-                    self._qidx.tolist(), self.docids.tolist(), self.grades.tolist(), strict=True
+                    index.qidx.tolist(), self.docids.tolist(), self.grades.tolist(), strict=True
                 )
             }
             for row in matched[~same].tolist():
@@ -322,6 +281,22 @@ class ArrayAlignment:
         docs = [d.decode("utf-8") for d in docids[rows].tolist()]
         pairs = zip(rows.tolist(), qidx[rows].tolist(), docs, strict=True)
         return keep_first(name, keys.size, pairs, self.labels.query_ids, self.warnings)
+
+
+def _ranked(
+    qidx: NDArray[np.int64],
+    scores: NDArray[np.float64] | None,
+    docids: Text,
+    keys: NDArray[np.uint64],
+) -> tuple[NDArray[np.int64], bool]:
+    """The rows in ranked order, and True when surely no (query, passage) pair is met
+    twice (False: not sure, the ranked keys are checked)."""
+    if scores is None:
+        order = np.argsort(qidx, kind="stable").astype(np.int64)
+    else:
+        order = _ranking_order(qidx, scores, docids)
+    starts = np.concatenate([[0], np.flatnonzero(qidx[1:] != qidx[:-1]) + 1]).astype(np.int64)
+    return order, qidx.size == 0 or distinct_in_blocks(keys, starts, qidx)
 
 
 def _ranking_order(

@@ -26,17 +26,21 @@ _POWERS_OF_TEN = np.array([float(f"1e{i}") for i in range(23)])
 
 class Fields:
     """Where the fields are: ``separators`` has a row per line, the position of the
-    byte after each field (a space, the last one a newline).
+    byte after each field (a space, the last one a newline); no field is longer than
+    ``widest`` bytes.
 
     A plain class: a frozen dataclass costs a millisecond of every eval's start-up to
     create, for two attributes.
     """
 
-    __slots__ = ("buffer", "separators")
+    __slots__ = ("buffer", "separators", "widest")
 
-    def __init__(self, buffer: NDArray[np.uint8], separators: NDArray[np.intp]) -> None:
+    def __init__(
+        self, buffer: NDArray[np.uint8], separators: NDArray[np.intp], widest: int
+    ) -> None:
         self.buffer = buffer
         self.separators = separators
+        self.widest = widest
 
     @property
     def rows(self) -> int:
@@ -197,8 +201,9 @@ def split_fields(data: bytes, n_fields: int) -> Fields | None:
         if UNICODE_SPACE.search(data):
             return None
     # Room after the last line for the widest field's window.
-    padded = np.concatenate([buffer, np.zeros(int(gaps.max(initial=1)), dtype=np.uint8)])
-    fields = Fields(padded, separators.reshape(-1, n_fields))
+    widest = int(gaps.max(initial=1))
+    padded = np.concatenate([buffer, np.zeros(widest, dtype=np.uint8)])
+    fields = Fields(padded, separators.reshape(-1, n_fields), widest)
     if bool((buffer[fields.starts(0)] == _HASH).any()):
         return None  # a comment line
     return fields

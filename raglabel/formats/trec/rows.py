@@ -1,10 +1,9 @@
-"""Inputs as plain Python rows, and the exact line reader.
+"""The line strategies of the TREC reader: a bulk split, and the exact line reader.
 
 Every reader ends up here for a file that is anything but plain (tabs, comments,
-a bad value): reading line by line is what lets an error name its line. Rows built in
-Python (samples, a project's labels and stored rankings) are held as :class:`RunRows`
-and :class:`QrelsRows` and aligned by :class:`~raglabel.formats.trec.arrays.ArrayAlignment`
-like any file's columns.
+a bad value): reading line by line is what lets an error name its line. What they
+read becomes the reader's tables (:mod:`.table`). Labels built in Python (samples, a
+project's labels) are held as :class:`QrelsRows` until they are aligned.
 """
 
 from __future__ import annotations
@@ -13,11 +12,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-from numpy.typing import NDArray
-
 from raglabel.errors import InputError
-from raglabel.formats.limits import MAX_ID_CHARS, check_ids, ids_fit
+from raglabel.formats.limits import check_ids, ids_fit
 from raglabel.formats.lines import (
     check_readable,
     clean_text,
@@ -34,8 +30,7 @@ from raglabel.formats.trec.shape import refuse_run_as_qrels, require_run_fields
 class RunRows:
     qids: list[str]
     docids: list[str]
-    scores: list[float] | None  # None: lists already in rank order (samples)
-    contains: list[bool] | None = None
+    scores: list[float]
 
 
 @dataclass(frozen=True)
@@ -43,17 +38,6 @@ class QrelsRows:
     qids: list[str]
     docids: list[str]
     grades: list[int]
-
-
-@dataclass(frozen=True)
-class QrelsColumns:
-    """A canonical qrels file's rows as numpy columns, for a bulk import: ids as
-    fixed-width UTF-8 bytes, zero-padded (an id holds no byte up to the space, so the
-    padding is unambiguous), and the mapped grades."""
-
-    qids: NDArray[np.bytes_]
-    docids: NDArray[np.bytes_]
-    grades: NDArray[np.int8]
 
 
 def _split_lines(path: Path) -> list[list[str]] | None:
@@ -101,30 +85,10 @@ def read_run_exactly(path: Path) -> RunRows:
     return RunRows(qids, docids, scores)
 
 
-def read_qrels_rows(path: str | Path, grade_map: GradeMap | None = None) -> QrelsRows:
-    """Qrels read in bulk; any doubt about a line re-reads the file exactly to name it."""
-    path = Path(path)
-    check_readable(path)
-    grade_map = GradeMap() if grade_map is None else grade_map
-    columns = _qrels_bytes(path, grade_map)
-    if columns is not None:
-        return QrelsRows(_strings(columns.qids), _strings(columns.docids), columns.grades.tolist())
-    return _qrels_lines(path, grade_map)
-
-
-def read_qrels_columns(
-    path: str | Path, grade_map: GradeMap | None = None
-) -> QrelsColumns | QrelsRows:
-    """Qrels as numpy columns when the file is canonical (what an import needs: no
-    Python string per id), else as rows read the way :func:`read_qrels_rows` reads them."""
-    path = Path(path)
-    check_readable(path)
-    grade_map = GradeMap() if grade_map is None else grade_map
-    columns = _qrels_bytes(path, grade_map)
-    return _qrels_lines(path, grade_map) if columns is None else columns
-
-
-def _qrels_lines(path: Path, grade_map: GradeMap) -> QrelsRows:
+def read_qrels_lines(path: Path, grade_map: GradeMap) -> QrelsRows:
+    """Qrels split in bulk, for files the numpy columns refuse (a strategy of
+    :func:`~raglabel.formats.trec.arrays.read_qrels_table`); any doubt about a line
+    re-reads the file exactly to name it."""
     # Every qrels file that is not four plain fields a line comes here, a run among them.
     refuse_run_as_qrels(path)
     rows = _split_lines(path)
@@ -140,53 +104,6 @@ def _qrels_lines(path: Path, grade_map: GradeMap) -> QrelsRows:
             if None not in grades and unique and ids_fit(qids, docids):
                 return QrelsRows(qids, docids, [g for g in grades if g is not None])
     return read_qrels_exactly(path, grade_map)
-
-
-def _qrels_bytes(path: Path, grade_map: GradeMap) -> QrelsColumns | None:
-    """A canonical qrels file (single spaces, no comment) cut by numpy, or None.
-
-    Splitting 400,000 lines in Python took longer than storing them in a project.
-    """
-    from raglabel.formats.trec.columns import split_fields
-
-    data = path.read_bytes()
-    fields = split_fields(data, 4)
-    labels = None if fields is None else fields.integers(3)
-    if fields is None or labels is None:
-        return None
-    grades, uncovered = grade_map.apply(labels)
-    # Ids are cut to a common width, so one long id makes every row that wide: past a
-    # few times the file's size, the line reader is the cheaper way (and past the id
-    # limit, in bytes so surely in characters, it names the line).
-    widths = fields.longest(0) + fields.longest(2)
-    if uncovered.any() or widths > MAX_ID_CHARS or fields.rows * widths > 4 * len(data):
-        return None
-    queries, passages = fields.text(0), fields.text(2)
-    if _repeats_a_pair(queries, passages):
-        return None  # the exact reader names the repeated pair's lines
-    return QrelsColumns(queries, passages, grades)
-
-
-def _repeats_a_pair(first: NDArray[np.bytes_], second: NDArray[np.bytes_]) -> bool:
-    """Whether two rows hold the same (first, second) pair of fixed-width ids.
-
-    Each row's two fields, side by side, are one fixed-width string, and repeats are
-    neighbours once those are sorted: a quarter of the time a set of 400,000 tuples
-    took. (Ids that differ only by trailing NUL bytes look alike; that sends the file
-    to the exact reader, never a repeat past it.)
-    """
-    pairs = np.empty(len(first), dtype=[("a", first.dtype), ("b", second.dtype)])
-    pairs["a"], pairs["b"] = first, second
-    joined = np.sort(pairs.view(f"S{first.dtype.itemsize + second.dtype.itemsize}"))
-    return bool((joined[1:] == joined[:-1]).any())
-
-
-def _strings(column: NDArray[np.bytes_]) -> list[str]:
-    try:
-        strings: list[str] = column.astype(np.str_).tolist()  # ASCII only, and fast
-    except UnicodeDecodeError:
-        strings = [value.decode("utf-8") for value in column.tolist()]
-    return strings
 
 
 def read_qrels_exactly(path: Path, grade_map: GradeMap) -> QrelsRows:
