@@ -112,8 +112,11 @@ def run(args: argparse.Namespace) -> int:
         if args.qrels:
             choice = LabelChoice(args.policy, args.annotator, args.fill_with_judge)
             grade_map = grade_map_option(args.grade_map) or GradeMap()
-            count = export_qrels(project.conn, Path(args.qrels), grade_map, choice)
-            target, what = args.qrels, "judged pairs"
+            exported = export_qrels(project.conn, Path(args.qrels), grade_map, choice)
+            count, target, what = exported.count, args.qrels, "judged pairs"
+            if args.fill_with_judge:
+                # Judge labels in a qrels file look like anyone's: the count says so here.
+                what += f" ({exported.judge_filled} of them the judge's: {exported.source})"
         elif args.jsonl and args.suggestions:
             count, failures = export_suggestions(
                 project.conn, Path(args.jsonl), with_failures=args.with_failures

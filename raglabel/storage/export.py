@@ -7,7 +7,7 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from raglabel.errors import UsageError
 from raglabel.formats.maps import GradeMap
@@ -35,9 +35,18 @@ def reverse_map(grade_map: GradeMap) -> dict[int, int]:
     return {grade: labels[0] for grade, labels in reverse.items()}
 
 
+class QrelsExport(NamedTuple):
+    """What :func:`export_qrels` wrote: how many pairs, and of them how many a judge's
+    label filled (``--fill-with-judge``), with the labels' source in words."""
+
+    count: int
+    judge_filled: int
+    source: str
+
+
 def export_qrels(
     conn: sqlite3.Connection, path: Path, grade_map: GradeMap, choice: LabelChoice
-) -> int:
+) -> QrelsExport:
     """Resolved grades as ``qid 0 docid label`` lines, sorted, labels via the reversed map."""
     labels = reverse_map(grade_map)
     resolved = resolved_labels(conn, choice)
@@ -53,7 +62,7 @@ def export_qrels(
     with atomic_text(path) as handle:
         for qid, docid, grade in rows:
             handle.write(f"{qid} 0 {docid} {labels[grade]}\n")
-    return len(rows)
+    return QrelsExport(len(rows), resolved.judge_filled, resolved.source)
 
 
 _EVENT_COLUMNS = (

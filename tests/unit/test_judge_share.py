@@ -348,3 +348,16 @@ def test_resolved_labels_say_which_pairs_are_the_judges(
     judges = {pair for pair, judge in marked if judge}
     assert judges == {("q1", "d8"), ("q1", "d9"), ("q1", "d10"), ("q2", "d3")}
     assert plain.from_judge == [False] * 9
+
+
+def test_export_says_how_many_qrels_lines_are_the_judges(project: Path, cli: Cli) -> None:
+    # A judge's label in a qrels file looks like anyone's: export --qrels says how many.
+    target = project.parent / "filled.qrels"
+    code, out, _ = cli("export", project, "--qrels", target, "--fill-with-judge")
+    assert code == 0
+    # People's 9 pairs, and the judge's 5 less the one people graded (q1 d1).
+    assert out.startswith(f"wrote 13 judged pairs ({4} of them the judge's: ")
+    assert "4 pairs from m" in out
+    assert len(target.read_text().splitlines()) == 13
+    code, out, _ = cli("export", project, "--qrels", target)
+    assert out == f"wrote 9 judged pairs to {target}\n"
