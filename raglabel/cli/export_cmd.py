@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
             choice = LabelChoice(args.policy, args.annotator, args.fill_with_judge)
             grade_map = grade_map_option(args.grade_map) or GradeMap()
             exported = export_qrels(project.conn, Path(args.qrels), grade_map, choice)
-            count, target, what = exported.count, args.qrels, "judged pairs"
+            count, target, what = exported.pairs, args.qrels, "judged pairs"
             if args.fill_with_judge:
                 # Judge labels in a qrels file look like anyone's: the count says so here.
                 what += f" ({exported.judge_filled} of them the judge's: {exported.source})"

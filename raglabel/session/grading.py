@@ -826,7 +826,7 @@ class GradingSession:
         assert self.project.path is not None
         choice = LabelChoice(annotator=self.annotator) if self.blind else LabelChoice()
         with Project.open(self.project.path) as project:
-            return export_qrels(project.conn, target, GradeMap(), choice).count
+            return export_qrels(project.conn, target, GradeMap(), choice).pairs
 
     def own_grade(self, q: int, pid: int) -> int | None:
         """This annotator's own grade (differs from the one in view when not blind)."""

@@ -36,10 +36,10 @@ def reverse_map(grade_map: GradeMap) -> dict[int, int]:
 
 
 class QrelsExport(NamedTuple):
-    """What :func:`export_qrels` wrote: how many pairs, and of them how many a judge's
+    """What :func:`export_qrels` wrote: how many pairs (``pairs``), and of them how many a judge's
     label filled (``--fill-with-judge``), with the labels' source in words."""
 
-    count: int
+    pairs: int
     judge_filled: int
     source: str
 
