@@ -58,6 +58,17 @@ RATIO_METRICS = frozenset({"pct_proc"})
 INCOMPLETE_NOTE = "valid only if whatever kept them incomplete has nothing to do with their labels"
 
 
+class EstimateRefusedError(UsageError):
+    """The project lacks what the estimate stands on (judge labels, a draw, enough
+    complete drawn queries). Besides the full message, ``reason`` and ``fix`` (the
+    command or step that supplies it) are short enough for one line of the app."""
+
+    def __init__(self, message: str, *, reason: str, fix: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.fix = fix
+
+
 def estimate_request(request: EvalRequest, kind: str) -> Evaluated:
     """The report of ``eval --estimate kind`` (``judge`` or ``corrected``)."""
     if kind not in ("judge", "corrected"):
@@ -72,11 +83,76 @@ def estimate_request(request: EvalRequest, kind: str) -> Evaluated:
         if kind == "corrected":
             sample_state = _audit_sample(conn, request)
             project_queries = _project_queries(conn)
+        gaps = _judge_gaps(conn, request)
     if kind == "corrected":
-        return _corrected(request, sample_state, project_queries)
-    done = evaluate_request(_judge_request(request))
-    done.report.estimate = EstimateInfo("judge", population=done.report.labels.queries)
+        done = _corrected(request, sample_state, project_queries)
+    else:
+        done = evaluate_request(_judge_request(request))
+        done.report.estimate = EstimateInfo("judge", population=done.report.labels.queries)
+    if gaps is not None:
+        done.warnings.append(gaps)
+        if done.report.warnings is not done.warnings:  # the JSON report says it too
+            done.report.warnings.append(gaps)
     return done
+
+
+def _judge_gaps(conn: sqlite3.Connection, request: EvalRequest) -> str | None:
+    """How many of the stored runs' top-K entries (K the deepest cutoff in use) the
+    judge gave no label, on the queries it labelled at all (a query it labelled nothing
+    of is left out of its figures, and said so elsewhere); None when it labelled them
+    all. Its figures count such a passage as not relevant, as people's count a passage
+    nobody graded, but the judge could have graded it for the asking."""
+    from raglabel.storage.labels import LabelChoice, resolved_labels
+    from raglabel.storage.runs import ranked_ids, run_names
+
+    qrels = resolved_labels(conn, LabelChoice(judge_only=True)).qrels
+    labelled = set(zip(qrels.qids, qrels.docids, strict=True))
+    judged = set(qrels.qids)
+    depth = _depth(request)
+    entries = missing = 0
+    for name in run_names(conn):
+        for qid, ids in ranked_ids(conn, name):
+            if qid in judged:
+                top = list(dict.fromkeys(ids))[:depth]  # a repeated passage ranks once
+                entries += len(top)
+                missing += sum((qid, pid) not in labelled for pid in top)
+    if not missing:
+        return None
+    return (
+        f"{missing:,} of the stored runs' {entries:,} top-{depth} entries"
+        f" ({missing / entries:.0%}) on the queries the judge labelled have no judge label"
+        " and count as not relevant in the judge's figures; fill them with `raglabel judge"
+        f" {request.project}`"
+    )
+
+
+def report_estimate(request: EvalRequest) -> Report | EstimateRefusedError | None:
+    """For ``raglabel report`` on a project: the judge-corrected evaluation of the
+    report's metrics and comparisons; when the project has a draw but not the rest of
+    what the estimate needs, the refusal that says so; None without a draw (or without
+    a project), where the report has nothing to say about it."""
+    if request.project is None:
+        return None
+    from raglabel.storage.audit import draws
+    from raglabel.storage.project import Project
+
+    with Project.open_read(request.project) as project:
+        if not draws(project.conn):
+            return None
+    from raglabel.storage.labels import LabelChoice
+
+    asked = copy.copy(request)
+    # The page's own evaluation may be filled with the judge or carry per-query values
+    # and answers: the corrected one stands on people's grades alone and has neither.
+    asked.options = replace(request.options, per_query=False)
+    asked.answers = None
+    choice = request.choice
+    if choice is not None:
+        asked.choice = LabelChoice(choice.policy, choice.annotator)
+    try:
+        return estimate_request(asked, "corrected").report
+    except EstimateRefusedError as refused:
+        return refused
 
 
 def _check_request(request: EvalRequest, kind: str) -> None:
@@ -110,10 +186,12 @@ def _require_judge_labels(conn: sqlite3.Connection, request: EvalRequest) -> Non
     from raglabel.storage.suggestions import any_suggestion
 
     if not any_suggestion(conn):
-        raise UsageError(
+        raise EstimateRefusedError(
             f"{request.project}: no judge labels: grade with `raglabel judge"
             f" {request.project}` or bring them with `raglabel import {request.project}"
-            " --judgments MODEL=FILE`"
+            " --judgments MODEL=FILE`",
+            reason="no judge labels",
+            fix=f"raglabel judge {request.project}",
         )
 
 
@@ -157,21 +235,57 @@ def _audit_sample(conn: sqlite3.Connection, request: EvalRequest) -> _Sample:
     depth = _depth(request)
     state = audit(conn, depth)
     if not state.draws:
-        raise UsageError(
+        raise EstimateRefusedError(
             f"{request.project}: no audit sample: draw queries for people to grade in full"
             f" with `raglabel audit {request.project} --sample N` (40 or more is a good"
-            " start), grade them, then estimate"
+            " start), grade them, then estimate",
+            reason="no audit sample",
+            fix=f"raglabel audit {request.project} --sample 40",
         )
+    covered = covered_queries(conn)
     if len(state.complete) < MIN_DRAWN:
         missing = MIN_DRAWN - len(state.complete)
-        raise UsageError(
+        left = len(set(covered) - {qid for d in state.draws for qid in d.drawn})
+        raise EstimateRefusedError(
             f"{TooFewDrawnError(len(state.complete), MIN_DRAWN)} (complete: every passage a"
             f" stored run ranks within its top {depth} graded by a person); {state.drawn}"
-            f" drawn: grade {missing} more in full, or draw more with `raglabel audit"
+            f" drawn: {_what_next(request, state.incomplete, missing, left)}",
+            reason=f"{len(state.complete)} of {state.drawn} drawn queries complete at depth"
+            f" {depth}, {MIN_DRAWN} needed",
+            fix=_more_complete(request, missing, len(state.incomplete))
+            if left or len(state.incomplete) >= missing
+            else "use --estimate human or judge: too few queries to draw",
+        )
+    return _Sample(covered, state.drawn, list(state.complete), list(state.incomplete), depth)
+
+
+def _what_next(request: EvalRequest, incomplete: tuple[str, ...], missing: int, left: int) -> str:
+    """The refusal's advice: draw more only while undrawn queries are left to draw."""
+    if left:
+        return (
+            f"grade {missing} more in full, or draw more with `raglabel audit"
             f" {request.project} --sample N`"
         )
-    return _Sample(
-        covered_queries(conn), state.drawn, list(state.complete), list(state.incomplete), depth
+    waiting = f"; not complete: {sample(list(incomplete))}" if incomplete else ""
+    if len(incomplete) >= missing:
+        return (
+            f"every query the runs cover is drawn, so grade {missing} more of the drawn ones"
+            f" in full{waiting}"
+        )
+    return (
+        f"every query the runs cover is drawn, and even with all of them complete there"
+        f" would be fewer than {MIN_DRAWN}{waiting}: use --estimate human or judge"
+    )
+
+
+def _more_complete(request: EvalRequest, missing: int, incomplete: int) -> str:
+    """What gives ``missing`` more complete drawn queries: grading drawn ones, or a
+    further draw first when too few drawn queries wait."""
+    if incomplete >= missing:
+        return f"grade {missing} more drawn queries in full"
+    return (
+        f"raglabel audit {request.project} --sample {missing - incomplete}, then grade"
+        f" {missing} more drawn queries in full"
     )
 
 
@@ -243,6 +357,7 @@ def _corrected(request: EvalRequest, state: _Sample, project_queries: list[str])
             " estimated judge-corrected; use --estimate human or judge for it"
         )
     warnings += _undefined_notes(fixed, columns, len(drawn), len(population))
+    warnings += _no_spread_notes(fixed, columns, h)
 
     reports: dict[str, RunReport] = {}
     for r in runs:
@@ -374,11 +489,58 @@ def _undefined_notes(
     return [f"{metric} ({', '.join(who)}): {finding}" for (metric, finding), who in found.items()]
 
 
-def _pair(estimate: Estimate | None) -> tuple[float, float] | None:
-    return None if estimate is None else estimate.ci
+#: Where a metric's values lie: [0, 1] for every metric of the table
+#: (``raglabel.metrics.table``) but ``ctx_rank_prec``, a percentage.
+PERCENT_METRICS = frozenset({"ctx_rank_prec"})
+
+Bounds = tuple[float, float]
+
+
+def metric_range(metric: str, difference: bool = False) -> Bounds:
+    """The values ``metric`` (``ndcg@10``) can take, or a difference of two runs' can."""
+    top = 100.0 if metric.partition("@")[0] in PERCENT_METRICS else 1.0
+    return (-top, top) if difference else (0.0, top)
+
+
+def _no_spread_notes(
+    fixed: Corrections, columns: list[tuple[str, str, str | None]], h: FloatArray
+) -> list[str]:
+    """A line per metric whose corrected interval has no width, naming its runs and
+    differences: the values under it do not vary, which is no certainty. When people's
+    values on the complete drawn queries are all one number, the line says so."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for j, (run, metric, base) in enumerate(columns):
+        corrected = fixed.column(j).corrected
+        if corrected is None or corrected.ci[0] != corrected.ci[1]:
+            continue
+        what = run if base is None else f"{run} - {base}"
+        values = h[:, j][~np.isnan(h[:, j])] if h.size else h
+        if values.size and np.all(values == values[0]):
+            said = "difference" if base is not None else "value"
+            cause = f"all {values.size} complete drawn queries have the {said} {values[0]:.3f}"
+        else:
+            cause = "the values it stands on do not vary"
+        found.setdefault((metric, cause), []).append(what)
+    return [
+        f"{metric} ({', '.join(who)}): {cause}, so its interval has no width: it shows no"
+        " spread, not certainty"
+        for (metric, cause), who in found.items()
+    ]
+
+
+def _pair(estimate: Estimate | None, bounds: Bounds) -> tuple[float, float] | None:
+    """The normal interval cut to the values the metric can take: an end beyond them
+    (a mean near 1 with a wide interval) says nothing, and since the true value lies
+    within them, the cut interval covers it whenever the whole one did."""
+    if estimate is None:
+        return None
+    low, high = estimate.ci
+    # max/min with the interval's end first keep a NaN end NaN.
+    return (max(low, bounds[0]), min(high, bounds[1]))
 
 
 def _run_report(fixed: Corrections, indices: dict[str, int]) -> RunReport:
+    """One run's figures; every interval cut to its metric's range (:func:`_pair`)."""
     mean: dict[str, float | None] = {}
     ci: dict[str, tuple[float, float] | None] = {}
     valid: dict[str, int] = {}
@@ -390,7 +552,8 @@ def _run_report(fixed: Corrections, indices: dict[str, int]) -> RunReport:
         one = fixed.column(j)
         corrected = one.corrected
         mean[metric] = None if corrected is None else corrected.mean
-        ci[metric] = _pair(corrected)
+        bounds = metric_range(metric)
+        ci[metric] = _pair(corrected, bounds)
         valid[metric] = int(fixed.corrected.queries[j])
         lam[metric] = one.lam
         for side, figure, counts in (
@@ -398,7 +561,7 @@ def _run_report(fixed: Corrections, indices: dict[str, int]) -> RunReport:
             ("human_only", one.human_only, fixed.human_only.queries),
         ):
             sides[side].mean[metric] = None if figure is None else figure.mean
-            sides[side].ci[metric] = _pair(figure)
+            sides[side].ci[metric] = _pair(figure, bounds)
             sides[side].valid[metric] = int(counts[j])
     return RunReport(
         mean=mean,
@@ -427,13 +590,14 @@ def _comparisons(
         better = -diff if lower_is_better(metric) else diff
         wins, losses = int((better > 0).sum()), int((better < 0).sum())
         corrected = one.corrected
+        bounds = metric_range(metric, difference=True)
         tests.append(
             CorrectedComparison(
                 baseline=base,
                 run=run,
                 metric=metric,
                 mean_difference=None if corrected is None else corrected.mean,
-                ci=_pair(corrected),
+                ci=_pair(corrected, bounds),
                 p_value=one.p_value,
                 wins=wins,
                 ties=int(diff.size) - wins - losses,
@@ -442,8 +606,8 @@ def _comparisons(
                 family="headline" if metric == headline else "secondary",
                 queries_to_settle=None if corrected is None else one.queries_to_settle,
                 lam=one.lam,
-                judge_only=_figure(one.judge_only, int(fixed.judge_only.queries[j])),
-                human_only=_figure(one.human_only, int(fixed.human_only.queries[j])),
+                judge_only=_figure(one.judge_only, int(fixed.judge_only.queries[j]), bounds),
+                human_only=_figure(one.human_only, int(fixed.human_only.queries[j]), bounds),
             )
         )
     adjusted: list[Comparison | CorrectedComparison] = []
@@ -451,8 +615,8 @@ def _comparisons(
     return adjusted
 
 
-def _figure(estimate: Estimate | None, queries: int) -> Figure:
+def _figure(estimate: Estimate | None, queries: int, bounds: Bounds) -> Figure:
     if estimate is None:
         return Figure(None, None, queries)
     mean = estimate.mean
-    return Figure(None if math.isnan(mean) else mean, estimate.ci, queries)
+    return Figure(None if math.isnan(mean) else mean, _pair(estimate, bounds), queries)

@@ -162,6 +162,14 @@ def load(request: EvalRequest) -> Loaded:
         dup = next(n for n in names if names.count(n) > 1)
         raise UsageError(f"two runs are named {dup!r}; name them with --run NAME=FILE")
 
+    if request.project is not None and request.grade_map is not None:
+        # A project's grades are 1-5 already (its imports mapped their labels): a map
+        # here would change nothing, yet the report would print it as a convention used.
+        raise UsageError(
+            f"{OPTION_WORDS.get()('grade-map', None)} applies to labels read from files"
+            " (--qrels, --samples); a project's grades are 1-5 already, mapped when they"
+            " came in (raglabel import --grade-map): drop it"
+        )
     source, labels_source = open_source(request)
     runs: list[RankedRun] = list(source.own_runs())
     if request.samples is not None and runs[0].name in names:

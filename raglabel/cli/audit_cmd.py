@@ -33,8 +33,9 @@ def register(commands: Any) -> None:
             " draw extends the sample from the queries not drawn yet. Each draw is recorded"
             " in the project (seed, population, time, queries in draw order) and is"
             " reproducible from its seed. A drawn query is complete when a person graded"
-            " every passage some stored run ranks within its top --depth for it; judge"
-            " suggestions and grades imported from label files do not count, adjudications do."
+            " every passage some stored run ranks within its top --depth for it: grades made"
+            " in the app, adjudications and people's labels imported with --qrels, --beir or"
+            " --samples count; a judge's labels never do."
         ),
         epilog=(
             "examples:\n"

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 FORMATS = ("table", "json", "csv", "markdown")
 #: ``--estimate``: people's grades (the ordinary report), the judge's, or judge-corrected.
 ESTIMATES = ("human", "judge", "corrected")
+#: The resampling options' defaults: a value other than these was asked for.
+RESAMPLING_DEFAULTS = {"resamples": 1000, "permutations": 10_000, "seed": 42}
 
 
 def register(commands: Any) -> None:
@@ -195,19 +197,22 @@ def add_inputs_and_conventions(parser: argparse.ArgumentParser, *, report: bool 
     what.add_argument(
         "--resamples",
         type=int,
-        default=1000,
+        default=RESAMPLING_DEFAULTS["resamples"],
         metavar="N",
         help=f"bootstrap draws, 1 to {MAX_RESAMPLES:,} (default: 1000)",
     )
     what.add_argument(
         "--permutations",
         type=int,
-        default=10_000,
+        default=RESAMPLING_DEFAULTS["permutations"],
         metavar="N",
         help=f"randomization draws, 1 to {MAX_PERMUTATIONS:,} (default: 10000)",
     )
     what.add_argument(
-        "--seed", type=int, default=42, help="seed of all resampling, 0 to 2**63 - 2 (default: 42)"
+        "--seed",
+        type=int,
+        default=RESAMPLING_DEFAULTS["seed"],
+        help="seed of all resampling, 0 to 2**63 - 2 (default: 42)",
     )
     what.add_argument(
         "--confidence",
@@ -298,6 +303,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def unused_resampling(args: argparse.Namespace) -> list[str]:
+    """The resampling options asked for (``--ci``, or a value other than the default),
+    each as it was given."""
+    unused = ["--ci"] if args.ci else []
+    for name, default in RESAMPLING_DEFAULTS.items():
+        value = getattr(args, name)
+        if value != default:
+            unused.append(f"--{name} {value}")
+    return unused
+
+
 def compute(args: argparse.Namespace) -> tuple[Report, list[str], float, LabelSet]:
     """The eval document the options ask for, its warnings, when loading ended, and the
     label set it was computed on (its grade counts per query)."""
@@ -315,6 +331,16 @@ def compute(args: argparse.Namespace) -> tuple[Report, list[str], float, LabelSe
                 f" {estimate}); with --qrels or --samples the labels are people's only"
             )
         done = estimate_request(eval_request(args), estimate)
+        unused = unused_resampling(args) if estimate == "corrected" else []
+        if unused:
+            note = (
+                f"{', '.join(unused)}: not used by --estimate corrected, whose intervals are"
+                " the normal PPI++ ones and whose p-values are normal tests; nothing is"
+                " resampled"
+            )
+            done.warnings.append(note)
+            if done.report.warnings is not done.warnings:  # the JSON report says it too
+                done.report.warnings.append(note)
         return done.report, done.warnings, done.loaded_at, done.labels
     request, loaded = load_inputs(args)
     done = evaluate_request(request, loaded)

@@ -354,17 +354,6 @@ def _corrected_rows(report: Report) -> list[list[str]]:
     return rows
 
 
-def _settle_cell(c: CorrectedComparison) -> str:
-    """``queries_to_settle`` in words."""
-    if c.mean_difference is None:
-        return "-"
-    if c.queries_to_settle == 0:
-        return "settled"
-    if c.queries_to_settle is None:
-        return "not within the undrawn queries" if c.mean_difference else "no effect"
-    return f"{c.queries_to_settle} more queries to settle"
-
-
 def _figure_cell(figure: Figure | None) -> str:
     if figure is None:
         return "-"
@@ -386,7 +375,7 @@ def _compare_cells(c: Comparison) -> list[str]:
             _number(c.lam, 2),
             _figure_cell(c.judge_only),
             _figure_cell(c.human_only),
-            _settle_cell(c),
+            c.settling,
         ]
     return [
         c.metric,

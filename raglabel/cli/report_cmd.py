@@ -16,6 +16,7 @@ from raglabel.cli.eval_cmd import add_inputs_and_conventions, add_reader_option,
 from raglabel.errors import UsageError
 
 if TYPE_CHECKING:
+    from raglabel.analysis.inputs import EvalRequest
     from raglabel.report.model import ReportInput
 
 FORMATS = ("html", "markdown")
@@ -38,7 +39,8 @@ def register(commands: Any) -> None:
             "  raglabel report project.db --answers -o report.html --baseline bm25\n"
             "  raglabel report --qrels qrels.txt --run bm25=bm25.run --run dense=dense.run "
             "-o report.html\n"
-            "  raglabel report project.db --format markdown -o report/"
+            "  raglabel report project.db --format markdown -o report/\n"
+            "  raglabel report project.db --format markdown -o report.md"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -51,7 +53,9 @@ def register(commands: Any) -> None:
         dest="destination",
         metavar="PATH",
         required=True,
-        help="the HTML file to write, or with --format markdown the folder (created if missing)",
+        help="the HTML file to write; with --format markdown, a .md file (its charts go in"
+        " the folder NAME-charts beside it) or else the folder for report.md and the charts"
+        " (created if missing)",
     )
     out.add_argument(
         "--format", choices=FORMATS, default="html", help="html or markdown (default: html)"
@@ -70,9 +74,19 @@ def register(commands: Any) -> None:
 
 def _check_output(args: argparse.Namespace) -> Path:
     target = Path(args.destination)
+    # Path() drops a trailing slash, which says that the user means a folder.
+    folder_named = args.destination.endswith(("/", os.sep))
     if args.format == "html":
+        if target.is_dir() or folder_named:
+            raise UsageError(f"-o {args.destination}: is a folder; give the HTML file's path")
+        if not target.parent.is_dir():
+            raise UsageError(f"-o {target}: folder {str(target.parent)!r} does not exist")
+    elif _is_markdown_file(args.destination):
         if target.is_dir():
-            raise UsageError(f"-o {target}: is a folder; give the HTML file's path")
+            raise UsageError(f"-o {target}: is a folder; give the .md file's path, or the folder")
+        charts = _charts_folder(target)
+        if charts.exists() and not charts.is_dir():
+            raise UsageError(f"-o {target}: {charts}, the charts' folder, is not a folder")
         if not target.parent.is_dir():
             raise UsageError(f"-o {target}: folder {str(target.parent)!r} does not exist")
     else:
@@ -81,6 +95,16 @@ def _check_output(args: argparse.Namespace) -> Path:
         if not target.parent.is_dir():
             raise UsageError(f"-o {target}: folder {str(target.parent)!r} does not exist")
     return target
+
+
+def _is_markdown_file(destination: str) -> bool:
+    """Whether ``-o`` names the Markdown file itself (``.md``), not the report's folder."""
+    return not destination.endswith(("/", os.sep)) and destination.lower().endswith(".md")
+
+
+def _charts_folder(markdown_file: Path) -> Path:
+    """Where a report written to a ``.md`` file puts its charts: beside it, by its name."""
+    return markdown_file.with_name(f"{markdown_file.stem}-charts")
 
 
 def _source(args: argparse.Namespace) -> str:
@@ -121,7 +145,7 @@ def build_input(args: argparse.Namespace, warn: Callable[[str], None] = _say) ->
             alpha = judge_alpha(
                 project.conn, resamples=args.resamples, seed=args.seed, level=args.confidence
             )
-    return report_input(
+    page = report_input(
         done,
         title=args.title or "raglabel report",
         source=_source(args),
@@ -130,6 +154,22 @@ def build_input(args: argparse.Namespace, warn: Callable[[str], None] = _say) ->
         agreement=agreement,
         judge_alpha=alpha,
     )
+    return _with_corrected(page, request)
+
+
+def _with_corrected(page: ReportInput, request: EvalRequest) -> ReportInput:
+    """The page with its judge-corrected section's figures, when the project has an
+    audit draw (or, when the estimate is refused, why)."""
+    from dataclasses import replace
+
+    from raglabel.analysis.corrected import EstimateRefusedError, report_estimate
+
+    estimate = report_estimate(request)
+    if estimate is None:
+        return page
+    if isinstance(estimate, EstimateRefusedError):
+        return replace(page, corrected_missing=f"{estimate.reason}; {estimate.fix}")
+    return replace(page, corrected=estimate)
 
 
 def run_report(args: argparse.Namespace) -> int:
@@ -147,8 +187,22 @@ def run_report(args: argparse.Namespace) -> int:
     from raglabel.report.markdown import render_markdown
 
     text, charts = render_markdown(report)
-    _write_folder(target, {"report.md": text, **charts})
-    print(f"wrote {target / 'report.md'} and {len(charts)} charts", file=sys.stderr)
+    if not _is_markdown_file(args.destination):
+        _write_folder(target, {"report.md": text, **charts})
+        print(f"wrote {target / 'report.md'} and {len(charts)} charts", file=sys.stderr)
+        return 0
+    from urllib.parse import quote
+
+    from raglabel.formats.output import atomic_text
+
+    folder = _charts_folder(target)
+    for name in charts:  # the text links each chart by its bare name
+        text = text.replace(f"]({name})", f"]({quote(folder.name)}/{name})")
+    if charts:
+        _write_folder(folder, charts)
+    with atomic_text(target) as handle:
+        handle.write(text)
+    print(f"wrote {target} and {len(charts)} charts in {folder}", file=sys.stderr)
     return 0
 
 

@@ -42,6 +42,7 @@ BINDING_IDS: dict[str, tuple[str, str]] = {
     "metrics": ("m", "show or hide all metrics"),
     "run_columns": ("c", "queries: next runs' columns, or none"),
     "answer_figures": ("t", "runs: retrieval or answer criteria"),
+    "estimate": ("e", "runs: people's, judge's or corrected"),
     # The Answers view (grading RAG answers); the grade, clear, up and down keys above
     # act there too.
     "answers": ("w", "grade the query's answers"),

@@ -6,48 +6,14 @@ HTML and Markdown render the same sections, so the two formats cannot drift apar
 from __future__ import annotations
 
 import json
-import re
 import statistics
-from dataclasses import dataclass, field
 
 from raglabel.formats.judge_share import WARN_ABOVE, leaning, percent
-from raglabel.metrics.names import lower_is_better
 from raglabel.report.charts import Interval, distribution, forest, heatmap, prevalence
+from raglabel.report.judge_corrected import corrected_section
 from raglabel.report.model import LEVEL, ReportInput
-from raglabel.report.summary import bounds, summary, value
-from raglabel.report.svg import Svg
-
-
-@dataclass
-class Chart:
-    name: str  # a file name stem, for Markdown's separate files
-    caption: str  # shown above the chart
-    svg: Svg
-
-
-@dataclass
-class Table:
-    head: list[str]
-    rows: list[list[str]]
-
-
-@dataclass
-class Section:
-    title: str
-    paragraphs: list[str] = field(default_factory=list)
-    charts: list[Chart] = field(default_factory=list)
-    tables: list[Table] = field(default_factory=list)
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "chart"
-
-
-def _ci(ci: tuple[float, float] | None) -> str:
-    if ci is None:
-        return ""
-    low, high = bounds(ci)
-    return f"[{low}, {high}]"
+from raglabel.report.parts import Chart, Section, Table, bracket, named, slug
+from raglabel.report.summary import summary, value
 
 
 def sections(report: ReportInput) -> list[Section]:
@@ -55,6 +21,9 @@ def sections(report: ReportInput) -> list[Section]:
     out.append(_means(report))
     if len(report.runs) > 1:
         out.append(_differences(report))
+    corrected = corrected_section(report)
+    if corrected is not None:
+        out.append(corrected)
     out.append(_distribution(report))
     out.append(_prevalence(report))
     out.append(_agreement(report))
@@ -77,11 +46,11 @@ def _means(report: ReportInput) -> Section:
     rows = []
     for metric in report.metrics:
         points = []
-        cells = [_named(metric)]
+        cells = [named(metric)]
         for name, run in report.data.runs.items():
             mean = run.mean.get(metric)
             ci = (run.ci or {}).get(metric)
-            cells.append("NA" if mean is None else f"{value(mean)} {_ci(ci)}".strip())
+            cells.append("NA" if mean is None else f"{value(mean)} {bracket(ci)}".strip())
             if mean is not None:
                 low, high = (None, None) if ci is None else ci
                 points.append(Interval(name, index[name], mean, low, high, strong=True))
@@ -89,8 +58,8 @@ def _means(report: ReportInput) -> Section:
         section.charts.append(
             Chart(
                 f"mean-{slug(metric)}",
-                _named(metric),
-                forest(f"{_named(metric)}: mean and {level} interval per run", points),
+                named(metric),
+                forest(f"{named(metric)}: mean and {level} interval per run", points),
             )
         )
     shares, words = _judge_shares(report)
@@ -126,11 +95,6 @@ def _judge_shares(report: ReportInput) -> tuple[list[list[str]], str]:
     return rows, words
 
 
-def _named(metric: str) -> str:
-    """A chart's name for ``metric``, saying which way is better where it is not up."""
-    return f"{metric} (lower is better)" if lower_is_better(metric) else metric
-
-
 def _differences(report: ReportInput) -> Section:
     others = [name for name in report.runs if name != report.baseline]
     section = Section(
@@ -151,7 +115,7 @@ def _differences(report: ReportInput) -> Section:
             c = report.comparison(name, metric)
             if c is None or c.mean_difference is None:
                 family = "" if c is None else c.family
-                rows.append([_named(metric), name, "NA", "", "", family, "", ""])
+                rows.append([named(metric), name, "NA", "", "", family, "", ""])
                 continue
             p = c.p_adjusted if c.p_adjusted is not None else c.p_value
             significant = p is not None and p < LEVEL
@@ -159,9 +123,9 @@ def _differences(report: ReportInput) -> Section:
             points.append(Interval(name, index[name], c.mean_difference, low, high, significant))
             rows.append(
                 [
-                    _named(metric),
+                    named(metric),
                     name,
-                    f"{c.mean_difference:+.4f} {_ci(c.ci)}".strip(),
+                    f"{c.mean_difference:+.4f} {bracket(c.ci)}".strip(),
                     "NA" if c.p_value is None else f"{c.p_value:.4f}",
                     "NA" if p is None else f"{p:.4f}{' *' if significant else ''}",
                     c.family,
@@ -172,8 +136,8 @@ def _differences(report: ReportInput) -> Section:
         section.charts.append(
             Chart(
                 f"difference-{slug(metric)}",
-                f"{_named(metric)} minus {report.baseline}",
-                forest(f"{_named(metric)}: difference from {report.baseline}", points, zero=True),
+                f"{named(metric)} minus {report.baseline}",
+                forest(f"{named(metric)}: difference from {report.baseline}", points, zero=True),
             )
         )
     section.tables.append(
@@ -375,7 +339,7 @@ def _answers(report: ReportInput) -> Section:
                         system,
                         who,
                         value(grades.mean),
-                        _ci(grades.ci),
+                        bracket(grades.ci),
                         "NA" if grades.pass_rate is None else f"{grades.pass_rate:.0%}",
                         f"{grades.valid}/{grades.samples}",
                     ]

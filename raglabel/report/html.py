@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from html import escape
 
-from raglabel.report.document import Section, Table, sections
+from raglabel.report.document import sections
 from raglabel.report.model import ReportInput
+from raglabel.report.parts import Section, Table
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1b1b1b;

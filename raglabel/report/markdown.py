@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from raglabel.report.document import Table, sections
+from raglabel.report.document import sections
 from raglabel.report.model import ReportInput
+from raglabel.report.parts import Table
 
 
 def _cell(text: str) -> str:

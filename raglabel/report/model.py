@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from raglabel.formats.agreement_report import AgreementReport
-from raglabel.formats.report import Comparison, Report
+from raglabel.formats.report import Comparison, CorrectedComparison, Report
 from raglabel.metrics.answer_stats import AlphaInterval
 
 #: Grades 1-5, in the order prevalence lists them.
@@ -32,6 +32,11 @@ class ReportInput:
     source: str
     agreement: AgreementReport | None = None
     judge_alpha: AlphaInterval | None = None
+    corrected: Report | None = None
+    """``eval --estimate corrected``'s document for the same metrics and comparisons,
+    when the project has an audit draw and what else the estimate needs."""
+    corrected_missing: str | None = None
+    """When the project has a draw but the estimate was refused: why, and what to run."""
 
     @property
     def runs(self) -> list[str]:
@@ -45,6 +50,17 @@ class ReportInput:
     def comparison(self, run: str, metric: str) -> Comparison | None:
         for item in self.data.compare or ():
             if item.baseline == self.baseline and item.run == run and item.metric == metric:
+                return item
+        return None
+
+    def corrected_comparison(self, run: str, metric: str) -> CorrectedComparison | None:
+        for item in (self.corrected.compare or ()) if self.corrected else ():
+            if (
+                isinstance(item, CorrectedComparison)
+                and item.baseline == self.baseline
+                and item.run == run
+                and item.metric == metric
+            ):
                 return item
         return None
 

@@ -7,11 +7,13 @@ from its seed alone (:func:`draw_order`), and recorded in the project with its s
 size of the population it drew from, its time and its queries in draw order.
 
 A drawn query is *complete* at depth K when a person graded every passage some stored
-run ranks within its top K for it (:func:`waiting_pairs`). A person's grade is a
-standing grade of the event log by a human (``source = 'human'``), adjudications
-included, that was not read from a label file: an ``import --qrels``, ``--beir`` or
-``--samples`` grade was written by whoever made the file, which raglabel cannot tell
-is a person, and a judge's suggestion is never a grade.
+run ranks within its top K for it (:func:`waiting_pairs`). A person's grade is any
+standing grade of the event log with ``source = 'human'``: one made in the app or
+served grading, an adjudication, and one read from a label file (``import --qrels``
+or ``--beir`` under ``--annotator``, a samples file's gold grades), since that is how
+people's earlier labels (NIST's, a team's own) arrive. A judge's labels never count:
+its grade events carry ``source = 'judge'``, and its suggestions (``raglabel judge``,
+``import --judgments``) are a separate table, never grades.
 """
 
 from __future__ import annotations
@@ -27,10 +29,6 @@ from raglabel.storage.clock import now
 from raglabel.storage.items import json_list
 from raglabel.storage.project import Project
 from raglabel.storage.runs import decode_ids
-
-#: ``event.origin`` prefixes of grades read from label files (``storage.importer``
-#: stamps them ``qrels:ANNOTATOR`` and ``samples:FILE``): not a person's grade here.
-IMPORTED_ORIGINS = ("qrels:", "samples:")
 
 
 @dataclass(frozen=True)
@@ -196,14 +194,14 @@ def waiting_pairs(
     ):
         for rank, pid in enumerate(decode_ids(blob)[:depth], 1):
             ranks[row].setdefault(pid, []).append(rank)
-    imported = " AND ".join("e.origin NOT GLOB ?" for _ in IMPORTED_ORIGINS)
+    # Whatever its origin (app, served grading, adjudication, a label file): a judge's
+    # grade events are the only ones of the log that are not a person's.
     graded: set[tuple[int, str]] = set(
         conn.execute(
             "SELECT c.query_id, p.ext_id FROM current_grade c"
             " JOIN event e ON e.id = c.event_id JOIN passage p ON p.id = c.passage_id"
-            " WHERE c.query_id IN (SELECT value FROM json_each(?)) AND e.source = 'human'"
-            f" AND (e.origin IS NULL OR ({imported}))",
-            (wanted, *(f"{prefix}*" for prefix in IMPORTED_ORIGINS)),
+            " WHERE c.query_id IN (SELECT value FROM json_each(?)) AND e.source = 'human'",
+            (wanted,),
         ).fetchall()
     )
     found: dict[int, list[Waiting]] = {}

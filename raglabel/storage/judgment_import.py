@@ -2,9 +2,10 @@
 
 ``raglabel import DB --judgments MODEL=FILE`` reads a TREC qrels file (``qid iter docid
 label``, each label mapped by the grade map as human qrels are) or a JSON Lines file of
-``{"query_id", "doc_id", "relevance" | "grade", "reason"?}`` objects, and stores one
-suggestion of model MODEL per pair, marked ``imported`` and tied to a record of the file
-(its path, SHA-256 and the grade map that read it). Everything that reads suggestions
+``{"query_id", "doc_id" | "passage_id", "relevance" | "grade", "reason"?}`` objects (so
+one model's ``export --suggestions`` imports back), and stores one suggestion of model
+MODEL per pair, marked ``imported`` and tied to a record of the file (its path, SHA-256
+and the grade map that read it). Everything that reads suggestions
 sees them: the grading app, ``agree``, ``--fill-with-judge`` and ``export --suggestions``.
 
 What a demanding user expects of a second import:
@@ -55,10 +56,17 @@ class JudgmentLine(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
     query_id: Identifier
-    doc_id: Identifier
+    # The passage: ``doc_id`` as TREC names it, or ``passage_id`` as raglabel's own
+    # ``export --suggestions`` writes it, so that an export imports back; one of the two.
+    doc_id: Identifier | None = None
+    passage_id: Identifier | None = None
     relevance: StrictInt | None = None  # a label, turned into a grade by the grade map
     grade: Annotated[StrictInt, Field(ge=1, le=5)] | None = None  # a grade 1-5, as it is
     reason: str | None = None
+    # Read only to refuse what one model's labels cannot be: an export's lines of
+    # several models, or its failed answers (``--with-failures``), which hold no label.
+    model: str | None = None
+    failed: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -98,8 +106,13 @@ def read_judgment_files(
     for model, _ in specs:
         if not model.strip() or model != model.strip() or any(c < " " for c in model):
             raise UsageError(f"--judgments {model!r}: a model name must be a plain, non-empty name")
-        if model in seen:
-            raise UsageError(f"--judgments: model {model!r} is named twice; one file per model")
+        reserved = reserved_name(model)
+        if reserved is not None:
+            raise UsageError(f"--judgments {model}=FILE: {reserved}")
+        twin = next((other for other in seen if other.casefold() == model.casefold()), None)
+        if twin is not None:
+            said = "named twice" if twin == model else f"named twice ({twin!r} and {model!r})"
+            raise UsageError(f"--judgments: model {model!r} is {said}; one file per model")
         seen.add(model)
     return [read_judgments(model, path, grade_map) for model, path in specs]
 
@@ -135,12 +148,25 @@ def read_judgments(model: str, path: Path, grade_map: GradeMap | None = None) ->
 def _read_jsonl(model: str, path: Path, sha256: str, grade_map: GradeMap) -> JudgmentFile:
     out = JudgmentFile(model, path, sha256, "jsonl", None, [], [], [], [])
     first_line: dict[tuple[str, str], int] = {}
+    models: dict[str, int] = {}  # each model a line names, and the first line naming it
     mapped = False
     for number, value in objects(path):
         try:
             line = JudgmentLine.model_validate(value)
         except ValidationError as exc:
             raise InputError(path, describe(exc), number) from None
+        passage = _passage_of(path, number, line)
+        if line.model is not None:
+            models.setdefault(line.model, number)
+            if len(models) > 1:
+                first, at = next(iter(models.items()))
+                raise InputError(
+                    path,
+                    f"this line names model {line.model!r}, line {at} named {first!r}:"
+                    f" --judgments {model}=FILE takes one model's labels; split the file by"
+                    " its model field and import each part under its own name",
+                    number,
+                )
         if (line.relevance is None) == (line.grade is None):
             said = "both" if line.grade is not None else "neither"
             raise InputError(
@@ -157,7 +183,7 @@ def _read_jsonl(model: str, path: Path, sha256: str, grade_map: GradeMap) -> Jud
             if found is None:
                 raise InputError(path, grade_map.uncovered(line.relevance), number)
             grade, mapped = found, True
-        pair = (line.query_id, line.doc_id)
+        pair = (line.query_id, passage)
         if pair in first_line:
             raise InputError(
                 path,
@@ -167,13 +193,34 @@ def _read_jsonl(model: str, path: Path, sha256: str, grade_map: GradeMap) -> Jud
             )
         first_line[pair] = number
         out.qids.append(line.query_id)
-        out.docids.append(line.doc_id)
+        out.docids.append(passage)
         out.grades.append(grade)
         out.reasons.append(line.reason)
     if not out.qids:
         raise InputError(path, "has no labels (the file is empty or only blank lines)")
     # The map is recorded only when it read a label: a file of grades needs none.
     return replace(out, grade_map=grade_map.describe()) if mapped else out
+
+
+def _passage_of(path: Path, number: int, line: JudgmentLine) -> str:
+    """The line's passage id, from exactly one of ``doc_id`` and ``passage_id``."""
+    if line.failed:
+        raise InputError(
+            path,
+            "a failed judge answer (from export --suggestions --with-failures) holds no"
+            " label; export without --with-failures, or drop the lines marked failed",
+            number,
+        )
+    if line.doc_id is not None and line.passage_id is not None:
+        raise InputError(
+            path, "give the passage as doc_id or passage_id, not both; this line has both", number
+        )
+    passage = line.doc_id if line.doc_id is not None else line.passage_id
+    if passage is None:
+        raise InputError(
+            path, "give the passage as doc_id or passage_id; this line has neither", number
+        )
+    return passage
 
 
 def imported_models(conn: sqlite3.Connection) -> set[str]:
@@ -270,41 +317,96 @@ def store(conn: sqlite3.Connection, labels: JudgmentFile) -> Stored:
     return done
 
 
+#: The names ``agree`` gives its own raters: people's resolved grade, and the models'
+#: ensemble (``judge (median of a, b)``). A model or annotator so named would print a
+#: row indistinguishable from, or compared with, one of these.
+RESERVED_NAMES = ("humans", "judge")
+
+
+def reserved_name(name: str) -> str | None:
+    """Why ``name`` cannot name a model, said for a person; None when it can. Case is
+    ignored: ``Humans`` beside ``humans`` reads as the same rater."""
+    folded = name.casefold()
+    if folded in RESERVED_NAMES or folded.startswith("judge ("):
+        return (
+            f"{name!r} is a name raglabel agree gives its own raters (humans: people's"
+            " resolved grades; judge (median of ...): the models together); name the model"
+            " another way"
+        )
+    return None
+
+
+def _same_but_case(name: str, names: Sequence[str]) -> str | None:
+    """The first of ``names`` that differs from ``name`` in case alone, if any."""
+    folded = name.casefold()
+    return next((other for other in names if other != name and other.casefold() == folded), None)
+
+
 def _refuse_clashes(conn: sqlite3.Connection, labels: JudgmentFile) -> None:
     model = labels.model
     # A passage run's record names its models (a small table); files from before judge
     # runs were recorded hold suggestions alone.
-    asked = conn.execute(
-        "SELECT 1 FROM judge_run r, json_each(r.models) m WHERE r.kind = 'passages'"
-        " AND m.value = ? UNION ALL"
-        " SELECT 1 FROM suggestion WHERE model = ? AND source = 'judge' LIMIT 1",
-        (model, model),
-    ).fetchone()
-    if asked is not None:
+    asked = [
+        str(name)
+        for (name,) in conn.execute(
+            "SELECT m.value FROM judge_run r, json_each(r.models) m WHERE r.kind = 'passages'"
+            " UNION SELECT DISTINCT model FROM suggestion WHERE source = 'judge'"
+        )
+    ]
+    if model in asked:
         raise InputError(
             labels.path,
             f"{model!r} is a model raglabel judge asked in this project; imported labels under"
             f" the same name would be counted as its answers. Name them another way, e.g."
             f" --judgments {model}-imported={labels.path}",
         )
-    person = conn.execute("SELECT 1 FROM annotator WHERE name = ?", (model,)).fetchone()
-    if person is not None:
+    twin = _same_but_case(model, [*asked, *sorted(imported_models(conn))])
+    if twin is not None:
         raise InputError(
             labels.path,
-            f"{model!r} is an annotator of this project; a judge of the same name would be"
-            " compared with their grades as if with someone else's. Name the model another way",
+            f"{model!r} differs from the model {twin!r} of this project only in case; the"
+            " two would read as one judge in agree's rows. Use the same name to add to its"
+            " labels, or a name of its own",
+        )
+    people = [str(name) for (name,) in conn.execute("SELECT name FROM annotator")]
+    person = model if model in people else _same_but_case(model, people)
+    if person is not None:
+        same = "" if person == model else f" (as {person!r}, in another case)"
+        raise InputError(
+            labels.path,
+            f"{model!r} is an annotator of this project{same}; a judge of the same name would"
+            " be compared with their grades as if with someone else's. Name the model another"
+            " way",
         )
 
 
+def refuse_reserved(models: Sequence[str]) -> None:
+    """Stop a judge run whose model name is one ``agree`` gives its own raters."""
+    for model in models:
+        reserved = reserved_name(model)
+        if reserved is not None:
+            raise UsageError(f"--model {model!r}: {reserved}")
+
+
 def refuse_imported(conn: sqlite3.Connection, models: Sequence[str]) -> None:
-    """Stop a judge run whose model name is one imported labels are stored under."""
-    clash = sorted(set(models) & imported_models(conn))
+    """Stop a judge run whose model name is one imported labels are stored under, in
+    any case."""
+    imported = sorted(imported_models(conn))
+    clash = sorted(set(models) & set(imported))
     if clash:
         raise UsageError(
             f"--model {clash[0]!r}: the project holds labels imported under that name"
             " (raglabel import --judgments); the judge's answers would be mixed with them."
             " Ask it under another name"
         )
+    for model in models:
+        twin = _same_but_case(model, imported)
+        if twin is not None:
+            raise UsageError(
+                f"--model {model!r}: the project holds labels imported as {twin!r}, which"
+                " differs only in case; the two would read as one judge in agree's rows."
+                " Ask it under another name"
+            )
 
 
 def _pairs_labelled(conn: sqlite3.Connection, model: str) -> set[tuple[int, int]]:

@@ -236,9 +236,10 @@ class JudgmentLog:
     ) -> Self:
         if kind not in _TABLES:
             raise ValueError(f"no judge run of kind {kind!r} (choose {', '.join(_TABLES)})")
-        if kind == PASSAGES:
-            from raglabel.storage.judgment_import import refuse_imported
+        from raglabel.storage.judgment_import import refuse_imported, refuse_reserved
 
+        refuse_reserved(models)
+        if kind == PASSAGES:
             refuse_imported(project.conn, models)
         # Answers can always be asked for again, so this connection (which writes only
         # judgments) skips the fsync per commit: a power cut may cost the last few

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from raglabel.judge.work import RunLimits, Tally
     from raglabel.session.answers import AnswerChange
     from raglabel.session.judging import Finished, JudgeSetup
+    from raglabel.session.run_estimates import Estimate
 
 #: How often the WAL is folded into the database file, off the keystroke path.
 CHECKPOINT_EVERY_S = 15.0
@@ -80,6 +81,8 @@ class GradingApp(App[int]):
         self.metrics_open: bool | None = None
         # The Runs screen's choice: answer criteria (True) or retrieval metrics.
         self.runs_answers = False
+        # The Runs screen's estimate: people's grades in view, the judge's, or corrected.
+        self.runs_estimate: Estimate = "human"
         self._warned_marks = False
         self._kept_grade: GradeScreen | None = None
         # Where each screenshot on its way is written, by delivery key, for the notice.

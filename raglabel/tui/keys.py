@@ -33,6 +33,7 @@ _FOOTER = {
     "run_columns": "run columns",
     "answers": "answers",
     "answer_figures": "answer stats",
+    "estimate": "estimate",
     "next_criterion": "criterion",
     "prev_criterion": "criterion",
     "next_sentence": "sentence",

@@ -68,6 +68,7 @@ def test_binding_ids_and_defaults() -> None:
         "metrics": "m",
         "run_columns": "c",
         "answer_figures": "t",
+        "estimate": "e",
         "answers": "w",
         "next_criterion": "l,right",
         "prev_criterion": "h,left",

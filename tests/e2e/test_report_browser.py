@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from browser import chromium
+from estimate_project import build
 
 if TYPE_CHECKING:
     from cli_helpers import Cli
@@ -69,3 +70,27 @@ async def test_on_a_phone_the_report_fits_its_width(
             ".map(s => s.getBoundingClientRect().right))"
         )
         assert widest <= 390
+
+
+async def test_the_judge_corrected_section_draws_its_forest_plots(tmp_path: Path, cli: Cli) -> None:
+    built = build(tmp_path)
+    out = tmp_path / "report.html"
+    code, _, err = cli("report", built.db, "--metrics", "ndcg@10", "--baseline", "bm25", "-o", out)
+    assert code == 0, err
+    async with chromium(1200, 900) as browser:
+        tab = await browser.tab()
+        assert await tab.goto(out.as_uri()) in (0, 200)
+        # The section's two charts: each run's three estimates, then each difference's.
+        charts = await tab.evaluate(
+            "(() => { const h = [...document.querySelectorAll('h2')]"
+            ".find(e => e.textContent === 'Judge-corrected');"
+            " let box = h.nextElementSibling;"
+            " while (!box.classList.contains('charts')) box = box.nextElementSibling;"
+            " return [...box.querySelectorAll('svg')].map(s => {"
+            " const r = s.getBoundingClientRect();"
+            " return [r.width, r.height, s.querySelectorAll('title').length - 1]; }); })()"
+        )
+        # Three runs times three estimates, then two differences times three; every
+        # point has its tooltip and the chart its size on the page.
+        assert [points for _, _, points in charts] == [9, 6], charts
+        assert all(width > 300 and height > 100 for width, height, _ in charts), charts

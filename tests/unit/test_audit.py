@@ -202,24 +202,33 @@ def test_a_drawn_query_is_complete_once_a_person_graded_its_pool_to_the_depth(
     assert audit(project.conn, depth=4).incomplete == (qid,)
 
 
-def test_imported_labels_and_judge_suggestions_do_not_complete_a_query(
-    project: Project, tmp_path: Path
-) -> None:
+def test_judge_labels_do_not_complete_a_query(project: Project, tmp_path: Path) -> None:
     (qid,) = draw(project, 1, seed=9).draw.drawn
     pool = top(qid, 3)
-    qrels = tmp_path / "qrels.txt"
-    qrels.write_text("".join(f"{qid} 0 {p} 2\n" for p in pool))
     judged = tmp_path / "judge.qrels"
     judged.write_text("".join(f"{qid} 0 {p} 3\n" for p in pool))
-    imports = ImportRequest(qrels=qrels, annotator="trec", judgments=[("gpt", judged)])
-    run_import(project, imports)
+    run_import(project, ImportRequest(judgments=[("gpt", judged)]))
     # The judge's own grade events (source judge) are no person's either.
-    grade(project, qid, pool[0], source="judge", model="gpt")
+    for passage in pool:
+        grade(project, qid, passage, source="judge", model="gpt")
     assert project.conn.execute("SELECT count(*) FROM suggestion").fetchone() == (3,)
     assert audit(project.conn, depth=3).incomplete == (qid,)
     # A person's grade on each completes it, whoever else graded the pairs.
     for passage in pool:
         grade(project, qid, passage, origin="app")
+    assert audit(project.conn, depth=3).complete == (qid,)
+
+
+def test_a_persons_imported_qrels_complete_a_query(project: Project, tmp_path: Path) -> None:
+    """``import --qrels F --annotator nist`` is how people's earlier labels arrive."""
+    (qid,) = draw(project, 1, seed=9).draw.drawn
+    pool = top(qid, 3)
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("".join(f"{qid} 0 {p} 2\n" for p in pool[:-1]))
+    run_import(project, ImportRequest(qrels=qrels, annotator="nist"))
+    assert audit(project.conn, depth=3).incomplete == (qid,)
+    qrels.write_text(f"{qid} 0 {pool[-1]} 1\n")
+    run_import(project, ImportRequest(qrels=qrels, annotator="nist"))
     assert audit(project.conn, depth=3).complete == (qid,)
 
 
@@ -278,3 +287,27 @@ def test_audit_json_shapes(project: Project, cli: Cli) -> None:
     # At the default depth (20) the passages at rank 6 count too, and lack a grade.
     code, out, _ = cli("audit", path, "--list", "--format", "json")
     assert json.loads(out)["depth"] == 20 and json.loads(out)["complete"] == []
+
+
+def test_a_samples_files_gold_grades_complete_a_query(tmp_path: Path) -> None:
+    samples = tmp_path / "samples.jsonl"
+    rows = [
+        {
+            "id": "s1",
+            "input": {"question": "How do I reset my password?"},
+            "expected_output": {"a": 5, "b": 2},
+            "actual_output": {"retrieved": [{"id": "a"}, {"id": "b"}]},
+        },
+        {
+            "id": "s2",
+            "input": {"question": "How do I export my data?"},
+            "expected_output": {"c": 4},  # d, retrieved too, has no gold grade
+            "actual_output": {"retrieved": [{"id": "c"}, {"id": "d"}]},
+        },
+    ]
+    samples.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with Project.memory() as project:
+        run_import(project, ImportRequest(samples=("rag", samples)))
+        draw(project, 2, seed=1)
+        state = audit(project.conn, depth=2)
+        assert (state.complete, state.incomplete) == (("s1",), ("s2",))

@@ -425,7 +425,7 @@ def test_one_run_has_no_baseline_section_and_no_warning_about_it(tmp_path: Path,
 
 
 def test_an_intervals_bounds_are_written_alike() -> None:
-    from raglabel.report.document import _ci
+    from raglabel.report.parts import bracket as _ci
 
     assert _ci((-10.94, 7.1984)) == "[-10.9, 7.2]"
     assert _ci((0.51234, 0.7)) == "[0.512, 0.700]"

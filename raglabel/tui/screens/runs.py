@@ -1,4 +1,6 @@
-"""Every run's means with bootstrap intervals at K; a paired comparison of two runs."""
+"""Every run's means with bootstrap intervals at K; a paired comparison of two runs; the
+same runs on the judge's labels or judge-corrected (``e``), each pair with how many more
+drawn queries would settle it."""
 
 from __future__ import annotations
 
@@ -24,6 +26,15 @@ from raglabel.session.answer_figures import (
     answer_figures,
     answer_request,
     has_answer_systems,
+)
+from raglabel.session.run_estimates import (
+    COMPARED,
+    NOT_CORRECTED,
+    EstimateAsk,
+    EstimateFigures,
+    EstimateRefusal,
+    estimate_figures,
+    next_estimate,
 )
 from raglabel.session.run_figures import (
     FIGURE_METRICS,
@@ -80,12 +91,70 @@ def no_values_reason(result: ComparisonDetail) -> str:
     )
 
 
+def settling_text(result: EstimateFigures, label: str) -> Text:
+    """Each pair of runs judge-corrected on the metric ``label`` names: the difference,
+    its interval, and how many more complete drawn queries would settle it (or that it
+    is)."""
+    info = result.estimate
+    text = Text.assemble(
+        (f"{label}, each pair judge-corrected", "bold"),
+        f": judge on {info.population} queries, people on {info.complete} complete of"
+        f" {info.drawn} drawn",
+    )
+    if not result.comparisons:
+        text.append("; one run, nothing to compare.")
+    names = {id(c): f"{c.run} - {c.baseline}" for c in result.comparisons}
+    width = max((len(name) for name in names.values()), default=0)
+    for c in result.comparisons:
+        text.append(f"\n  {names[id(c)].ljust(width)}  ")
+        if c.mean_difference is None or c.ci is None:
+            text.append("NA: too few complete drawn queries where it is defined", style="dim")
+            continue
+        low, high = c.ci
+        text.append(f"{c.mean_difference:+.3f} [{low:+.3f}, {high:+.3f}]  ")
+        text.append(c.settling, style="green" if c.queries_to_settle == 0 else "yellow")
+    for name in NOT_CORRECTED:
+        text.append(
+            f"\n{metric(name).display}: a ratio of means, not estimated judge-corrected (NA)",
+            style="dim",
+        )
+    return text
+
+
+def _add_columns(table: DataTable[object]) -> None:
+    table.add_column("run", key="run")
+    for name in FIGURE_METRICS:
+        # Display names, not short ones: each column is wider than its name
+        # anyway, for the interval beside the mean.
+        table.add_column(metric(name).display, key=name)
+
+
+def _fill(table: DataTable[object], rows: dict[str, list[Text]]) -> None:
+    """The runs' table with ``rows`` (by run), each column exactly as wide as its
+    widest cell. Set here, not measured by the table when it is next idle: measured
+    late, a column stays as wide as what it held before, cutting wider figures of
+    another estimate, and the table is fitted to the screen on stale widths."""
+    heads = ["run", *(metric(name).display for name in FIGURE_METRICS)]
+    widths = [len(head) for head in heads]
+    for cells in rows.values():
+        widths = [max(width, cell.cell_len) for width, cell in zip(widths, cells, strict=True)]
+    keep = table.cursor_row
+    table.clear(columns=True)
+    for head, key, width in zip(heads, ["run", *FIGURE_METRICS], widths, strict=True):
+        table.add_column(head, key=key, width=width)
+    for run, cells in rows.items():
+        table.add_row(*cells, key=run)
+    if table.row_count:
+        table.move_cursor(row=min(max(keep, 0), table.row_count - 1))
+
+
 class RunsScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("space", "mark", "mark run"),
         Binding("c", "compare", "compare marked"),
         bind("cycle_k", "cycle_k"),
         bind("answer_figures", "toggle_answers"),
+        bind("estimate", "cycle_estimate"),
         bind("down", "down", show=False),
         bind("up", "up", show=False),
         bind("queries", "app.queries"),
@@ -118,12 +187,7 @@ class RunsScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#standings", DataTable)
-        table.add_column("run", key="run")
-        for name in FIGURE_METRICS:
-            # Display names, not short ones: each column is wider than its name
-            # anyway, for the interval beside the mean.
-            table.add_column(metric(name).display, key=name)
+        _add_columns(self.query_one("#standings", DataTable))
         divergent = self.query_one("#divergent", DataTable)
         divergent.display = False
         self.has_answers = has_answer_systems(self.glapp.session)
@@ -140,7 +204,11 @@ class RunsScreen(Screen[None]):
         if action == "toggle_answers":
             return self.has_answers  # no answer systems: no key in the footer
         if action in ("mark", "compare"):
-            return not self.answers_shown  # they act on the runs' table
+            # They act on the runs' table of people's grades in view; the other
+            # estimates compare every pair themselves.
+            return not self.answers_shown and self.glapp.runs_estimate == "human"
+        if action == "cycle_estimate":
+            return not self.answers_shown
         return True
 
     def _show_mode(self) -> None:
@@ -163,6 +231,19 @@ class RunsScreen(Screen[None]):
                 ("Answers ", "bold"),
                 "on all annotators' grades, as eval --answers · ",
                 ("n/NA: valid/NA samples", "dim"),
+            )
+        elif self.glapp.runs_estimate == "judge":
+            head = Text.assemble(
+                ("Runs ", "bold"),
+                f"at K={session.k}, on the judge's labels, as eval --estimate judge · ",
+                ("e: corrected", "dim"),
+            )
+        elif self.glapp.runs_estimate == "corrected":
+            head = Text.assemble(
+                ("Runs ", "bold"),
+                f"at K={session.k}, judge-corrected by everyone's grades on the audit"
+                " sample, as eval --estimate corrected · ",
+                ("e: grades in view", "dim"),
             )
         else:
             head = Text.assemble(
@@ -187,6 +268,12 @@ class RunsScreen(Screen[None]):
         if not session.catalog.runs:
             self.query_one("#chart", RunChart).update("No runs in this project: import some.")
             return
+        kind = self.glapp.runs_estimate
+        if kind != "human":
+            self._show_pending()
+            path = session.project.path
+            self._estimate(EstimateAsk(kind, path, session.k, session.options.config))
+            return
         inputs = view_inputs(session)
         self.no_grades = not inputs.rows
         if self.no_grades:
@@ -201,14 +288,7 @@ class RunsScreen(Screen[None]):
         """The runs by name (they can still be marked and compared), and why there are
         no figures."""
         session = self.glapp.session
-        table = self.query_one("#standings", DataTable)
-        keep = table.cursor_row
-        table.clear()
-        for run in session.catalog.run_names:
-            mark = "▶ " if run in self.marked else "  "
-            table.add_row(Text(mark + run), *("NA" for _ in FIGURE_METRICS), key=run)
-        table.move_cursor(row=min(max(keep, 0), table.row_count - 1))
-        self.call_after_refresh(self._fit_standings)
+        self._name_rows()
         whose = session.annotator if session.blind else "anyone"
         self.query_one("#chart", RunChart).update(
             Text(
@@ -225,6 +305,68 @@ class RunsScreen(Screen[None]):
         self.app.call_from_thread(
             self._if_current, get_current_worker(), self._show_reports, result
         )
+
+    def action_cycle_estimate(self) -> None:
+        self.glapp.runs_estimate = next_estimate(self.glapp.runs_estimate)
+        # Figures of the estimate left behind, still on their way, must not land.
+        for group in ("reports", "estimate", "comparison"):
+            self.workers.cancel_group(self, group)
+        self.refresh_bindings()
+        # The comparison of two marked runs was on the grades in view: it goes with them.
+        self.query_one("#duel", Static).update("")
+        self.compared = False
+        self.query_one("#divergent", DataTable).display = False
+        self.query_one("#standings", DataTable).focus()
+        self.recompute()
+
+    def _show_pending(self) -> None:
+        """While the estimate is computed: the runs by name, no figures yet."""
+        self._name_rows()
+        what = "judge's" if self.glapp.runs_estimate == "judge" else "judge-corrected"
+        self.query_one("#chart", RunChart).update(
+            Text(f"computing the {what} estimate…", style="dim")
+        )
+
+    def _name_rows(self) -> None:
+        """Every run by name with NA figures (marks shown only where they act)."""
+        session = self.glapp.session
+        marks = self.glapp.runs_estimate == "human"
+        rows = {
+            run: [
+                Text(("▶ " if marks and run in self.marked else "  ") + run),
+                *(Text("NA") for _ in FIGURE_METRICS),
+            ]
+            for run in session.catalog.run_names
+        }
+        _fill(self.query_one("#standings", DataTable), rows)
+        self.call_after_refresh(self._fit_standings)
+
+    @work(thread=True, exclusive=True, group="estimate", description="estimate")
+    def _estimate(self, ask: EstimateAsk) -> None:
+        result = estimate_figures(ask)
+        self.app.call_from_thread(
+            self._if_current, get_current_worker(), self._show_estimate, result
+        )
+
+    def _show_estimate(self, result: EstimateFigures | EstimateRefusal) -> None:
+        duel = self.query_one("#duel", Static)
+        chart = self.query_one("#chart", RunChart)
+        if isinstance(result, EstimateRefusal):
+            what = "judge's" if self.glapp.runs_estimate == "judge" else "judge-corrected"
+            chart.update(Text(f"No {what} estimate: {result.line}", style="yellow"))
+            duel.update("")
+            return
+        k = self.glapp.session.k
+        ra = display_name(MetricKey(COMPARED, k))
+        corrected = result.kind == "corrected"
+        chart.show(result.reports, COMPARED, ra, interval="normal" if corrected else "bootstrap")
+        rows = {
+            run: [Text("  " + run), *(_cell(report, m) for m in FIGURE_METRICS)]
+            for run, report in result.reports.items()
+        }
+        _fill(self.query_one("#standings", DataTable), rows)
+        self.call_after_refresh(self._fit_standings)
+        duel.update(settling_text(result, ra) if corrected else "")
 
     def _if_current(self, worker: Worker[None], show: Callable[[T], None], result: T) -> None:
         # Checked on the app's thread, where workers are cancelled: a worker superseded
@@ -271,16 +413,17 @@ class RunsScreen(Screen[None]):
         ra = display_name(MetricKey("ra_nwg", self.glapp.session.k))
         self.query_one("#chart", RunChart).show(result, "ra_nwg", ra)
         table = self.query_one("#standings", DataTable)
-        keep = table.cursor_row
-        table.clear()
-        for run, report in result.items():
-            name = Text(("▶ " if run in self.marked else "  ") + run)
-            table.add_row(name, *(_cell(report, m) for m in FIGURE_METRICS), key=run)
+        rows = {
+            run: [
+                Text(("▶ " if run in self.marked else "  ") + run),
+                *(_cell(report, m) for m in FIGURE_METRICS),
+            ]
+            for run, report in result.items()
+        }
+        _fill(table, rows)
         if self.select is not None:
             table.move_cursor(row=table.get_row_index(self.select))
             self.select = None
-        elif keep < table.row_count:
-            table.move_cursor(row=keep)
         self.call_after_refresh(self._fit_standings)
 
     def on_resize(self) -> None:

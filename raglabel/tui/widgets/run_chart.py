@@ -33,9 +33,16 @@ def bar(mean: float | None, ci: tuple[float, float] | None, width: int) -> Text:
 
 
 class RunChart(Static):
-    def show(self, reports: dict[str, RunReport], metric: str, label: str, width: int = 40) -> None:
+    def show(
+        self,
+        reports: dict[str, RunReport],
+        metric: str,
+        label: str,
+        width: int = 40,
+        interval: str = "bootstrap",
+    ) -> None:
         name_width = max((len(run) for run in reports), default=4)
-        out = Text(f"{label}: mean and 95% bootstrap interval\n", style="bold")
+        out = Text(f"{label}: mean and 95% {interval} interval\n", style="bold")
         for run, report in reports.items():
             mean, ci = report.mean[metric], report.ci[metric] if report.ci else None
             out.append(run.ljust(name_width) + " ")
