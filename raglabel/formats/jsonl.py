@@ -14,7 +14,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, Validati
 
 from raglabel.errors import InputError
 from raglabel.formats.limits import check_line, id_problem
-from raglabel.formats.lines import check_readable
+from raglabel.formats.lines import check_readable, without_byte_order_mark
 
 
 def _id_text(value: Any) -> Any:
@@ -65,7 +65,7 @@ def objects(path: Path) -> Iterator[tuple[int, Any]]:
             check_line(path, raw, number)
             try:
                 # Editors on Windows start a UTF-8 file with a byte order mark.
-                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+                text = (without_byte_order_mark(raw) if number == 1 else raw).decode("utf-8")
             except UnicodeDecodeError:
                 raise InputError(path, "is not valid UTF-8", number) from None
             if not text.strip():
@@ -155,10 +155,11 @@ def document_text(path: Path) -> str:
     raw = path.read_bytes()
     for number, line in enumerate(raw.split(b"\n"), start=1):
         check_line(path, line, number)
+    text = without_byte_order_mark(raw)  # it holds no line break: lines stay the file's
     try:
-        return raw.decode("utf-8-sig")
+        return text.decode("utf-8")
     except UnicodeDecodeError as exc:
-        number = raw.count(b"\n", 0, exc.start) + 1
+        number = text.count(b"\n", 0, exc.start) + 1
         raise InputError(path, "is not valid UTF-8", number) from None
 
 

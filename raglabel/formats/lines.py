@@ -31,13 +31,25 @@ def check_readable(path: Path) -> int:
 
 _WHOLE_FILE_BYTES = 64 << 20
 
+#: UTF-8's byte order mark, which editors on Windows put at the start of a file. At a
+#: file's start every reader of raglabel (TREC and JSON alike) reads it as nothing;
+#: anywhere else it is a character like any other.
+BYTE_ORDER_MARK = b"\xef\xbb\xbf"
+
+
+def without_byte_order_mark(data: bytes) -> bytes:
+    """``data`` (a file's first bytes, or the whole file) without a leading byte order
+    mark: the one rule, used by every strategy of the TREC reader."""
+    return data.removeprefix(BYTE_ORDER_MARK)
+
 
 def clean_text(path: Path) -> str | None:
     """The whole file as text when it is small, NUL-free and valid UTF-8; else None
-    (a large file is streamed, and a bad one re-read line by line to name the line)."""
+    (a large file is streamed, and a bad one re-read line by line to name the line).
+    A leading byte order mark is not part of the text."""
     if path.stat().st_size > _WHOLE_FILE_BYTES:
         return None
-    data = path.read_bytes()
+    data = without_byte_order_mark(path.read_bytes())
     if b"\x00" in data:
         return None
     try:
@@ -63,7 +75,8 @@ def data_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
                 yield number, fields
         return
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, chunk in enumerate(handle, start=1):
+            raw = without_byte_order_mark(chunk) if number == 1 else chunk
             if b"\x00" in raw:
                 raise InputError(path, "contains a NUL byte", number)
             try:

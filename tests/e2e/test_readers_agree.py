@@ -75,18 +75,27 @@ def _same_arrays(ranked: RankedRun, expected: trec_oracle.Ranked) -> None:
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(inputs=trec_inputs())
-def test_every_strategy_equals_the_exact_reader(tmp_path: Path, inputs: tuple[str, str]) -> None:
+@given(inputs=trec_inputs(), marks=st.tuples(st.booleans(), st.booleans()))
+def test_every_strategy_equals_the_exact_reader(
+    tmp_path: Path, inputs: tuple[str, str], marks: tuple[bool, bool]
+) -> None:
     qrels_text, run_text = inputs
     qrels_path, run_path = tmp_path / "qrels", tmp_path / "run"
-    qrels_path.write_text(qrels_text, encoding="utf-8")
-    run_path.write_text(run_text, encoding="utf-8")
+    # A byte order mark at a file's start is read as nothing: every strategy, the exact
+    # reader among them, reads the file as the same text without it.
+    qrels_path.write_text("\ufeff" * marks[0] + qrels_text, encoding="utf-8")
+    run_path.write_text("\ufeff" * marks[1] + run_text, encoding="utf-8")
+    plain_qrels, plain_run = tmp_path / "plain-qrels", tmp_path / "plain-run"
+    plain_qrels.write_text(qrels_text, encoding="utf-8")
+    plain_run.write_text(run_text, encoding="utf-8")
 
-    exact_qrels = read_qrels_exactly(qrels_path, GradeMap())
+    exact_qrels = read_qrels_exactly(plain_qrels, GradeMap())
+    assert read_qrels_exactly(qrels_path, GradeMap()) == exact_qrels
     labels = dict(
         zip(zip(exact_qrels.qids, exact_qrels.docids, strict=True), exact_qrels.grades, strict=True)
     )
-    exact_run = read_run_exactly(run_path)
+    exact_run = read_run_exactly(plain_run)
+    assert read_run_exactly(run_path) == exact_run
     expected = trec_oracle.rank(labels, "r", exact_run.qids, exact_run.docids, exact_run.scores)
     fingerprint = trec_oracle.fingerprint(exact_qrels.qids, exact_qrels.docids, exact_qrels.grades)
     counts = np.zeros((len(expected.query_ids), 6), dtype=np.int64)

@@ -312,7 +312,7 @@ def test_quick_readers_split_ids_where_the_exact_reader_does(tmp_path: Path, odd
     assert str(quick_error.value) == str(exact_error.value)
 
 
-def test_a_byte_order_mark_stays_part_of_the_first_id_as_the_exact_reader_keeps_it(
+def test_a_byte_order_mark_at_the_start_is_read_as_nothing_by_every_reader(
     tmp_path: Path,
 ) -> None:
     from raglabel.formats.maps import GradeMap
@@ -324,15 +324,18 @@ def test_a_byte_order_mark_stays_part_of_the_first_id_as_the_exact_reader_keeps_
     run_path = tmp_path / "run"
     run_path.write_text(run, encoding="utf-8")
     exact = read_run_exactly(run_path)
-    assert exact.qids[0] == bom + "q0"
+    assert exact.qids[0] == "q0"
     assert read_run(run_path)["qid"].cast(pl.String).to_list() == exact.qids
-    block = read_run_block(run.encode("utf-8"))
-    assert block is None or block["qid"].cast(pl.String).to_list() == exact.qids
+    # A block never starts with the file's mark (the blocks skip it): one that starts
+    # with a mark holds it inside the file, where it is part of an id, which polars
+    # would drop. The exact reader takes such a block.
+    assert read_run_block(run.encode("utf-8")) is None
 
     qrels = bom + "".join(f"q{q} 0 d{i} {i % 3}\n" for q in range(3) for i in range(5))
     qrels_path = tmp_path / "qrels"
     qrels_path.write_text(qrels, encoding="utf-8")
     exact_qrels = read_qrels_exactly(qrels_path, GradeMap())
+    assert exact_qrels.qids[0] == "q0"
     assert read_qrels(qrels_path)["qid"].cast(pl.String).to_list() == exact_qrels.qids
 
 

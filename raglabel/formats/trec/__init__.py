@@ -9,7 +9,9 @@ How a run and labels come in:
 
 - :mod:`.shape` tells a run from qrels by the first data line; :mod:`.canonical` says
   which files the quick strategies may parse (single spaces, nothing the exact reader
-  would split differently).
+  would split differently). Every strategy reads a byte order mark at the start of a
+  file as nothing, by one rule (:func:`raglabel.formats.lines.without_byte_order_mark`),
+  as the JSON readers do.
 - :func:`.arrays.read_run_table` and :func:`.arrays.read_qrels_table` are the reader's
   entries for inputs of a few megabytes. They return a :class:`.table.RunTable` (query
   ids, passage ids as UTF-8 bytes, scores) and a :class:`.table.QrelsTable` (query ids,

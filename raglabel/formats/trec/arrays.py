@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from raglabel.formats.limits import MAX_ID_CHARS
-from raglabel.formats.lines import check_readable
+from raglabel.formats.lines import check_readable, without_byte_order_mark
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.notices import keep_first, unknown_queries
 from raglabel.formats.trec.columns import split_fields
@@ -65,7 +65,7 @@ def read_qrels_table(path: Path, grade_map: GradeMap | None = None) -> QrelsTabl
     lines, and exactly where that is needed, so that an error names its line."""
     check_readable(path)
     grade_map = GradeMap() if grade_map is None else grade_map
-    data = path.read_bytes()
+    data = without_byte_order_mark(path.read_bytes())
     fields = split_fields(data, 4)
     labels = None if fields is None else fields.integers(3)
     if fields is not None and labels is not None:
@@ -96,7 +96,7 @@ def align_qrels(path: Path, grade_map: GradeMap | None) -> ArrayAlignment:
 def read_run_table(path: Path) -> RunTable:
     """A run file's table; a file that is not plain goes to the exact reader."""
     check_readable(path)
-    fields = split_fields(path.read_bytes(), 6)
+    fields = split_fields(without_byte_order_mark(path.read_bytes()), 6)
     scores = None if fields is None else fields.decimals(4)
     if fields is not None and scores is not None:
         return RunTable(fields.text(0), fields.text(2), scores)

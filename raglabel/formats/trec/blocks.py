@@ -12,6 +12,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from raglabel.formats.lines import BYTE_ORDER_MARK
+
 #: About how much of the file one block holds. Sixteen megabytes keep a 10M-line run's
 #: evaluation near 300 MB at its peak and cost little against larger blocks.
 BLOCK_BYTES = 16 << 20
@@ -86,6 +88,9 @@ def query_blocks(path: Path, block_bytes: int | None = None) -> Iterator[bytes]:
     # Reading into one buffer again and again: a fresh block of memory for every read
     # costs more in page faults than the copying.
     with open(path, "rb", buffering=0) as handle:
+        # A byte order mark is no part of the first line (nor of its query's id).
+        if handle.read(len(BYTE_ORDER_MARK)) != BYTE_ORDER_MARK:
+            handle.seek(0)
         while True:
             got = handle.readinto(view[held:])
             filled = held + (got or 0)

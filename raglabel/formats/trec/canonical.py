@@ -3,8 +3,8 @@
 polars reads fields split by single spaces, and :mod:`.columns` cuts them by the
 positions of separators; the exact line reader splits on any white space, as
 ``str.split`` does. A file holding a byte they would see differently (a tab, a carriage
-return, a NUL, a byte order mark, white space outside ASCII) goes to the exact reader,
-which also names the line of any error.
+return, a NUL, a byte order mark that starts a block, white space outside ASCII) goes
+to the exact reader, which also names the line of any error.
 """
 
 from __future__ import annotations
@@ -13,14 +13,18 @@ import mmap
 import re
 from pathlib import Path
 
+from raglabel.formats.lines import BYTE_ORDER_MARK
+
 # Bytes that polars' single-space reader would misread silently, or that are invalid.
 # Each is a single byte so that the scan is a memchr; empty fields (double or leading
 # spaces) show up later as nulls instead. 0x1c-0x1f are white space to str.split(),
 # which the exact reader uses: polars would keep them inside an id.
-# polars drops a byte order mark at the start of a file; the exact reader (like
-# trec_eval) keeps it as part of the first id, so such a file is the exact reader's.
-# (A block that starts with one goes there too: it may be the file's first.)
-_BOM = b"\xef\xbb\xbf"
+# A byte order mark at the start of a file is read as nothing by every reader (polars
+# drops it, the exact reader too: :func:`~raglabel.formats.lines.without_byte_order_mark`).
+# Blocks of a file never start with the file's mark (:mod:`.blocks` skips it), so a block
+# that starts with one holds it at the start of a line inside the file, where the exact
+# reader keeps it as part of the id and polars would drop it: that block is the exact
+# reader's.
 _IRREGULAR = (b"\t", b"\r", b"\x0b", b"\x0c", b"\x00", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
 # The white space outside ASCII that str.split() splits on, as UTF-8: NEL, no-break
 # space, ogham space, U+2000-U+200A, the line and paragraph separators, the narrow
@@ -36,7 +40,7 @@ def is_canonical(source: Path | bytes) -> bool:
     reader."""
     if isinstance(source, bytes):
         return (
-            not source.startswith(_BOM)
+            not source.startswith(BYTE_ORDER_MARK)
             and all(source.find(byte) < 0 for byte in _IRREGULAR)
             and (source.isascii() or UNICODE_SPACE.search(source) is None)
         )
@@ -44,7 +48,7 @@ def is_canonical(source: Path | bytes) -> bool:
         if source.stat().st_size == 0:
             return True
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            if data[: len(_BOM)] == _BOM or any(data.find(byte) >= 0 for byte in _IRREGULAR):
+            if any(data.find(byte) >= 0 for byte in _IRREGULAR):
                 return False
             # Slices of a megabyte: isascii is the quick test, the search is for the rest.
             ascii_only = all(

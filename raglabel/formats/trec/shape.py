@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from raglabel.errors import InputError
+from raglabel.formats.lines import without_byte_order_mark
 
 RUN_LAYOUT = "qid Q0 docid rank score tag"
 QRELS_LAYOUT = "qid iteration docid relevance"
@@ -25,7 +26,7 @@ def first_data_line(path: Path) -> tuple[int, list[str]] | None:
     (the reader then says why)."""
     try:
         with path.open("rb") as handle:
-            head = handle.read(_HEAD_BYTES)
+            head = without_byte_order_mark(handle.read(_HEAD_BYTES))
     except OSError:
         return None
     for number, raw in enumerate(head.split(b"\n"), start=1):  # numbered as readers do
