@@ -7,7 +7,9 @@ The passage task's template is the 1-5 rubric, the query and the passage fenced 
 data.
 
 Templates use literal placeholders replaced as plain text (not ``str.format``), so a
-template may show the JSON reply shape with its braces as they are.
+template may show the JSON reply shape with its braces as they are. Only a name in
+braces (``{word}``) is read: a prompt file's must be one of :data:`PLACEHOLDERS`, so that
+a typo is an error and not text sent to the model, and ``{{word}}`` sends ``{word}``.
 
 A prompt file may start with a header (``prompt_header.py``) naming its label scale, how
 labels become grades and the reply shape it asks for; the template keeps the file's whole
@@ -16,6 +18,7 @@ text (its version names the header too) and renders the body after the header.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 import secrets
@@ -28,8 +31,14 @@ from raglabel.judge.prompt_header import FINAL_SCORE, PromptHeader, split
 
 QUERY, PASSAGE, FENCE, TITLE = "{query}", "{passage}", "{fence}", "{title}"
 REQUIRED = (QUERY, PASSAGE, FENCE)
+#: What a prompt file may fill in; any other name in braces is refused when it is read.
+PLACEHOLDERS = (QUERY, PASSAGE, FENCE, TITLE)
 # A placeholder is a name in braces; one that a template does not fill stays as written.
-_PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
+# A name in doubled braces is the way to write it as text: it is sent in single ones.
+_PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}|\{[a-z_]+\}")
+# A name in braces shaped like an identifier (a placeholder, or a typo of one); braces
+# around anything else (a JSON example such as {"grade": 3}) are plain text.
+_NAME_IN_BRACES = re.compile(r"(?<!\{)\{[A-Za-z_][A-Za-z0-9_]*\}(?!\})")
 
 BUILTIN_TEXT = """\
 You grade how useful one passage would be to a language model that must answer a search \
@@ -100,10 +109,11 @@ class Template:
     @classmethod
     def from_text(cls, text: str, source: str = "prompt") -> Template:
         header, body = split(text, source)
+        used = _placeholders_in(text, body, source)
         # A prompt with a header may lack the fence: a published prompt runs as written,
         # and the command line says that its passages are not marked off as data.
         required = REQUIRED if not header.declared else (QUERY, PASSAGE)
-        missing = [name for name in required if name not in body]
+        missing = [name for name in required if name not in used]
         if missing and not header.declared:
             raise InputError(
                 source,
@@ -122,7 +132,7 @@ class Template:
     @property
     def fenced(self) -> bool:
         """Whether the prompt marks the passage off as data with the fence lines."""
-        return FENCE in self.body
+        return FENCE in {found[0] for found in _NAME_IN_BRACES.finditer(self.body)}
 
     @classmethod
     def from_file(cls, path: Path) -> Template:
@@ -160,8 +170,35 @@ class Template:
 def fill(text: str, values: Mapping[str, str]) -> str:
     """``text`` with each placeholder of ``values`` replaced. One pass over the template
     alone: text put in is never searched again, so a query, passage or answer that
-    contains "{passage}" stays as written; a brace name not in ``values`` stays too."""
-    return _PLACEHOLDER.sub(lambda found: values.get(found.group(0), found.group(0)), text)
+    contains "{passage}" stays as written; a brace name not in ``values`` stays too,
+    and a name in doubled braces is sent in single ones (``{{query}}`` as ``{query}``)."""
+
+    def replace(found: re.Match[str]) -> str:
+        if found.group(1) is not None:
+            return "{" + found.group(1) + "}"
+        return values.get(found.group(0), found.group(0))
+
+    return _PLACEHOLDER.sub(replace, text)
+
+
+def _placeholders_in(text: str, body: str, source: str) -> set[str]:
+    """The placeholders ``body`` (the end of ``text``) fills; an error naming the line of
+    the first name in braces that is no placeholder: a typo such as ``{titel}`` would
+    otherwise reach the model as written."""
+    names = list(_NAME_IN_BRACES.finditer(body))
+    found = next((m for m in names if m[0] not in PLACEHOLDERS), None)
+    if found is None:
+        return {m[0] for m in names}
+    name = found[0]
+    line = text.count("\n", 0, len(text) - len(body) + found.start()) + 1
+    close = difflib.get_close_matches(name, PLACEHOLDERS, n=1)
+    guess = f" (did you mean {close[0]}?)" if close else ""
+    raise InputError(
+        source,
+        f"{name} is not a placeholder{guess}; the placeholders are {', '.join(PLACEHOLDERS)}."
+        f" To send {name} to the model as written, double its braces: {{{name}}}",
+        line=line,
+    )
 
 
 def new_fence(passage: str) -> str:
