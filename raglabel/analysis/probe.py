@@ -76,6 +76,9 @@ def model_probe(
         above_human_control=float((control > human).mean()) if n else None,
         above_human_perturbed=float((perturbed > human).mean()) if n else None,
         failures=failures,
+        # Each pair has two answers; an answer neither graded nor failed never came back.
+        unanswered=sum(g is None for g in (*answers.control, *answers.perturbed))
+        - sum(f.count for f in failures),
         answers=[
             ProbeAnswer(*row)
             for row in zip(

@@ -59,7 +59,8 @@ def register(commands: Any) -> None:
         default=5,
         metavar="N",
         help="also compare the orders of the N runs best on human grades, or all runs "
-        "when there are fewer (default: 5)",
+        "when there are fewer; N is at least 3, the fewest runs tau can order "
+        "(default: 5)",
     )
     parser.add_argument(
         "--resamples",
@@ -215,7 +216,8 @@ def as_text(report: AgreementReport, width: int | None = None) -> str:
     out.append("")
     say(
         f"suggestions accepted as they were: {report.accepted} of {report.offered}"
-        f" human-graded pairs that had one ({_share(report.accepted_share)})"
+        f" grades given in the app while a judge's suggestion was there to take"
+        f" ({_share(report.accepted_share)})"
     )
     if report.queries:
         out.append("")

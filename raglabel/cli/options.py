@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from raglabel.cli.arguments import int_in
 from raglabel.errors import UsageError
 
 if TYPE_CHECKING:
@@ -59,14 +60,19 @@ def add_convention_options(group: Any) -> None:
     group.add_argument(
         "--gain-map", metavar="MAP", help="grade:gain pairs for nDCG (default: 3:1,4:2,5:3)"
     )
+    # Checked here, not only by the metric configuration, so that a grade off the scale
+    # gets the usage line and the wording of every other whole-number option.
     group.add_argument(
         "--relevance-threshold",
-        type=int,
+        type=int_in(1, 5),
         metavar="G",
         help="relevant: grade >= G, 1-5 (default: 4)",
     )
     group.add_argument(
-        "--harm-threshold", type=int, metavar="G", help="harm: grade <= G, 1-5 (default: 2)"
+        "--harm-threshold",
+        type=int_in(1, 5),
+        metavar="G",
+        help="harm: grade <= G, 1-5 (default: 2)",
     )
     group.add_argument("--alpha", type=float, help="rarity exponent, >= 0 (default: 1)")
     group.add_argument("--cap4", type=float, help="cap of the grade-4 weight (default: 1.0)")

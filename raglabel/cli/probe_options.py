@@ -229,11 +229,17 @@ def _model_lines(model: ModelProbe, report: ProbeReport, *, say_width: int | Non
     texts = [
         f"pairs asked {model.asked}, compared {n} (both answers graded), over"
         f" {model.queries} queries",
-        f"perturbed vs control: rose {_of(model.rose, n)}, stayed {_of(model.stayed, n)},"
-        f" fell {_of(model.fell, n)}; {model.control_at_top} control grade(s) were 5"
-        " already and could not rise",
     ]
-    if model.mean_change is None:
+    if n:
+        texts.append(
+            f"perturbed vs control: rose {_of(model.rose, n)}, stayed {_of(model.stayed, n)},"
+            f" fell {_of(model.fell, n)}; {model.control_at_top} control grade(s) were 5"
+            " already and could not rise"
+        )
+    if not n:
+        # Figures over no pair would read as a model that changed nothing.
+        texts.append("figures: none, as no pair got both answers graded")
+    elif model.mean_change is None:
         texts.append("mean change: NA (no pair compared)")
     else:
         ci = (
@@ -245,16 +251,22 @@ def _model_lines(model: ModelProbe, report: ProbeReport, *, say_width: int | Non
             f"mean change: {_signed(model.mean_change)}{ci} (95% interval:"
             f" {report.interval}, {report.resamples} resamples, seed {report.seed})"
         )
-    texts.append(
-        f"above the person's grade: control {_share(model.above_human_control)},"
-        f" perturbed {_share(model.above_human_perturbed)}"
-    )
+    if n:
+        texts.append(
+            f"above the person's grade: control {_share(model.above_human_control)},"
+            f" perturbed {_share(model.above_human_perturbed)}"
+        )
     if model.failures:
         kinds = ", ".join(f"{f.count} {f.kind} ({f.arm})" for f in model.failures)
         texts.append(f"failed: {kinds}")
         texts += [f"  {f.arm}, {f.kind}, e.g.: {f.example}" for f in model.failures]
-    else:
+    elif not model.unanswered:
         texts.append("failed: none")
+    if model.unanswered:
+        texts.append(
+            f"not answered: {model.unanswered} of {2 * model.asked} answers never came back"
+            " (the run stopped or was interrupted first; see below)"
+        )
     for text in texts:
         lines += wrapped("  " + text, say_width)
     return lines

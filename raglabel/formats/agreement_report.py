@@ -7,8 +7,12 @@ it field for field (``dataclasses.asdict``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from raglabel.metrics.answer_stats import AlphaInterval
+
+# A field's docstring becomes its description in the JSON Schema.
+_DESCRIBED: dict[str, object] = {"use_attribute_docstrings": True}
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,8 @@ class PairIntervals:
 class PairAgreement:
     """Two raters over the pairs both graded; ``bias`` is mean(a - b)."""
 
+    __pydantic_config__: ClassVar[dict[str, object]] = _DESCRIBED
+
     a: str
     b: str
     n: int
@@ -38,7 +44,13 @@ class PairAgreement:
     kappa_unweighted: float | None  # Cohen's kappa, no weights, on the 1-5 grades
     kappa_binary: float | None  # Cohen's kappa of grade >= the relevance threshold
     queries: int  # queries the pairs span: the bootstrap's unit
-    confusion: list[list[int]] | None  # rows: a's grade 1..5, columns: b's
+    confusion: list[list[int]] | None
+    """Rows are rater ``a``'s grades, columns rater ``b``'s: ``confusion[i][j]`` counts
+    the pairs ``a`` graded ``i + 1`` and ``b`` graded ``j + 1``. In an entry against
+    ``"humans"`` (``b``) the rows are the model's (or the ensemble's) grades; the entry
+    whose ``a`` is the report's ``judge`` is the transpose of the report's top-level
+    ``confusion``, which puts the humans' grades in rows. Null when the two raters
+    share no pair."""
     ci: PairIntervals
     # Per figure with an interval: resamples where it was undefined, left out of it.
     ci_undefined: dict[str, int]
@@ -89,6 +101,8 @@ class CriterionAgreement:
     """Agreement on one answer criterion; each alpha is ordinal, with a percentile
     bootstrap interval over items and the number of items that entered it."""
 
+    __pydantic_config__: ClassVar[dict[str, object]] = _DESCRIBED
+
     judge_vs_human: AlphaInterval  # the judge's lower median vs the resolved human grade
     humans: AlphaInterval  # among annotators: the ceiling
     repeats: AlphaInterval  # each model against its own repeats, items (sample, model)
@@ -96,13 +110,17 @@ class CriterionAgreement:
     exact: float | None  # share of items where judge and humans give the same grade
     within_one: float | None  # share where they differ by at most one
     bias: float | None  # mean judge - humans
-    confusion: list[list[int]] | None  # rows: humans' grade 1..5, columns: the judge's
+    confusion: list[list[int]] | None
+    """Rows are the humans' grades, columns the judge's: ``confusion[i][j]`` counts the
+    items humans graded ``i + 1`` and the judge ``j + 1``; null without such items."""
     gaps: list[AnswerGap] = field(default_factory=list)  # largest |judge - humans| first
 
 
 @dataclass
 class AgreementReport:
     """Everything ``raglabel agree --format json`` prints."""
+
+    __pydantic_config__: ClassVar[dict[str, object]] = _DESCRIBED
 
     annotators: list[str]
     models: list[str]
@@ -113,9 +131,17 @@ class AgreementReport:
     alpha_annotators: float | None
     alpha_with_judge: float | None
     pairs: list[PairAgreement]
-    confusion: list[list[int]] | None  # rows: humans' grade 1..5, columns: the judge's
+    confusion: list[list[int]] | None
+    """Rows are the resolved human grades, columns the grades of the ``judge`` rater:
+    ``confusion[i][j]`` counts the pairs humans graded ``i + 1`` and the judge ``j + 1``
+    (grades that accepted a suggestion left out). It is the transpose of the ``pairs``
+    entry whose ``a`` is ``judge`` and ``b`` is ``"humans"``, whose rows are the
+    judge's. Null when no pair has both."""
     accepted: int  # human grades that took the suggestion as it was
-    offered: int  # human-graded pairs that had a suggestion
+    offered: int
+    """Human grades given in the app while the judge's suggestion for the pair was there
+    to take, and any grade that accepted one: imported suggestions, and those made
+    after the grade, were never seen and do not count."""
     accepted_share: float | None
     queries: list[QueryAgreement]
     accepted_left_out: int  # judged pairs left out of judge-vs-human figures: accepted

@@ -75,6 +75,10 @@ class ModelProbe:
     above_human_perturbed: float | None
     """Share of compared pairs whose perturbed grade exceeds the person's grade."""
     failures: list[ProbeFailure]
+    unanswered: int
+    """Answers asked for that never came back graded nor failed: the run stopped (an
+    endpoint that cannot be reached, a limit) or was interrupted first. With
+    ``failures``, they make up every answer of ``asked`` pairs not in ``compared``."""
     answers: list[ProbeAnswer]
     """Every drawn pair's grades, in the order of query and passage ids."""
 

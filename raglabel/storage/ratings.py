@@ -18,7 +18,10 @@ class Ratings:
     models: dict[str, dict[PairKey, int]]
     resolved: dict[PairKey, int]  # one human grade per pair, as metrics use them
     accepted: int  # human grades that took a suggestion as it was
-    with_suggestion: int  # human-graded pairs that had a suggestion to take
+    # Human grades that had a suggestion to take when they were given: made in the app
+    # (where suggestions show) after the judge's suggestion for the pair, or accepting
+    # one. Imported suggestions and those that came after the grade were never seen.
+    with_suggestion: int
     # Pairs where someone's grade is an accepted suggestion: comparing the judge with
     # those would compare it with itself.
     accepted_pairs: frozenset[PairKey]
@@ -32,10 +35,14 @@ def load_ratings(conn: sqlite3.Connection) -> Ratings:
         " JOIN passage p ON p.id = c.passage_id ORDER BY a.name"
     ):
         annotators[name][qid, pid] = grade
+    # Times are stored as ISO 8601 in UTC with milliseconds (storage.clock), so they
+    # compare as text.
     accepted, offered = conn.execute(
         "SELECT coalesce(sum(e.accepted_suggestion = 1), 0), count(*) FROM current_grade c"
-        " JOIN event e ON e.id = c.event_id WHERE EXISTS (SELECT 1 FROM suggestion s"
-        " WHERE s.query_id = c.query_id AND s.passage_id = c.passage_id)"
+        " JOIN event e ON e.id = c.event_id WHERE e.accepted_suggestion = 1"
+        " OR (e.origin = 'app' AND EXISTS (SELECT 1 FROM suggestion s"
+        " WHERE s.query_id = c.query_id AND s.passage_id = c.passage_id"
+        " AND s.source = 'judge' AND s.created_at <= e.graded_at))"
     ).fetchone()
     took = frozenset(
         conn.execute(

@@ -180,7 +180,12 @@ def test_conventions(cli: Cli, started: list[AppOptions], db: Path) -> None:
     ("args", "message"),
     [
         (["--alpha", "-1"], "--alpha: Input should be greater than or equal to 0"),
-        (["--harm-threshold", "6"], "--harm-threshold: Input should be less than or equal to 5"),
+        # A grade option is checked as the command line is read: usage line, and the
+        # wording of every whole-number option.
+        (
+            ["--harm-threshold", "6"],
+            "argument --harm-threshold: must be a whole number from 1 to 5, got 6",
+        ),
     ],
 )
 def test_bad_conventions(
@@ -190,7 +195,7 @@ def test_bad_conventions(
     args: list[str],
     message: str,
 ) -> None:
-    assert refused(cli, started, "label", db, *args) == f"raglabel label: error: {message}\n"
+    assert refused(cli, started, "label", db, *args).endswith(f"raglabel label: error: {message}\n")
 
 
 def test_bad_gain_map(cli: Cli, started: list[AppOptions], db: Path) -> None:
