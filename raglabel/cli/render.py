@@ -362,22 +362,7 @@ def _figure_cell(figure: Figure | None) -> str:
 
 def _compare_cells(c: Comparison) -> list[str]:
     ci = "" if c.ci is None else f"[{c.ci[0]:.4f}, {c.ci[1]:.4f}]"
-    if isinstance(c, CorrectedComparison):
-        return [
-            c.metric,
-            c.baseline,
-            c.run,
-            _number(c.mean_difference),
-            ci,
-            _number(c.p_value),
-            _number(c.p_adjusted),
-            c.family,
-            _number(c.lam, 2),
-            _figure_cell(c.judge_only),
-            _figure_cell(c.human_only),
-            c.settling,
-        ]
-    return [
+    cells = [
         c.metric,
         c.baseline,
         c.run,
@@ -386,8 +371,16 @@ def _compare_cells(c: Comparison) -> list[str]:
         _number(c.p_value),
         _number(c.p_adjusted),
         c.family,
-        f"{c.wins}/{c.ties}/{c.losses}",
     ]
+    if isinstance(c, CorrectedComparison):
+        return [
+            *cells,
+            _number(c.lam, 2),
+            _figure_cell(c.judge_only),
+            _figure_cell(c.human_only),
+            c.settling,
+        ]
+    return [*cells, f"{c.wins}/{c.ties}/{c.losses}"]
 
 
 def _compare_markdown(report: Report, answers: bool = False) -> list[str]:
