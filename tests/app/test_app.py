@@ -382,9 +382,13 @@ async def test_a_first_comparison_at_80x24_brings_its_queries_into_view(db: Path
         await pilot.pause()
         await pilot.press("space", "down", "space", "c")
         await app.workers.wait_for_complete()
-        await pilot.pause()
-        await pilot.pause()
-        lines = screen_text(app).splitlines()
+        # The comparison's rows are drawn after its worker's message lands, which on a
+        # busy host takes more than a frame or two: wait for them (at most 5 s).
+        for _ in range(250):
+            await pilot.pause(0.02)
+            lines = screen_text(app).splitlines()
+            if any("difference" in line and "text" in line for line in lines):
+                break
         said = next(i for i, line in enumerate(lines) if " vs bm25 on RA-nWG@5" in line)
         header = next(i for i, line in enumerate(lines) if "difference" in line and "text" in line)
         assert said < header < len(lines) - 3  # the sentence, then rows of queries
@@ -797,6 +801,12 @@ async def test_keys_typed_ahead_of_the_review_and_search_screens_act_there(db: P
         assert isinstance(search, SearchScreen) and search.hits
         seen["first hit"] = search.hits[0].ext_id
         assert screen.qi == UNGRADED
+        # The 3 typed ahead is replayed once the hits land; on a busy host that can be
+        # after the pause above: wait for its grade (at most 5 s) before the app closes.
+        for _ in range(250):
+            if events(db):
+                break
+            await pilot.pause(0.02)
 
     seen: dict[str, str] = {}
     await drive(db, scenario)
