@@ -102,6 +102,8 @@ def lead_sentence(report: ReportInput, c: CorrectedComparison) -> str:
         after = (
             f" Even grading all {left} remaining queries would likely not settle it at"
             " this effect size."
+            if left
+            else " Every query is graded in full already, so no more grading can settle it."
         )
     else:
         after = ""

@@ -283,3 +283,18 @@ def test_the_pages_example_says_what_the_page_says(
     part = section(html)
     assert part is not None
     assert paragraphs(part)[1] + "\n" == printed
+
+
+def test_with_every_query_graded_the_sentence_does_not_ask_for_more() -> None:
+    # A tryout's project: all 10 queries drawn and complete, the difference unsettled.
+    c = comparison(0.239, (-0.063, 0.540), None, "ndcg@10")
+    report = page("ndcg@10", c)
+    assert report.corrected is not None
+    report.corrected.estimate = EstimateInfo(
+        "corrected", population=10, drawn=10, complete=10, depth=10
+    )
+    sentence = lead_sentence(report, c)
+    assert "remaining" not in sentence
+    assert sentence.endswith(
+        "which includes 0. Every query is graded in full already, so no more grading can settle it."
+    )
