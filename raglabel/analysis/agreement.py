@@ -82,9 +82,13 @@ def agreement(
     judge_name, judge = _judge(ratings)
     raters: dict[str, Mapping[PairKey, int]] = dict(ratings.annotators)
     compared = [(a, b, raters[a], raters[b]) for a, b in itertools.combinations(raters, 2)]
-    # The judge is measured against people's own grades only: a grade that accepted a
-    # suggestion would agree with the judge by construction.
-    human = {p: g for p, g in ratings.resolved.items() if p not in ratings.accepted_pairs}
+    # The judge is measured against people's own grades only, in every figure (pairs,
+    # confusion, queries and run orders): a grade that accepted a suggestion the judge
+    # still gives would agree with it by construction. These are the accepted_left_out;
+    # the run orders leave them out of the judge's labels too, so both sides score the
+    # same pairs and a judge that copies people orders the runs as they do.
+    left_out = ratings.accepted_pairs & judge.keys()
+    human = {p: g for p, g in ratings.resolved.items() if p not in left_out}
     for model, grades in ratings.models.items():
         compared.append((model, HUMANS, grades, human))
     if judge_name is not None and len(ratings.models) > 1:
@@ -123,7 +127,7 @@ def agreement(
         if ratings.with_suggestion
         else None,
         queries=_by_query(judge, human, shared)[:top_queries],
-        accepted_left_out=len(set(judge) & ratings.accepted_pairs),
+        accepted_left_out=len(left_out),
         relevance_threshold=config.relevance_threshold,
         resamples=resamples,
         seed=seed,
@@ -131,8 +135,8 @@ def agreement(
     if judge and metrics:
         report.runs = _runs(
             conn,
-            ratings.resolved,
-            judge,
+            human,
+            _without(judge, ratings),
             metrics,
             config,
             top_runs=top_runs,

@@ -196,7 +196,8 @@ def as_text(report: AgreementReport, width: int | None = None) -> str:
     if report.accepted_left_out:
         say(
             f"({report.accepted_left_out} pairs whose human grade accepted a suggestion are"
-            " left out of the judge's figures)"
+            " left out of the judge's figures, the runs' means on human and on judge grades"
+            " included)"
         )
     if not report.shared_pairs and report.models:
         say(

@@ -6,9 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from raglabel.metrics.config import MetricConfig
-
-#: Cutoffs ``K`` cycles through in the app; the first is the default.
-DEFAULT_CUTOFFS = (5, 10, 20)
+from raglabel.session.cutoffs import DEFAULT_CUTOFFS
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,10 @@ sees them: the grading app, ``agree``, ``--fill-with-judge`` and ``export --sugg
 
 What a demanding user expects of a second import:
 
-- the same file (same bytes) under the same MODEL and grade map adds nothing and says so;
-  under another grade map it is refused, since the two readings would disagree;
+- the same file (same bytes) under the same MODEL and grade map adds nothing and says so,
+  unless a later file of MODEL replaced some of its labels: then its labels are stored
+  again and stand again; under another grade map it is refused, since the two readings
+  would disagree;
 - another file under the same MODEL adds its labels; for a pair both name, the newer
   stands (every reader takes a model's latest suggestion for a pair);
 - MODEL may not be a model ``raglabel judge`` asked in this project, nor an annotator's
@@ -235,11 +237,15 @@ def store(conn: sqlite3.Connection, labels: JudgmentFile) -> Stored:
     _refuse_clashes(conn, labels)
     done = Stored()
     before = conn.execute(
-        "SELECT file, grade_map, imported_at FROM judgment_import WHERE model = ? AND sha256 = ?",
+        "SELECT id, file, grade_map, imported_at FROM judgment_import"
+        " WHERE model = ? AND sha256 = ?",
         (model, labels.sha256),
     ).fetchone()
+    # Set when this file was imported before and a later file of the same model replaced
+    # some of its labels: a user importing it again wants its labels to stand again.
+    again_as: tuple[int, str, int] | None = None
     if before is not None:
-        file, grade_map, when = before
+        import_id, file, grade_map, when = before
         if grade_map != labels.grade_map:
             raise InputError(
                 path,
@@ -248,11 +254,14 @@ def store(conn: sqlite3.Connection, labels: JudgmentFile) -> Stored:
                 f" {labels.grade_map or 'none'} its grades would differ. Import it under"
                 " another model name to keep both readings",
             )
-        done.notes.append(
-            f"judgments of {model!r} from {path}: the same file was imported as {model!r}"
-            f" on {when}; nothing new"
-        )
-        return done
+        replaced = _replaced_since(conn, import_id)
+        if not replaced:
+            done.notes.append(
+                f"judgments of {model!r} from {path}: the same file was imported as"
+                f" {model!r} on {when} and all its labels stand; nothing new"
+            )
+            return done
+        again_as = (import_id, when, replaced)
     for (other,) in conn.execute(
         "SELECT model FROM judgment_import WHERE sha256 = ? AND model != ? ORDER BY id",
         (labels.sha256, model),
@@ -266,13 +275,19 @@ def store(conn: sqlite3.Connection, labels: JudgmentFile) -> Stored:
     passages = ensure_passages(conn, labels.docids)
     rows = [(queries[q], passages[d]) for q, d in zip(labels.qids, labels.docids, strict=True)]
     conn.executemany("INSERT OR IGNORE INTO candidate (query_id, passage_id) VALUES (?, ?)", rows)
-    earlier = _pairs_labelled(conn, model)
     stamp = now()
-    import_id = conn.execute(
-        "INSERT INTO judgment_import (model, file, sha256, format, grade_map, labels,"
-        " imported_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (model, str(path), labels.sha256, labels.format, labels.grade_map, len(labels), stamp),
-    ).lastrowid
+    if again_as is None:
+        earlier = _pairs_labelled(conn, model)
+        import_id = conn.execute(
+            "INSERT INTO judgment_import (model, file, sha256, format, grade_map, labels,"
+            " imported_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (model, str(path), labels.sha256, labels.format, labels.grade_map, len(labels), stamp),
+        ).lastrowid
+    else:
+        # The file keeps its one import record (one per model and bytes); its labels are
+        # written anew, so each is its model's newest for its pair, one per pair and file.
+        import_id = again_as[0]
+        conn.execute("DELETE FROM suggestion WHERE import_id = ?", (import_id,))
     query_text = _texts(conn, "query", sorted(set(queries.values())))
     passage_text = _texts(conn, "passage", sorted(set(passages.values())))
     conn.executemany(
@@ -308,10 +323,15 @@ def store(conn: sqlite3.Connection, labels: JudgmentFile) -> Stored:
     )
     if warning is not None:
         done.warnings.append(warning)
-    again = sum(1 for row in rows if row in earlier)
     line = f"judgments of {model!r} from {path}: {len(rows):,} suggestions ({labels.format}"
     line += f", grade map {labels.grade_map})" if labels.grade_map else ", grades as given)"
-    if again:
+    if again_as is not None:
+        _, when, replaced = again_as
+        line += (
+            f"; the same file was imported as {model!r} on {when}, and a later file of"
+            f" {model!r} replaced {replaced:,} of its labels: its labels stand again"
+        )
+    elif again := sum(1 for row in rows if row in earlier):
         line += f"; {again:,} of these pairs had a label of {model!r} already: the new ones stand"
     done.notes.append(line)
     return done
@@ -407,6 +427,17 @@ def refuse_imported(conn: sqlite3.Connection, models: Sequence[str]) -> None:
                 " differs only in case; the two would read as one judge in agree's rows."
                 " Ask it under another name"
             )
+
+
+def _replaced_since(conn: sqlite3.Connection, import_id: int) -> int:
+    """How many of an import's labels a newer suggestion of the same model now overrides."""
+    (count,) = conn.execute(
+        "SELECT COUNT(*) FROM suggestion a WHERE a.import_id = ? AND EXISTS (SELECT 1"
+        " FROM suggestion b WHERE b.query_id = a.query_id AND b.passage_id = a.passage_id"
+        " AND b.model = a.model AND b.id > a.id)",
+        (import_id,),
+    ).fetchone()
+    return int(count)
 
 
 def _pairs_labelled(conn: sqlite3.Connection, model: str) -> set[tuple[int, int]]:

@@ -58,6 +58,21 @@ def test_layers_import_only_what_they_need(module: str, forbidden: set[str]) -> 
     assert not (_imported_by(module) & forbidden)
 
 
+def test_help_builds_every_parser_without_heavy_imports() -> None:
+    # `raglabel --help` registers every command, so each command module's top-level
+    # imports (and the defaults its help text shows) are paid on every start.
+    code = (
+        "import sys; from raglabel.cli.main import build_parser; build_parser();"
+        " print('\\n'.join(sorted(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    loaded = {name.split(".")[0] for name in out.split()}
+    heavy = {"numpy", "polars", "pandas", "httpx", "pydantic", "hashlib", "textual", "rich"}
+    assert not (loaded & heavy)
+
+
 def test_eval_path_never_loads_textual() -> None:
     code = (
         "import sys; from raglabel.cli import eval_inputs, render;"

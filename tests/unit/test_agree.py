@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from scipy.stats import kendalltau
 
 from raglabel.metrics.agreement import weighted_kappa
 from raglabel.storage.grades import GradeEvent, record
@@ -182,3 +183,68 @@ def test_the_run_table_has_headers_and_whole_names(tmp_path: Path, cli: Cli) -> 
     # in the table of figures and in the table of intervals.
     raters = [line.split()[0] for line in lines if line.startswith(long_model)]
     assert raters == [f"{long_model}-a", f"{long_model}-b"] * 2
+
+
+def test_run_orders_leave_out_grades_that_accepted_a_suggestion(tmp_path: Path, cli: Cli) -> None:
+    # At k = 1 only each run's first passage counts. On q2, x ranks r1 first, y r2, z r3:
+    # the person grades them 3, 4, 5 themselves and the judge 5, 4, 3, opposite orders.
+    # On q1 only x ranks p1 first, and the person accepted the judge's 5 for p1: counted,
+    # that grade lifts x to first on both sides alike and tau reads 1/3 by construction.
+    # Left out (on both sides, as for the pairs), q1 has no label and the orders are
+    # opposite: tau -1.
+    (tmp_path / "q.tsv").write_text("q1\ttidal turbines\nq2\twave farms\n")
+    (tmp_path / "p.tsv").write_text(
+        "".join(f"{p}\ttext of {p}\n" for p in ("p1", "p2", "p3", "r1", "r2", "r3"))
+    )
+    run_args: list[str | Path] = []
+    for i, name in enumerate(("x", "y", "z")):
+        lines = []
+        for qid, pool in (("q1", ["p1", "p2", "p3"]), ("q2", ["r1", "r2", "r3"])):
+            order = [pool[i]] + [p for p in pool if p != pool[i]]
+            lines += [f"{qid} Q0 {p} {r} {10 - r} {name}\n" for r, p in enumerate(order)]
+        path = tmp_path / f"{name}.run"
+        path.write_text("".join(lines))
+        run_args += ["--run", f"{name}={path}"]
+    db = tmp_path / "a.db"
+    assert cli("init", db)[0] == 0
+    code, _, err = cli(
+        "import", db, "--queries", tmp_path / "q.tsv", "--passages", tmp_path / "p.tsv", *run_args
+    )
+    assert code == 0, err
+    judged = {("q1", "p1"): 5, ("q2", "r1"): 5, ("q2", "r2"): 4, ("q2", "r3"): 3}
+    graded = {("q1", "p1"): 5, ("q2", "r1"): 3, ("q2", "r2"): 4, ("q2", "r3"): 5}
+    with Project.open(db) as project:
+        with project.write():
+            for (qid, pid), grade in judged.items():
+                project.conn.execute(
+                    "INSERT INTO suggestion (query_id, passage_id, model, grade, created_at)"
+                    " VALUES ((SELECT id FROM query WHERE ext_id = ?),"
+                    " (SELECT id FROM passage WHERE ext_id = ?), 'm', ?, 'now')",
+                    (qid, pid, grade),
+                )
+        for (qid, pid), grade in graded.items():
+            record(
+                project,
+                GradeEvent(
+                    query=qid,
+                    passage=pid,
+                    annotator="a",
+                    grade=grade,
+                    accepted_suggestion=True if pid == "p1" else None,
+                ),
+            )
+    data = report(cli, db, "-k", "1", "--metrics", "ndcg@k")
+    assert data["accepted_left_out"] == 1
+    (runs,) = data["runs"]
+    human, judge = runs["human"], runs["judge"]
+    assert runs["queries"] == 1  # q1's only label was the accepted one
+    assert human["z"] == judge["x"] == 1.0
+    assert human["z"] > human["y"] > human["x"]
+    assert judge["x"] > judge["y"] > judge["z"]
+    names = sorted(human)
+    expected = kendalltau([human[n] for n in names], [judge[n] for n in names]).statistic
+    assert runs["tau"] == pytest.approx(expected) == pytest.approx(-1.0)
+    # The text says the runs' means leave the accepted grade out too.
+    code, out, err = cli("agree", db, "-k", "1", "--metrics", "ndcg@k")
+    assert code == 0, err
+    assert "the runs' means on human and on judge grades included" in " ".join(out.split())

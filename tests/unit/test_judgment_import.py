@@ -228,6 +228,35 @@ def test_a_later_file_of_the_same_model_stands_where_they_overlap(tmp_path: Path
         assert suggestions_by_model(project.conn) == {"m": {("q1", "d1"): 5, ("q1", "d2"): 3}}
 
 
+def test_a_file_imported_again_after_a_later_one_stands_again(tmp_path: Path) -> None:
+    db = new_project(tmp_path)
+    first = jsonl(
+        tmp_path / "a.jsonl",
+        {"query_id": "q1", "doc_id": "d1", "grade": 2},
+        {"query_id": "q1", "doc_id": "d3", "grade": 4},
+    )
+    second = jsonl(
+        tmp_path / "b.jsonl",
+        {"query_id": "q1", "doc_id": "d1", "grade": 5},
+        {"query_id": "q1", "doc_id": "d2", "grade": 3},
+    )
+    imported(db, ImportRequest(judgments=[("m", first)]))
+    imported(db, ImportRequest(judgments=[("m", second)]))
+    said = imported(db, ImportRequest(judgments=[("m", first)]))
+    assert not any("nothing new" in line for line in said)
+    assert any("replaced 1 of its labels: its labels stand again" in line for line in said)
+    with Project.open(db) as project:
+        assert suggestions_by_model(project.conn) == {
+            "m": {("q1", "d1"): 2, ("q1", "d2"): 3, ("q1", "d3"): 4}
+        }
+    # Still one record per file and model, and one suggestion per pair and file.
+    assert rows(db, "SELECT COUNT(*) FROM judgment_import") == [(2,)]
+    assert rows(db, "SELECT COUNT(*) FROM suggestion") == [(4,)]
+    # Now every label of the file stands: a third import is the plain "nothing new".
+    said = imported(db, ImportRequest(judgments=[("m", first)]))
+    assert any("all its labels stand; nothing new" in line for line in said)
+
+
 def _judge_answers(db: Path, model: str) -> None:
     """A suggestion of ``model`` as raglabel judge leaves one (its run and answers aside)."""
     with Project.open(db) as project, project.write():
