@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
     from raglabel.analysis.inputs import EvalRequest
     from raglabel.metrics.judge_corrected import Estimate
+    from raglabel.storage.audit import Audit
 
 FloatArray = NDArray[np.float64]
 
@@ -81,8 +82,10 @@ def estimate_request(request: EvalRequest, kind: str) -> Evaluated:
         conn = project.conn
         _require_judge_labels(conn, request)
         if kind == "corrected":
+            from raglabel.storage.items import query_ids
+
             sample_state = _audit_sample(conn, request)
-            project_queries = _project_queries(conn)
+            project_queries = query_ids(conn)
         gaps = _judge_gaps(conn, request)
     if kind == "corrected":
         done = _corrected(request, sample_state, project_queries)
@@ -113,7 +116,7 @@ def _judge_gaps(conn: sqlite3.Connection, request: EvalRequest) -> str | None:
     for name in run_names(conn):
         for qid, ids in ranked_ids(conn, name):
             if qid in judged:
-                top = list(dict.fromkeys(ids))[:depth]  # a repeated passage ranks once
+                top = ids[:depth]  # stored rankings hold each passage once (import)
                 entries += len(top)
                 missing += sum((qid, pid) not in labelled for pid in top)
     if not missing:
@@ -139,6 +142,14 @@ def report_estimate(request: EvalRequest) -> Report | EstimateRefusedError | Non
     with Project.open_read(request.project) as project:
         if not draws(project.conn):
             return None
+    if request.runs:
+        return EstimateRefusedError(
+            f"{request.project}: the judge-corrected estimate reads the stored runs only,"
+            " and this report has run files beside them: store them with `raglabel import"
+            f" {request.project} --run NAME=FILE`",
+            reason="run files beside the project",
+            fix=f"raglabel import {request.project} --run NAME=FILE",
+        )
     from raglabel.storage.labels import LabelChoice
 
     asked = copy.copy(request)
@@ -147,12 +158,20 @@ def report_estimate(request: EvalRequest) -> Report | EstimateRefusedError | Non
     asked.options = replace(request.options, per_query=False)
     asked.answers = None
     choice = request.choice
-    if choice is not None:
-        asked.choice = LabelChoice(choice.policy, choice.annotator)
+    # Everyone's grades, whatever annotator the page shows: the audit counts a drawn
+    # query complete on any person's grades (see _check_request).
+    asked.choice = None if choice is None else LabelChoice(choice.policy)
     try:
-        return estimate_request(asked, "corrected").report
+        report = estimate_request(asked, "corrected").report
     except EstimateRefusedError as refused:
         return refused
+    if choice is not None and choice.annotator is not None:
+        report.warnings.append(
+            f"the judge-corrected estimate stands on every person's grades, not on"
+            f" annotator {choice.annotator!r}'s alone: a drawn query is complete on any"
+            " person's grades"
+        )
+    return report
 
 
 def _check_request(request: EvalRequest, kind: str) -> None:
@@ -168,9 +187,21 @@ def _check_request(request: EvalRequest, kind: str) -> None:
             f"--fill-with-judge goes with --estimate human only: --estimate {kind} uses the"
             " judge's labels already"
         )
-    if kind == "judge" and choice is not None and choice.annotator is not None:
+    if choice is not None and choice.annotator is not None:
         raise UsageError(
-            "--annotator goes with --estimate human or corrected: judge has no grades of people"
+            "--annotator goes with --estimate human only: judge has no grades of people"
+            if kind == "judge"
+            else "--annotator goes with --estimate human only: the audit counts a drawn"
+            " query complete on any person's grades, so one annotator's alone would count"
+            " the passages they did not grade as not relevant in the corrected estimate"
+        )
+    if request.runs:
+        # Completeness and the judge's gaps are read from the stored runs: a file's
+        # top-K passages nobody graded would count as not relevant unseen.
+        raise UsageError(
+            f"--run goes with --estimate human only: --estimate {kind} reads the project's"
+            f" stored runs; store the run first with `raglabel import {request.project}"
+            " --run NAME=FILE`"
         )
     if kind == "corrected":
         if request.options.per_query:
@@ -204,12 +235,6 @@ def _judge_request(request: EvalRequest) -> EvalRequest:
     return judged
 
 
-def _project_queries(conn: sqlite3.Connection) -> list[str]:
-    from raglabel.storage.items import query_ids
-
-    return query_ids(conn)
-
-
 @dataclass(frozen=True)
 class _Sample:
     """The audit sample as the corrected estimate reads it."""
@@ -219,6 +244,26 @@ class _Sample:
     complete: list[str]  # in draw order
     incomplete: list[str]
     depth: int
+    uncovered: list[str]  # drawn queries no stored run covers any more
+    accepted_only: int  # pairs waiting only because people's grades accepted the judge's
+
+
+def _sample_notes(state: Audit) -> str:
+    """What the audit leaves out beyond ungraded passages, for the refusal and warnings:
+    accepted suggestions (the judge's grade again, never people's check of it) and drawn
+    queries no stored run covers any more (outside the population)."""
+    notes = ""
+    if state.accepted_only:
+        notes += (
+            f"; {state.accepted_only} pairs of the drawn queries are graded only by accepting"
+            " the judge's suggestion, which completes nothing: grade them yourself"
+        )
+    if state.uncovered:
+        notes += (
+            f"; {len(state.uncovered)} drawn queries no stored run covers any more"
+            f" ({sample(list(state.uncovered))}) are left out of the sample"
+        )
+    return notes
 
 
 def _depth(request: EvalRequest) -> int:
@@ -248,15 +293,24 @@ def _audit_sample(conn: sqlite3.Connection, request: EvalRequest) -> _Sample:
         left = len(set(covered) - {qid for d in state.draws for qid in d.drawn})
         raise EstimateRefusedError(
             f"{TooFewDrawnError(len(state.complete), MIN_DRAWN)} (complete: every passage a"
-            f" stored run ranks within its top {depth} graded by a person); {state.drawn}"
-            f" drawn: {_what_next(request, state.incomplete, missing, left)}",
+            f" stored run ranks within its top {depth} graded by a person, not by accepting"
+            f" the judge's suggestion); {state.drawn} drawn"
+            f"{_sample_notes(state)}: {_what_next(request, state.incomplete, missing, left)}",
             reason=f"{len(state.complete)} of {state.drawn} drawn queries complete at depth"
             f" {depth}, {MIN_DRAWN} needed",
             fix=_more_complete(request, missing, len(state.incomplete))
             if left or len(state.incomplete) >= missing
             else "use --estimate human or judge: too few queries to draw",
         )
-    return _Sample(covered, state.drawn, list(state.complete), list(state.incomplete), depth)
+    return _Sample(
+        covered,
+        state.drawn,
+        list(state.complete),
+        list(state.incomplete),
+        depth,
+        list(state.uncovered),
+        state.accepted_only,
+    )
 
 
 def _what_next(request: EvalRequest, incomplete: tuple[str, ...], missing: int, left: int) -> str:
@@ -358,6 +412,9 @@ def _corrected(request: EvalRequest, state: _Sample, project_queries: list[str])
         )
     warnings += _undefined_notes(fixed, columns, len(drawn), len(population))
     warnings += _no_spread_notes(fixed, columns, h)
+    beyond = _out_of_range_note(fixed, columns)
+    if beyond is not None:
+        warnings.append(beyond)
 
     reports: dict[str, RunReport] = {}
     for r in runs:
@@ -436,19 +493,66 @@ def _warnings(
             " `raglabel judge` for an estimate over every query"
         )
     if state.incomplete:
+        accepted = (
+            f" ({state.accepted_only} of their pairs graded only by accepting the judge's"
+            " suggestion, which completes nothing)"
+            if state.accepted_only
+            else ""
+        )
         out.append(
             f"{len(state.incomplete)} of {state.drawn} drawn queries are not complete"
-            f" ({sample(state.incomplete)}) and are left out of the corrected estimate: it is"
-            f" {INCOMPLETE_NOTE}"
+            f" ({sample(state.incomplete)}){accepted} and are left out of the corrected"
+            f" estimate: it is {INCOMPLETE_NOTE}"
         )
-    uncut = [name for name in metrics if "@" not in name]
-    if uncut:
+    if state.uncovered:
         out.append(
-            f"{', '.join(uncut)}: read rankings below the depth of completeness"
-            f" ({state.depth}), where a drawn query's passages no person graded count as"
-            " not relevant in people's figures"
+            f"{len(state.uncovered)} drawn queries no stored run covers any more"
+            f" ({sample(state.uncovered)}) are left out: they are outside the population the"
+            " estimate covers"
+        )
+    deep = [name for name in metrics if reads_beyond_top_k(name)]
+    if deep:
+        out.append(
+            f"{', '.join(deep)}: read labels of passages outside the stored runs' top"
+            f" {state.depth} (the depth of completeness): the passages the whole ranking"
+            " holds, the ideal ranking, or how many relevant passages the query has. A"
+            " complete drawn query need not have people's grades there, and a passage only"
+            " the judge graded counts as not relevant in people's figures: people's values"
+            " of these metrics there, and so the correction, can differ from what grading"
+            " those passages would give"
         )
     return out
+
+
+#: Metrics whose value at a cutoff still reads labels beyond the top K (the metric
+#: table's definitions and the metric spec): an oracle or ideal over every graded
+#: passage of the query (ra_nwg, proc, ndcg, ndcg_exp), the retrieval pool, which is
+#: the whole ranking (proc), or the number of relevant passages (n_recall_*, recall,
+#: recall_all, ap, f1, rprec, bpref).
+DEEP_LABEL_METRICS = frozenset(
+    {
+        "ra_nwg",
+        "proc",
+        "n_recall_4plus",
+        "n_recall_5",
+        "recall",
+        "recall_all",
+        "ndcg",
+        "ndcg_exp",
+        "ap",
+        "rprec",
+        "bpref",
+        "f1",
+    }
+)
+
+
+def reads_beyond_top_k(metric: str) -> bool:
+    """Whether ``metric`` (``ndcg@10``) reads labels of passages outside the top K: every
+    metric without a cutoff (it reads the whole ranking), and those of
+    :data:`DEEP_LABEL_METRICS` at any cutoff."""
+    base, _, cut = metric.partition("@")
+    return not cut or base in DEEP_LABEL_METRICS
 
 
 def _metric_names(report: Report) -> list[str]:
@@ -531,12 +635,39 @@ def _no_spread_notes(
 def _pair(estimate: Estimate | None, bounds: Bounds) -> tuple[float, float] | None:
     """The normal interval cut to the values the metric can take: an end beyond them
     (a mean near 1 with a wide interval) says nothing, and since the true value lies
-    within them, the cut interval covers it whenever the whole one did."""
+    within them, the cut interval covers it whenever the whole one did. Both ends are
+    held within the range, so an interval lying wholly beyond it (around a corrected
+    mean outside the range, :func:`_out_of_range_note`) becomes that end of the range,
+    never a backwards pair."""
     if estimate is None:
         return None
     low, high = estimate.ci
     # max/min with the interval's end first keep a NaN end NaN.
-    return (max(low, bounds[0]), min(high, bounds[1]))
+    return (min(max(low, bounds[0]), bounds[1]), max(min(high, bounds[1]), bounds[0]))
+
+
+def _out_of_range_note(
+    fixed: Corrections, columns: list[tuple[str, str, str | None]]
+) -> str | None:
+    """One line naming every corrected mean outside the values its metric (or a
+    difference of two runs') can take: people's correction can carry the judge's mean
+    past an end. The mean is shown as the estimator gives it; only intervals are cut."""
+    found: list[str] = []
+    for j, (run, metric, base) in enumerate(columns):
+        corrected = fixed.column(j).corrected
+        if corrected is None:
+            continue
+        low, high = metric_range(metric, difference=base is not None)
+        if not low <= corrected.mean <= high:
+            what = run if base is None else f"{run} - {base}"
+            found.append(f"{metric} of {what} ({corrected.mean:.4f}, range [{low:g}, {high:g}])")
+    if not found:
+        return None
+    return (
+        f"corrected means outside the values their metric can take: {'; '.join(found)}."
+        " Each is the estimator's own figure (the judge's mean plus people's correction),"
+        " not clipped; its interval is cut to the range"
+    )
 
 
 def _run_report(fixed: Corrections, indices: dict[str, int]) -> RunReport:

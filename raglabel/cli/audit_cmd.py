@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import secrets
 import sys
 from typing import Any
 
 from raglabel.cli.arguments import int_in, project_file
 from raglabel.errors import UsageError
-from raglabel.session.options import DEFAULT_CUTOFFS
+from raglabel.session.cutoffs import DEFAULT_CUTOFFS
 
 #: The deepest pool a completeness check reads, as for ``import --depth``.
 MAX_DEPTH = 1_000_000
@@ -90,6 +89,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _sample(args: argparse.Namespace) -> int:
+    # secrets loads hashlib and hmac; only a draw without a seed needs it.
+    import secrets
+
     from raglabel.storage.audit import draw
     from raglabel.storage.project import Project
 
@@ -135,6 +137,8 @@ def _list(args: argparse.Namespace) -> int:
             "depth": state.depth,
             "complete": list(state.complete),
             "incomplete": list(state.incomplete),
+            "uncovered": list(state.uncovered),
+            "accepted_only": state.accepted_only,
         }
         print(json.dumps(document, ensure_ascii=False))
         return 0
@@ -152,4 +156,11 @@ def _list(args: argparse.Namespace) -> int:
     )
     if state.incomplete:
         print(f"incomplete: {' '.join(state.incomplete)}")
+    if state.accepted_only:
+        print(
+            f"{state.accepted_only} pairs of them graded only by accepting the judge's"
+            " suggestion: a person's own grade completes them"
+        )
+    if state.uncovered:
+        print(f"no longer covered by a stored run (left out): {' '.join(state.uncovered)}")
     return 0

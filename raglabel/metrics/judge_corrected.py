@@ -160,7 +160,8 @@ class Correction:
     """The judge gave every drawn query the same value, so tuning set ``lam`` to 0."""
     p_value: float | None
     """Two-sided normal p-value of "the true value is 0" (for a paired difference: no
-    difference); None with ``corrected``."""
+    difference); None with ``corrected``, and when its standard error is 0: values that
+    do not vary test nothing, so the comparison stays out of a multiple-testing family."""
     queries_to_settle: int | None
     """For a paired difference: how many more complete drawn queries would likely make
     the interval exclude 0, if the effect and the variances stay as estimated; 0 when it
@@ -208,11 +209,12 @@ class Corrections:
         """Column j as plain Python numbers (None for undefined), for a report."""
         corrected = self.corrected.column(j)
         settle = int(self.queries_to_settle[j])
+        p = float(self.p_value[j])
         return Correction(
             corrected=corrected,
             lam=None if corrected is None else float(self.lam[j]),
             constant_judge=bool(self.constant_judge[j]),
-            p_value=None if corrected is None else float(self.p_value[j]),
+            p_value=None if corrected is None or math.isnan(p) else p,
             queries_to_settle=None if settle == NEVER else settle,
             judge_only=self.judge_only.column(j),
             human_only=self.human_only.column(j),
@@ -360,17 +362,24 @@ def _classical(m: _Moments, z: float) -> Estimates:
     return Estimates(mean, mean - z * se, mean + z * se, se, m.count)
 
 
+#: A standard error this small relative to its estimate is rounding, not spread.
+_ROUNDING = 64 * float(np.finfo(np.float64).eps)
+
+
 def _two_sided_p(estimate: FloatArray, se: FloatArray) -> FloatArray:
-    """2 * (1 - Phi(|estimate| / se)) = erfc(|estimate| / (se * sqrt 2)); with se = 0,
-    1 for an estimate of exactly 0 and 0 otherwise; NaN where the estimate is."""
+    """2 * (1 - Phi(|estimate| / se)) = erfc(|estimate| / (se * sqrt 2)); NaN where the
+    estimate is, and where se is 0: values that do not vary give no test (a p of 0
+    there would count as a finding in Holm's or Benjamini-Hochberg's family).
+
+    se counts as 0 up to rounding: the mean of twelve 0.7s is 0.7000000000000001, which
+    leaves an se near 3e-17 and would make p = 0. The bound, 64 machine epsilons of the
+    estimate's size (at least 1), is far below any se of values that really vary: a
+    metric's values lie in [0, 1] or [0, 100] and differ by far more than 1e-13."""
     out = np.full(estimate.shape, np.nan)
     for j, (value, error) in enumerate(zip(estimate.tolist(), se.tolist(), strict=True)):
-        if math.isnan(value) or math.isnan(error):
+        if math.isnan(value) or math.isnan(error) or error <= _ROUNDING * max(abs(value), 1.0):
             continue
-        if error == 0.0:
-            out[j] = 1.0 if value == 0.0 else 0.0
-        else:
-            out[j] = math.erfc(abs(value) / (error * math.sqrt(2.0)))
+        out[j] = math.erfc(abs(value) / (error * math.sqrt(2.0)))
     return out
 
 

@@ -8,12 +8,20 @@ size of the population it drew from, its time and its queries in draw order.
 
 A drawn query is *complete* at depth K when a person graded every passage some stored
 run ranks within its top K for it (:func:`waiting_pairs`). A person's grade is any
-standing grade of the event log with ``source = 'human'``: one made in the app or
-served grading, an adjudication, and one read from a label file (``import --qrels``
-or ``--beir`` under ``--annotator``, a samples file's gold grades), since that is how
-people's earlier labels (NIST's, a team's own) arrive. A judge's labels never count:
-its grade events carry ``source = 'judge'``, and its suggestions (``raglabel judge``,
-``import --judgments``) are a separate table, never grades.
+standing grade of the event log with ``source = 'human'`` that did not accept a judge's
+suggestion: one made in the app or served grading, an adjudication, and one read from a
+label file (``import --qrels`` or ``--beir`` under ``--annotator``, a samples file's gold
+grades), since that is how people's earlier labels (NIST's, a team's own) arrive. A
+judge's labels never count: its grade events carry ``source = 'judge'``, and its
+suggestions (``raglabel judge``, ``import --judgments``) are a separate table, never
+grades. Nor does a grade that accepted a suggestion as it was (the app's accept and
+accept-all, ``accepted_suggestion = 1``): there people's grade is the judge's by
+construction, and counting it would credit the judge with agreement nobody measured
+(``agree`` leaves such grades out too).
+
+A drawn query that no stored run covers any more (its runs deleted or re-imported
+without it) is neither complete nor incomplete: it is outside the population the
+estimate covers, and counted apart (:attr:`Audit.uncovered`).
 """
 
 from __future__ import annotations
@@ -59,20 +67,27 @@ class Waiting:
     passage: str
     runs: int  # how many stored runs rank it within the depth
     best_rank: int  # its best 1-based rank among them
+    accepted: bool = False  # graded, but only by accepting the judge's suggestion
 
 
 @dataclass(frozen=True)
 class Audit:
-    """The sample as it stands: every draw, and which drawn queries are complete at
-    ``depth`` (both lists in draw order)."""
+    """The sample as it stands: every draw, and which drawn queries a stored run still
+    covers are complete at ``depth`` (the lists in draw order)."""
 
     draws: tuple[Draw, ...]
     depth: int
     complete: tuple[str, ...]
     incomplete: tuple[str, ...]
+    #: Drawn queries no stored run covers any more: in neither list, nor in ``drawn``.
+    uncovered: tuple[str, ...] = ()
+    #: Pairs of the incomplete queries that wait only because every person's grade on
+    #: them accepted the judge's suggestion.
+    accepted_only: int = 0
 
     @property
     def drawn(self) -> int:
+        """The drawn queries a stored run covers."""
         return len(self.complete) + len(self.incomplete)
 
 
@@ -195,31 +210,40 @@ def waiting_pairs(
         for rank, pid in enumerate(decode_ids(blob)[:depth], 1):
             ranks[row].setdefault(pid, []).append(rank)
     # Whatever its origin (app, served grading, adjudication, a label file): a judge's
-    # grade events are the only ones of the log that are not a person's.
-    graded: set[tuple[int, str]] = set(
-        conn.execute(
-            "SELECT c.query_id, p.ext_id FROM current_grade c"
-            " JOIN event e ON e.id = c.event_id JOIN passage p ON p.id = c.passage_id"
-            " WHERE c.query_id IN (SELECT value FROM json_each(?)) AND e.source = 'human'",
-            (wanted,),
-        ).fetchall()
-    )
+    # grade events are the only ones of the log that are not a person's. A person's
+    # grade that accepted a suggestion is the judge's grade again, so it completes nothing.
+    graded: set[tuple[int, str]] = set()
+    accepted: set[tuple[int, str]] = set()
+    for row, pid, took in conn.execute(
+        "SELECT c.query_id, p.ext_id, coalesce(e.accepted_suggestion, 0) FROM current_grade c"
+        " JOIN event e ON e.id = c.event_id JOIN passage p ON p.id = c.passage_id"
+        " WHERE c.query_id IN (SELECT value FROM json_each(?)) AND e.source = 'human'",
+        (wanted,),
+    ):
+        (accepted if took else graded).add((row, pid))
     found: dict[int, list[Waiting]] = {}
     for row, seen in ranks.items():
         left = [
-            Waiting(pid, len(at), min(at)) for pid, at in seen.items() if (row, pid) not in graded
+            Waiting(pid, len(at), min(at), (row, pid) in accepted)
+            for pid, at in seen.items()
+            if (row, pid) not in graded
         ]
         found[row] = sorted(left, key=lambda w: (-w.runs, w.best_rank, w.passage))
     return found
 
 
 def audit(conn: sqlite3.Connection, depth: int) -> Audit:
-    """The draws, and which drawn queries are complete at ``depth``."""
+    """The draws, and which drawn queries a stored run covers are complete at ``depth``
+    (a query no run ranks anything for has nothing waiting, yet nothing to complete)."""
     rows = drawn_rows(conn)
-    waiting = waiting_pairs(conn, [row for row, _ in rows], depth)
+    covered = set(covered_queries(conn))
+    kept = [(row, qid) for row, qid in rows if qid in covered]
+    waiting = waiting_pairs(conn, [row for row, _ in kept], depth)
     return Audit(
         tuple(draws(conn)),
         depth,
-        tuple(qid for row, qid in rows if not waiting[row]),
-        tuple(qid for row, qid in rows if waiting[row]),
+        tuple(qid for row, qid in kept if not waiting[row]),
+        tuple(qid for row, qid in kept if waiting[row]),
+        tuple(qid for _, qid in rows if qid not in covered),
+        sum(w.accepted for left in waiting.values() for w in left),
     )

@@ -276,7 +276,8 @@ def test_audit_json_shapes(project: Project, cli: Cli) -> None:
     code, out, err = cli("audit", path, "--list", "--depth", "5", "--format", "json")
     assert code == 0, err
     listed = json.loads(out)
-    assert set(listed) == {"draws", "depth", "complete", "incomplete"}
+    assert set(listed) == {"draws", "depth", "complete", "incomplete", "uncovered", "accepted_only"}
+    assert (listed["uncovered"], listed["accepted_only"]) == ([], 0)
     assert [set(d) for d in listed["draws"]] == [{"seed", "population", "drawn", "time"}] * 2
     assert [d["population"] for d in listed["draws"]] == [10, 7]
     assert [d["seed"] for d in listed["draws"]] == [21, second["seed"]]
@@ -311,3 +312,60 @@ def test_a_samples_files_gold_grades_complete_a_query(tmp_path: Path) -> None:
         draw(project, 2, seed=1)
         state = audit(project.conn, depth=2)
         assert (state.complete, state.incomplete) == (("s1",), ("s2",))
+
+
+# -- what does not complete a query (issue 29 review) ------------------------------------
+
+
+def test_a_grade_that_accepted_a_suggestion_completes_nothing(project: Project, cli: Cli) -> None:
+    """Accepting the judge's suggestion makes people's grade the judge's: counted, it
+    would credit the judge with agreement nobody measured."""
+    (qid,) = draw(project, 1, seed=9).draw.drawn
+    pool = top(qid, 3)
+    grade(project, qid, pool[0], accepted_suggestion=False)  # recorded as 0: a person's
+    for passage in pool[1:]:
+        grade(project, qid, passage, accepted_suggestion=True)
+    state = audit(project.conn, depth=3)
+    assert (state.incomplete, state.accepted_only) == ((qid,), 2)
+    row = project.conn.execute("SELECT id FROM query WHERE ext_id = ?", (qid,)).fetchone()[0]
+    waiting = waiting_pairs(project.conn, [row], 3)[row]
+    assert sorted(w.passage for w in waiting) == sorted(pool[1:])
+    assert all(w.accepted for w in waiting)
+    path = project.path
+    assert path is not None
+    code, out, err = cli("audit", path, "--list", "--depth", "3")
+    assert code == 0, err
+    assert "2 pairs of them graded only by accepting the judge's suggestion" in out
+    code, out, _ = cli("audit", path, "--list", "--depth", "3", "--format", "json")
+    assert json.loads(out)["accepted_only"] == 2
+    # Another person's own grade completes a pair, whoever accepted before.
+    for passage in pool[1:]:
+        record(project, GradeEvent(query=qid, passage=passage, annotator="bob", grade=2))
+    state = audit(project.conn, depth=3)
+    assert (state.complete, state.accepted_only) == ((qid,), 0)
+
+
+def test_a_drawn_query_no_run_covers_any_more_is_left_out(
+    project: Project, tmp_path: Path, cli: Cli
+) -> None:
+    drawn = draw(project, 3, seed=4).draw.drawn
+    gone = drawn[0]
+    for passage in top(drawn[1], 2):
+        grade(project, drawn[1], passage)
+    # Both runs imported again without the first drawn query.
+    for name in "ab":
+        kept = tmp_path / f"{name}-kept.run"
+        lines = (tmp_path / f"{name}.run").read_text().splitlines(keepends=True)
+        kept.write_text("".join(line for line in lines if not line.startswith(f"{gone} ")))
+        run_import(project, ImportRequest(runs=[(name, kept)], replace=True))
+    state = audit(project.conn, depth=2)
+    assert state.uncovered == (gone,)
+    assert (state.complete, state.incomplete) == ((drawn[1],), (drawn[2],))
+    assert state.drawn == 2
+    path = project.path
+    assert path is not None
+    code, out, _ = cli("audit", path, "--list", "--depth", "2")
+    assert code == 0 and "audit 1/2 complete" in out
+    assert f"no longer covered by a stored run (left out): {gone}" in out
+    code, out, _ = cli("audit", path, "--list", "--depth", "2", "--format", "json")
+    assert json.loads(out)["uncovered"] == [gone]

@@ -472,3 +472,16 @@ def _numbers(column: Correction) -> list[float]:
         column.p_value,
         -1 if settle is None else settle,
     ]
+
+
+def test_no_standard_error_gives_no_p_value() -> None:
+    """Values that do not vary give se = 0: a p of 0 there would enter Holm's or BH's
+    family as a finding, so there is none, and the comparison stays out of the family."""
+    f = np.full((40, 2), 0.5)
+    h = np.tile([0.7, 0.0], (12, 1))  # a constant nonzero mean, and a constant 0
+    column, zero = (judge_corrected(f, h, f[:12]).column(j) for j in (0, 1))
+    for one, mean in ((column, 0.7), (zero, 0.0)):
+        # 0, or rounding's near 0: the mean of twelve 0.7s is 0.7000000000000001.
+        assert one.corrected is not None and one.corrected.se < 1e-15
+        assert one.corrected.mean == pytest.approx(mean)
+        assert one.p_value is None

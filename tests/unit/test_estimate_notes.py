@@ -14,6 +14,10 @@ import pytest
 from estimate_project import EstimateProject, build
 from scipy import stats
 
+from raglabel.formats.report import Report
+from raglabel.storage.grades import GradeEvent, record
+from raglabel.storage.project import Project
+
 if TYPE_CHECKING:
     from cli_helpers import Cli
 
@@ -171,3 +175,158 @@ def test_an_interval_of_no_width_is_said_to_show_no_spread(cli: Cli, tmp_path: P
     assert "proc@5 (dense - bm25, " in err and "have the difference 0.000" in err
     assert not any(line.startswith("raglabel eval: warning: ndcg@5") and "no width" in line
                    for line in err.splitlines())  # fmt: skip
+
+
+# -- issue 29 review: what the estimate must refuse or say ----------------------------------
+
+
+def test_an_annotator_is_refused_with_the_corrected_estimate(
+    cli: Cli, project: EstimateProject
+) -> None:
+    """Completeness counts anyone's grades: one annotator's alone would count the
+    passages they left to others as not relevant."""
+    code, _, err = cli("eval", project.db, "--estimate", "corrected", "--annotator", "alice")
+    assert code == 2
+    assert "--annotator goes with --estimate human only" in err
+    assert "complete on any person's grades" in err
+
+
+def test_the_reports_estimate_uses_everyones_grades(project: EstimateProject) -> None:
+    from raglabel.analysis.corrected import EstimateRefusedError, report_estimate
+    from raglabel.analysis.evaluation import Options
+    from raglabel.analysis.inputs import EvalRequest
+    from raglabel.metrics.config import MetricConfig
+    from raglabel.metrics.names import MetricKey
+    from raglabel.storage.labels import LabelChoice
+
+    def asked(choice: LabelChoice | None) -> EvalRequest:
+        return EvalRequest(
+            options=Options(metrics=[MetricKey("ndcg", 10)], ci=False),
+            cutoffs=[10],
+            config=MetricConfig(),
+            project=project.db,
+            choice=choice,
+        )
+
+    everyone = report_estimate(asked(None))
+    # "nobody" graded nothing: with their grades alone every drawn query would be empty.
+    one = report_estimate(asked(LabelChoice(annotator="nobody")))
+    assert isinstance(everyone, Report) and isinstance(one, Report)
+    assert {r: v.mean for r, v in one.runs.items()} == {r: v.mean for r, v in everyone.runs.items()}
+    assert any("not on annotator 'nobody'" in line for line in one.warnings)
+    # Run files beside the project: the section is refused, naming the import.
+    with_file = asked(None)
+    with_file.runs = [("extra", project.db.parent / "bm25.run")]
+    refused = report_estimate(with_file)
+    assert isinstance(refused, EstimateRefusedError)
+    assert refused.fix == f"raglabel import {project.db} --run NAME=FILE"
+
+
+def test_run_files_beside_a_project_are_refused(cli: Cli, project: EstimateProject) -> None:
+    run = project.db.parent / "bm25.run"
+    for kind in ("judge", "corrected"):
+        code, _, err = cli("eval", project.db, "--run", f"extra={run}", "--estimate", kind)
+        assert code == 2, err
+        assert f"--estimate {kind} reads the project's stored runs" in err
+        assert f"raglabel import {project.db} --run NAME=FILE" in err
+
+
+def taken(qid: str, pid: str, grade: int) -> GradeEvent:
+    """Alice's grade on a pair, made by accepting the judge's suggestion."""
+    return GradeEvent(
+        query=qid, passage=pid, annotator="alice", grade=grade, accepted_suggestion=True
+    )
+
+
+def test_grades_that_accepted_the_judge_complete_no_drawn_query(cli: Cli, tmp_path: Path) -> None:
+    built = build(tmp_path, complete=11, incomplete=0)
+    first = built.complete[0]
+    with Project.open(built.db) as opened:
+        for (qid, pid), grade in built.graded.items():
+            if qid == first:  # alice took the judge's grade instead of her own
+                record(opened, taken(qid, pid, grade))
+    pairs = sum(qid == first for qid, _ in built.graded)
+    report, err = as_json(cli, built.db, "--estimate", "corrected", "--metrics", "ndcg@10")
+    assert report["estimate"]["complete"] == 10
+    assert report["estimate"]["incomplete"] == [first, *built.drawn[11:]]
+    assert f"({pairs} of their pairs graded only by accepting the judge's suggestion" in err
+    # One more accepted query leaves too few: the refusal counts the accepted pairs.
+    second = built.complete[1]
+    with Project.open(built.db) as opened:
+        for (qid, pid), grade in built.graded.items():
+            if qid == second:
+                record(opened, taken(qid, pid, grade))
+    code, _, err = cli("eval", built.db, "--estimate", "corrected", "--metrics", "ndcg@10")
+    assert code == 2
+    both = sum(qid in (first, second) for qid, _ in built.graded)
+    assert f"{both} pairs of the drawn queries are graded only by accepting" in err
+
+
+def test_labels_beyond_the_top_k_are_named_metric_by_metric(
+    cli: Cli, project: EstimateProject
+) -> None:
+    metrics = "ndcg@10,recall@10,rprec,precision@5,mrr@10,ap@10"
+    _, err = as_json(cli, project.db, "--estimate", "corrected", "--metrics", metrics)
+    (line,) = [w for w in err.splitlines() if "outside the stored runs' top 10" in w]
+    named = line.removeprefix("raglabel eval: warning: ").partition(":")[0].split(", ")
+    assert sorted(named) == ["ap@10", "ndcg@10", "recall@10", "rprec"]
+
+
+def test_a_drawn_query_no_run_covers_is_left_out_of_the_estimate(cli: Cli, tmp_path: Path) -> None:
+    built = build(tmp_path, complete=12, incomplete=0)
+    gone = built.complete[0]
+    for run in built.runs:
+        path = tmp_path / f"{run}.run"
+        kept = [line for line in path.read_text().splitlines() if not line.startswith(f"{gone} ")]
+        path.write_text("".join(f"{line}\n" for line in kept))
+        code, _, err = cli("import", built.db, "--run", f"{run}={path}", "--replace")
+        assert code == 0, err
+    report, err = as_json(cli, built.db, "--estimate", "corrected", "--metrics", "ndcg@10")
+    assert report["estimate"]["complete"] == 11 and report["estimate"]["population"] == 19
+    assert f"1 drawn queries no stored run covers any more ({gone}) are left out" in err
+
+
+def test_no_spread_gives_no_p_value_and_the_table_says_na(cli: Cli, tmp_path: Path) -> None:
+    """A run stored twice differs from itself by 0 on every query (se 0): no p-value,
+    none adjusted, and NA in the table, where a p of 1 (or 0) was before."""
+    built = build(tmp_path)
+    copy = tmp_path / "copy.run"
+    copy.write_text((tmp_path / "bm25.run").read_text())
+    assert cli("import", built.db, "--run", f"copy={copy}")[0] == 0
+    asked = ("--estimate", "corrected", "--compare", "--baseline", "bm25", "--metrics", "ndcg@10")
+    report, _ = as_json(cli, built.db, *asked)
+    (same,) = [c for c in report["compare"] if c["run"] == "copy"]
+    assert same["mean_difference"] == 0.0 and (same["p_value"], same["p_adjusted"]) == (None, None)
+    others = [c for c in report["compare"] if c["run"] != "copy"]
+    assert others and all(c["p_value"] is not None for c in others)
+    code, out, err = cli("eval", built.db, *asked)
+    assert code == 0, err
+    (row,) = [line for line in out.splitlines() if " copy " in line and "headline" in line]
+    assert row.split()[6:8] == ["NA", "NA"]  # p and p (holm), after the two-cell CI
+
+
+def test_intervals_never_run_backwards_and_a_mean_beyond_the_range_is_named() -> None:
+    """A corrected mean past 1 (the judge's mean plus people's correction) with its
+    interval wholly past 1 once gave (1.0113, 1.0); both ends now stay in the range,
+    and the mean, left as the estimator gives it, is named once."""
+    import numpy as np
+
+    from raglabel.analysis.corrected import _out_of_range_note, _pair
+    from raglabel.metrics.judge_corrected import Estimate, judge_corrected
+
+    assert _pair(Estimate(1.0166, (1.0113, 1.0219), 0.0027, 30), (0.0, 1.0)) == (1.0, 1.0)
+    assert _pair(Estimate(-0.02, (-0.03, -0.01), 0.005, 30), (0.0, 1.0)) == (0.0, 0.0)
+    assert _pair(Estimate(0.5, (0.4, 0.6), 0.05, 30), (0.0, 1.0)) == (0.4, 0.6)
+    rng = np.random.default_rng(3)
+    h = np.clip(0.95 + rng.normal(0, 0.03, (30, 1)), 0, 1)
+    g = h - 0.2  # the judge tracks people closely, 0.2 low
+    f = np.full((400, 1), 0.99)  # but is near 1 over the population
+    fixed = judge_corrected(np.hstack([f, f]), np.hstack([h, h]), np.hstack([g, g]))
+    mean = fixed.column(0).corrected
+    assert mean is not None and mean.mean > 1.0
+    note = _out_of_range_note(fixed, [("bm25", "ndcg@10", None), ("dense", "ndcg@10", None)])
+    assert note is not None and note.count("ndcg@10 of") == 2
+    assert f"ndcg@10 of bm25 ({mean.mean:.4f}, range [0, 1])" in note
+    assert "not clipped" in note
+    low, high = _pair(mean, (0.0, 1.0)) or (math.nan, math.nan)
+    assert low <= high <= 1.0

@@ -370,6 +370,7 @@ def test_the_pages_example_prints_what_the_page_says(
     # The page's block without the two spaces that end a Markdown line break.
     assert "\n".join(text.rstrip() for text in out.splitlines()) + "\n" == printed
     assert "2 of 14 drawn queries are not complete (q11, q19)" in err
+    assert "ndcg@10: read labels of passages outside the stored runs' top 10" in err
     report = estimate_json(cli, project.db, "--estimate", "corrected", "--compare",
                            "--baseline", "bm25")  # fmt: skip
     dense = next(t for t in report["compare"] if t["run"] == "dense" and t["metric"] == "ndcg@10")
