@@ -12,20 +12,23 @@ from __future__ import annotations
 import sqlite3
 
 from raglabel.session.catalog import Catalog
-from raglabel.storage.audit import Waiting, drawn_rows, waiting_pairs
+from raglabel.storage.audit import Waiting, covered_queries, drawn_rows, waiting_pairs
 
 
 class AuditQueue:
-    """The drawn queries (as the session's query indexes, in draw order) and the
-    passages each still needs a person's grade on, down to ``depth``."""
+    """The drawn queries a stored run covers (as the session's query indexes, in draw
+    order) and the passages each still needs a person's grade on, down to ``depth``."""
 
     def __init__(self, conn: sqlite3.Connection, catalog: Catalog, depth: int) -> None:
         self.depth = depth
         self._catalog = catalog
         self.members: list[int] = []
-        for row, _ in drawn_rows(conn):
+        # As `raglabel audit --list` counts: a drawn query no run ranks anything for any
+        # more has nothing waiting, yet nothing to complete, so it is not a member.
+        covered = set(covered_queries(conn))
+        for row, qid in drawn_rows(conn):
             q = catalog.query_index(row)
-            if q is not None:
+            if q is not None and qid in covered:
                 self.members.append(q)
         self._waiting: dict[int, list[Waiting]] = {}
         self._read(conn, self.members)

@@ -124,3 +124,21 @@ def test_the_audit_needs_no_runs_from_the_background_load(demo_db: Path) -> None
         assert session.book.grade_of(hole.query, hole.pid) == 4
     finally:
         session.close()
+
+
+def test_a_drawn_query_no_run_covers_is_not_counted(demo_db: Path) -> None:
+    # The app's count is the command's here too: such a query completes nothing.
+    members = drawn(demo_db, 3, seed=12)
+    with Project.open(demo_db) as project:
+        project.conn.execute(
+            "DELETE FROM ranking WHERE query_id = (SELECT id FROM query WHERE ext_id = ?)",
+            (members[0],),
+        )
+        project.conn.commit()
+        state = audit(project.conn, depth=20)
+    assert state.uncovered == (members[0],)
+    session = GradingSession.open(AppOptions(project=demo_db, annotator=ME))
+    try:
+        assert session.audit_progress() == (len(state.complete), state.drawn) == (0, 2)
+    finally:
+        session.close()
