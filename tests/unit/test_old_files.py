@@ -271,7 +271,14 @@ def test_v9_upgrade_keeps_everything_and_starts_with_no_draw(
     before = {name: read(path, f"SELECT * FROM {name}") for name in tables}
     code, out, err = cli("audit", path, "--list", "--format", "json")
     assert code == 0, err
-    assert json.loads(out) == {"draws": [], "depth": 20, "complete": [], "incomplete": []}
+    assert json.loads(out) == {
+        "draws": [],
+        "depth": 20,
+        "complete": [],
+        "incomplete": [],
+        "uncovered": [],
+        "accepted_only": 0,
+    }
     assert {name: read(path, f"SELECT * FROM {name}") for name in tables} == before
     # The two queries the old file's run covers can be drawn, and are recorded.
     code, out, err = cli("audit", path, "--sample", "2", "--seed", "1", "--format", "json")
