@@ -36,6 +36,7 @@ from raglabel.storage.pair_selection import Picked, Selection, pick_pairs
 from raglabel.storage.project import Project
 
 if TYPE_CHECKING:
+    from raglabel.judge.client import ChatClient
     from raglabel.judge.task import Task
 
 
@@ -64,6 +65,19 @@ class JudgeSetup:
                 " or non-ASCII character); set it to the key alone"
             )
         return key
+
+    def client(self, api_key: str | None, limits: RunLimits, transport: Any) -> ChatClient:
+        """The HTTP client a run asks through, sized by ``limits``. Imported here: the
+        client (httpx) loads when a run starts, not with the app."""
+        from raglabel.judge.client import ChatClient
+
+        return ChatClient(
+            self.url or self.setting.endpoint,
+            api_key,
+            timeout_s=limits.timeout_s,
+            connections=limits.concurrency,
+            transport=transport,
+        )
 
 
 def latest_setup(project: Project) -> tuple[JudgeSetup, RunLimits] | None:
@@ -137,16 +151,9 @@ def execute(
     try:
         # The client, the runner and the tasks' reply models (httpx, pydantic) load when
         # a run starts, not with the app.
-        from raglabel.judge.client import ChatClient
         from raglabel.judge.runner import JudgeRun
 
-        client = ChatClient(
-            setup.url or setup.setting.endpoint,
-            api_key,
-            timeout_s=limits.timeout_s,
-            connections=limits.concurrency,
-            transport=transport,
-        )
+        client = setup.client(api_key, limits, transport)
         runner = JudgeRun(
             client,
             task_of(work.kind, setup.setting),

@@ -218,7 +218,6 @@ def _ask(
     transport: Any,
 ) -> tuple[dict[tuple[str, str], Outcome], Tally, str]:
     """Every slot's outcome by (model, slot key), the tally, and how the run ended."""
-    from raglabel.judge.client import ChatClient
     from raglabel.judge.runner import JudgeRun
 
     outcomes: dict[tuple[str, str], Outcome] = {}
@@ -226,13 +225,7 @@ def _ask(
     def keep(outcome: Outcome) -> None:
         outcomes[outcome.slot.model, outcome.slot.cache_key] = outcome
 
-    client = ChatClient(
-        setup.url or setup.setting.endpoint,
-        api_key,
-        timeout_s=limits.timeout_s,
-        connections=limits.concurrency,
-        transport=transport,
-    )
+    client = setup.client(api_key, limits, transport)
     runner = JudgeRun(
         client,
         PassageTask(setup.setting.template),
