@@ -5,6 +5,9 @@ Tests take these through the ``cli`` and ``judge_argv`` fixtures of tests/confte
 
 from __future__ import annotations
 
+import os
+import pwd
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -71,3 +74,18 @@ def start_serving(
         process.kill()
         raise AssertionError(f"serve did not start: {line!r} {process.communicate()[1]}")
     return process, line.rsplit(" at ", 1)[1].strip()
+
+
+def other_user() -> list[str]:
+    """The words that run a command as a user the permission bits bind: none when the
+    tests are not root, else ``setpriv`` as ``nobody`` (skipped when either is missing)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("running as root, and there is no 'nobody' user to run as")
+    if setpriv is None:
+        pytest.skip("running as root, and setpriv (util-linux) is not installed")
+    return [setpriv, f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pwd
 import re
 import shlex
 import shutil
@@ -25,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_helpers import child
+from cli_helpers import child, other_user
 from docs_pages import examples
 
 from raglabel.storage.audit import covered_queries, draw_order
@@ -112,24 +111,11 @@ def test_bad_requests_exit_2_and_draw_nothing(
     assert members(demo_db) == 0
 
 
-def _as_nobody() -> list[str]:
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    try:
-        nobody = pwd.getpwnam("nobody")
-    except KeyError:
-        pytest.skip("running as root, and there is no 'nobody' user to run as")
-    if setpriv is None:
-        pytest.skip("running as root, and setpriv (util-linux) is not installed")
-    return [setpriv, f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups"]
-
-
 @pytest.fixture
 def locked(demo_template: Path) -> Iterator[tuple[Path, list[str]]]:
     """The demo project with one draw, read-only, file and folder; and the words that
     run a command as a user that binds."""
-    prefix = _as_nobody()
+    prefix = other_user()
     # Not tmp_path: pytest makes its folders for root alone, which nobody cannot enter.
     base = Path(tempfile.mkdtemp(prefix="raglabel-audit-ro-"))
     folder = base / "ro"

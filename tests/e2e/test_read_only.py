@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pwd
 import shutil
 import sqlite3
 import subprocess
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import pytest
+from cli_helpers import other_user
 
 from raglabel.errors import StorageError
 from raglabel.storage.project import Project, _connect_read_only
@@ -40,20 +40,6 @@ ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "fixtures" / "demo" / "runs" / "bm25.run"
 
 
-def _other_user() -> list[str]:
-    """The words that run a command as a user the permission bits bind."""
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    try:
-        nobody = pwd.getpwnam("nobody")
-    except KeyError:
-        pytest.skip("running as root, and there is no 'nobody' user to run as")
-    if setpriv is None:
-        pytest.skip("running as root, and setpriv (util-linux) is not installed")
-    return [setpriv, f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups"]
-
-
 class Place:
     """A folder the other user can reach: ``ro`` holds the project and may be made
     read-only; ``out`` and ``home`` are theirs to write."""
@@ -63,7 +49,7 @@ class Place:
         self.ro = base / "ro"
         self.out = base / "out"
         self.home = base / "home"
-        self.prefix = _other_user()
+        self.prefix = other_user()
 
     def run(self, *args: str | Path, code: str | None = None) -> subprocess.CompletedProcess[str]:
         """``raglabel ARGS`` (or ``python -c CODE``) as the other user, in ``out``."""
