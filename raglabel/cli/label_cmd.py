@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from raglabel.cli.options import add_convention_options, cutoffs_option, metric_config
 from raglabel.errors import InputError, UsageError
+from raglabel.session.cutoffs import DEFAULT_CUTOFFS_OPTION
 
 if TYPE_CHECKING:
     from raglabel.metrics.config import MetricConfig
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 ENV_ANNOTATOR = "RAGLABEL_ANNOTATOR"
 #: Set to 1 to start the app without a terminal (tests, Pilot-driven benchmarks).
 ENV_ALLOW_NO_TTY = "RAGLABEL_ALLOW_NO_TTY"
-DEFAULT_CUTOFFS = "5,10,20"
 
 
 def register(commands: Any) -> None:
@@ -106,8 +106,11 @@ def _add_app_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-k",
         metavar="LIST",
-        default=DEFAULT_CUTOFFS,
-        help=f"cutoffs K cycles through; the first is shown first (default: {DEFAULT_CUTOFFS})",
+        default=DEFAULT_CUTOFFS_OPTION,
+        help=(
+            "cutoffs K cycles through; the first is shown first"
+            f" (default: {DEFAULT_CUTOFFS_OPTION})"
+        ),
     )
 
 

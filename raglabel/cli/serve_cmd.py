@@ -10,10 +10,10 @@ from typing import Any
 
 from raglabel.cli.options import cutoffs_option
 from raglabel.errors import InputError, UsageError
+from raglabel.session.cutoffs import DEFAULT_CUTOFFS_OPTION
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-DEFAULT_CUTOFFS = "5,10,20"
 MAX_NAME = 100
 WILDCARDS = ("0.0.0.0", "::", "")
 
@@ -58,8 +58,8 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "-k",
         metavar="LIST",
-        default=DEFAULT_CUTOFFS,
-        help=f"cutoffs K cycles through in the app (default: {DEFAULT_CUTOFFS})",
+        default=DEFAULT_CUTOFFS_OPTION,
+        help=f"cutoffs K cycles through in the app (default: {DEFAULT_CUTOFFS_OPTION})",
     )
     invites = parser.add_argument_group("invites (each prints and exits; no server runs)")
     action = invites.add_mutually_exclusive_group()

@@ -5,3 +5,6 @@ from __future__ import annotations
 
 #: Cutoffs ``K`` cycles through in the app; the first is the default.
 DEFAULT_CUTOFFS = (5, 10, 20)
+
+#: The same cutoffs as a command line spells them (``--cutoffs``' default).
+DEFAULT_CUTOFFS_OPTION = ",".join(str(k) for k in DEFAULT_CUTOFFS)

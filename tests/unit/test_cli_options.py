@@ -424,3 +424,14 @@ def test_top_level_help_lists_every_command(cli: Cli) -> None:
     assert code == 0 and "%%" not in out
     for command in _subcommands():
         assert re.search(rf"\b{command}\b", out)
+
+
+@pytest.mark.parametrize("command", ["label", "serve"])
+def test_the_app_commands_default_to_the_apps_own_cutoffs(command: str) -> None:
+    # One home for the cutoffs the app cycles through: the commands that start it spell
+    # the session's tuple, so changing it changes their default and their --help alike.
+    from raglabel.cli.options import cutoffs_option
+    from raglabel.session.cutoffs import DEFAULT_CUTOFFS
+
+    args = parse_args(build_parser(command), [command, "project.db"])
+    assert tuple(cutoffs_option(args.k)) == DEFAULT_CUTOFFS
