@@ -615,7 +615,7 @@ def _no_spread_notes(
     found: dict[tuple[str, str], list[str]] = {}
     for j, (run, metric, base) in enumerate(columns):
         corrected = fixed.column(j).corrected
-        if corrected is None or corrected.ci[0] != corrected.ci[1]:
+        if corrected is None or not corrected.no_spread:
             continue
         what = run if base is None else f"{run} - {base}"
         values = h[:, j][~np.isnan(h[:, j])] if h.size else h

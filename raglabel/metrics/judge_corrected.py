@@ -124,6 +124,12 @@ class Estimate:
     """Queries the mean is over (for the corrected figure: the drawn queries with both
     values defined, n)."""
 
+    @property
+    def no_spread(self) -> bool:
+        """The values under it do not vary (its standard error is 0 up to rounding), so
+        its interval has no width: that shows no spread, not certainty."""
+        return without_spread(self.mean, self.se)
+
 
 @dataclass(frozen=True)
 class Estimates:
@@ -366,18 +372,22 @@ def _classical(m: _Moments, z: float) -> Estimates:
 _ROUNDING = 64 * float(np.finfo(np.float64).eps)
 
 
+def without_spread(estimate: float, se: float) -> bool:
+    """se is 0 up to rounding: the mean of twelve 0.7s is 0.7000000000000001, which
+    leaves an se near 3e-17. The bound, 64 machine epsilons of the estimate's size (at
+    least 1), is far below any se of values that really vary: a metric's values lie in
+    [0, 1] or [0, 100] and differ by far more than 1e-13."""
+    return se <= _ROUNDING * max(abs(estimate), 1.0)
+
+
 def _two_sided_p(estimate: FloatArray, se: FloatArray) -> FloatArray:
     """2 * (1 - Phi(|estimate| / se)) = erfc(|estimate| / (se * sqrt 2)); NaN where the
     estimate is, and where se is 0: values that do not vary give no test (a p of 0
-    there would count as a finding in Holm's or Benjamini-Hochberg's family).
-
-    se counts as 0 up to rounding: the mean of twelve 0.7s is 0.7000000000000001, which
-    leaves an se near 3e-17 and would make p = 0. The bound, 64 machine epsilons of the
-    estimate's size (at least 1), is far below any se of values that really vary: a
-    metric's values lie in [0, 1] or [0, 100] and differ by far more than 1e-13."""
+    there would count as a finding in Holm's or Benjamini-Hochberg's family), up to
+    rounding (:func:`without_spread`)."""
     out = np.full(estimate.shape, np.nan)
     for j, (value, error) in enumerate(zip(estimate.tolist(), se.tolist(), strict=True)):
-        if math.isnan(value) or math.isnan(error) or error <= _ROUNDING * max(abs(value), 1.0):
+        if math.isnan(value) or math.isnan(error) or without_spread(value, error):
             continue
         out[j] = math.erfc(abs(value) / (error * math.sqrt(2.0)))
     return out

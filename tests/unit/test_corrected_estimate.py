@@ -485,3 +485,19 @@ def test_no_standard_error_gives_no_p_value() -> None:
         assert one.corrected is not None and one.corrected.se < 1e-15
         assert one.corrected.mean == pytest.approx(mean)
         assert one.p_value is None
+
+
+def test_an_interval_of_rounding_width_shows_no_spread_as_one_of_none() -> None:
+    """The "no spread" note and the missing p-value follow one rule: twelve 0.7s leave
+    an interval a few 1e-17 wide, which is no spread, exactly as twelve 0s' interval of
+    no width; values that vary by 1e-9 do spread."""
+    f = np.full((40, 3), 0.5)
+    h = np.tile([0.7, 0.0, 0.3], (12, 1))
+    h[::2, 2] += 1e-9
+    rounding, exact, varying = (judge_corrected(f, h, f[:12]).column(j) for j in (0, 1, 2))
+    assert rounding.corrected is not None and exact.corrected is not None
+    assert rounding.corrected.ci[0] != rounding.corrected.ci[1]  # rounding's width
+    assert exact.corrected.ci[0] == exact.corrected.ci[1]
+    assert rounding.corrected.no_spread and exact.corrected.no_spread
+    assert varying.corrected is not None and not varying.corrected.no_spread
+    assert varying.p_value is not None
