@@ -40,6 +40,7 @@ from raglabel.formats.report import (
     Report,
     RunReport,
 )
+from raglabel.metrics import table
 from raglabel.metrics.judge_corrected import MIN_DRAWN, Corrections, judge_corrected
 from raglabel.metrics.names import lower_is_better
 from raglabel.metrics.stats import adjust_families
@@ -593,16 +594,13 @@ def _undefined_notes(
     return [f"{metric} ({', '.join(who)}): {finding}" for (metric, finding), who in found.items()]
 
 
-#: Where a metric's values lie: [0, 1] for every metric of the table
-#: (``raglabel.metrics.table``) but ``ctx_rank_prec``, a percentage.
-PERCENT_METRICS = frozenset({"ctx_rank_prec"})
-
 Bounds = tuple[float, float]
 
 
 def metric_range(metric: str, difference: bool = False) -> Bounds:
-    """The values ``metric`` (``ndcg@10``) can take, or a difference of two runs' can."""
-    top = 100.0 if metric.partition("@")[0] in PERCENT_METRICS else 1.0
+    """The values ``metric`` (``ndcg@10``) can take, or a difference of two runs' can:
+    [0, highest] and [-highest, highest], ``highest`` from the metric table."""
+    top = table.metric(metric.partition("@")[0]).highest
     return (-top, top) if difference else (0.0, top)
 
 

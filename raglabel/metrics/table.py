@@ -2,11 +2,12 @@
 
 A record holds raglabel's name for the measure, the group it belongs to, the names
 trec_eval, ir_measures and ranx give it, the words people write for it, the name
-reports and the app show, a shorter one for narrow screens, which way is better, and
-the sentence that defines it. Everything else reads these records: the name reader
-(:mod:`raglabel.metrics.names`, through :mod:`raglabel.metrics.aliases`), the
-definitions printed beside figures (:mod:`raglabel.metrics.definitions`), the app's
-column headers, and the report's "lower is better". Table order is the order of
+reports and the app show, a shorter one for narrow screens, which way is better, the
+largest value it takes, and the sentence that defines it. Everything else reads these
+records: the name reader (:mod:`raglabel.metrics.names`, through
+:mod:`raglabel.metrics.aliases`), the definitions printed beside figures
+(:mod:`raglabel.metrics.definitions`), the app's column headers, the report's "lower is
+better", and the range a judge-corrected interval is cut to. Table order is the order of
 :data:`raglabel.metrics.names.KNOWN_METRICS`, which error messages list.
 """
 
@@ -47,6 +48,8 @@ class Metric(FrozenRecord):
     ``words`` are what people write for the measure, matched only to suggest a name.
     ``definition`` is a sentence with the fields ``top`` ("the top 5"), ``k``,
     ``relevant`` ("graded 3 or higher"), ``harm`` and ``ctx`` (the thresholds in force).
+    ``highest`` is the largest value the measure takes (its values lie in [0, highest]):
+    an interval around a mean is cut to that range.
     """
 
     __slots__ = (
@@ -55,6 +58,7 @@ class Metric(FrozenRecord):
         "display",
         "families",
         "group",
+        "highest",
         "ir_measures",
         "name",
         "ranked_list",
@@ -71,6 +75,7 @@ class Metric(FrozenRecord):
     short: str
     better: Better
     definition: str
+    highest: float
     uncut: Uncut
     ranked_list: bool
     trec_eval: tuple[str, ...]
@@ -88,6 +93,7 @@ class Metric(FrozenRecord):
         short: str,
         better: Better = "higher",
         definition: str,
+        highest: float = 1.0,
         uncut: Uncut = "never",
         ranked_list: bool = False,
         trec_eval: tuple[str, ...] = (),
@@ -103,6 +109,7 @@ class Metric(FrozenRecord):
         setattr_(self, "short", short)
         setattr_(self, "better", better)
         setattr_(self, "definition", definition)
+        setattr_(self, "highest", highest)
         setattr_(self, "uncut", uncut)
         setattr_(self, "ranked_list", ranked_list)
         setattr_(self, "trec_eval", trec_eval)
@@ -288,6 +295,7 @@ METRICS: tuple[Metric, ...] = (
         display="ctx_rank_prec",
         short="ctx_prec",
         definition="100 x DCG of {top} / DCG of the same passages sorted by grade",
+        highest=100.0,
     ),
     Metric(
         "ctx_rank_pass",
