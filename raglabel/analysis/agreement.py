@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from raglabel.formats.agreement_report import (
+    HUMANS,
     AgreementReport,
     AnswerGap,
     CriterionAgreement,
@@ -40,6 +41,7 @@ from raglabel.metrics.agreement import (
     weighted_kappa,
 )
 from raglabel.metrics.agreement_intervals import (
+    LEVEL,
     Interval,
     pair_intervals,
     run_order_intervals,
@@ -55,7 +57,6 @@ from raglabel.storage.labels import judge_consensus, resolve
 from raglabel.storage.ratings import PairKey, Ratings, load_ratings
 from raglabel.storage.runs import rankings_by_run
 
-HUMANS = "humans"  # the resolved human grade, as metrics use it
 GRADES = (1, 2, 3, 4, 5)
 
 
@@ -68,11 +69,13 @@ def agreement(
     top_runs: int = 5,
     resamples: int = 1000,
     seed: int = 42,
+    level: float = LEVEL,
 ) -> AgreementReport:
     """Agreement among annotators and of each model (and the models' ensemble) with
     people; with ``metrics``, whether judge grades order the runs as human grades do,
     over all runs and over the ``top_runs`` best on human grades. Intervals: ``resamples``
-    bootstrap resamples of queries, seeded by ``seed``."""
+    bootstrap resamples of queries, seeded by ``seed``, percentile intervals at
+    ``level``."""
     if top_runs < 3:
         raise ValueError(
             f"top_runs must be 3 or more (tau over fewer is not given), got {top_runs}"
@@ -100,7 +103,7 @@ def agreement(
             ga,
             gb,
             threshold=config.relevance_threshold,
-            draws=_Draws(resamples, (seed, 0, i)),
+            draws=_Draws(resamples, (seed, 0, i), level),
         )
         for i, (a, b, ga, gb) in enumerate(compared)
     ]
@@ -140,7 +143,7 @@ def agreement(
             metrics,
             config,
             top_runs=top_runs,
-            draws=_Draws(resamples, (seed, 1)),
+            draws=_Draws(resamples, (seed, 1), level),
         )
     return report
 
@@ -153,6 +156,7 @@ class _Draws:
 
     resamples: int
     seed: tuple[int, ...]
+    level: float
 
 
 def _judge(ratings: Ratings) -> tuple[str | None, dict[PairKey, int]]:
@@ -207,7 +211,7 @@ def _pair(
     drawn = {
         name: found
         for name, found in pair_intervals(
-            tables, relevant, resamples=draws.resamples, seed=draws.seed
+            tables, relevant, resamples=draws.resamples, seed=draws.seed, level=draws.level
         ).items()
         if figures[name] is not None
     }
@@ -305,7 +309,13 @@ def _runs(
             top_tau_rows(_row(h, names), _row(j, names), top, lower_is_better=lower)[0]
         )
         found = run_order_intervals(
-            hq, jq, top, lower_is_better=lower, resamples=draws.resamples, seed=draws.seed
+            hq,
+            jq,
+            top,
+            lower_is_better=lower,
+            resamples=draws.resamples,
+            seed=draws.seed,
+            level=draws.level,
         )
         # As for a pair: no interval for a figure the data itself leaves undefined.
         drawn = {
@@ -469,19 +479,3 @@ def _matrix(groups: Sequence[Mapping[int, int]], *, by_rater: bool = False) -> N
         for rater, grade in grades.items():
             data[slot[rater], u] = grade
     return data
-
-
-def judge_alpha(
-    conn: sqlite3.Connection, *, resamples: int = 1000, seed: int = 42, level: float = 0.95
-) -> AlphaInterval | None:
-    """Alpha between the judge and people's resolved grades on the pairs both graded
-    (grades that accepted a suggestion left out, as ``agreement`` does), with its
-    bootstrap interval over those pairs; None when they share no pair."""
-    ratings = load_ratings(conn)
-    _, judge = _judge(ratings)
-    human = {p: g for p, g in ratings.resolved.items() if p not in ratings.accepted_pairs}
-    shared = sorted(set(judge) & set(human))
-    if not shared:
-        return None
-    data = np.array([[judge[p] for p in shared], [human[p] for p in shared]], dtype=np.float64)
-    return alpha_interval(data, resamples=resamples, seed=seed, level=level)

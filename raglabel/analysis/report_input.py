@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from raglabel.analysis.entry import Evaluated
     from raglabel.analysis.inputs import EvalRequest
     from raglabel.formats.agreement_report import AgreementReport
-    from raglabel.metrics.answer_stats import AlphaInterval
     from raglabel.report.model import ReportInput
 
 
@@ -48,7 +47,6 @@ def report_input(
     baseline: str | None,
     headline: str | None,
     agreement: AgreementReport | None = None,
-    judge_alpha: AlphaInterval | None = None,
 ) -> ReportInput:
     """The page's input: the evaluation, each query's grade counts, the baseline (the
     first run when None) and the headline metric (the first one when None)."""
@@ -73,5 +71,4 @@ def report_input(
         headline=headline or metrics[0],
         source=source,
         agreement=agreement,
-        judge_alpha=judge_alpha,
     )

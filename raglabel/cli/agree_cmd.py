@@ -151,8 +151,8 @@ def _share(value: float | None) -> str:
 def as_text(report: AgreementReport, width: int | None = None) -> str:
     """The report as text, its tables laid out for a console ``width`` wide (None: no
     console, each table whole)."""
-    from raglabel.analysis.agreement import HUMANS
     from raglabel.cli.plain_table import wrapped
+    from raglabel.formats.agreement_report import HUMANS
     from raglabel.metrics.names import lower_is_better
 
     out: list[str] = []

@@ -134,16 +134,14 @@ def build_input(args: argparse.Namespace, warn: Callable[[str], None] = _say) ->
     done = evaluate_request(*load_inputs(args, request))
     for warning in done.warnings:
         warn(warning)
-    agreement = alpha = None
+    agreement = None
     if getattr(args, "db", None):
         from raglabel.analysis.agreement import agreement as agree
-        from raglabel.analysis.agreement import judge_alpha
         from raglabel.storage.project import Project
 
         with Project.open_read(args.db) as project:
-            agreement = agree(project.conn, [])
-            alpha = judge_alpha(
-                project.conn, resamples=args.resamples, seed=args.seed, level=args.confidence
+            agreement = agree(
+                project.conn, [], resamples=args.resamples, seed=args.seed, level=args.confidence
             )
     page = report_input(
         done,
@@ -152,7 +150,6 @@ def build_input(args: argparse.Namespace, warn: Callable[[str], None] = _say) ->
         baseline=args.baseline,
         headline=args.headline,
         agreement=agreement,
-        judge_alpha=alpha,
     )
     return _with_corrected(page, request)
 

@@ -15,6 +15,10 @@ from raglabel.metrics.answer_stats import AlphaInterval
 _DESCRIBED: dict[str, object] = {"use_attribute_docstrings": True}
 
 
+#: The rater name of the resolved human grade (what metrics use) in every figure.
+HUMANS = "humans"
+
+
 @dataclass(frozen=True)
 class PairIntervals:
     """95% percentile bootstrap intervals over queries of a pair's figures; None where

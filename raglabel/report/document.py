@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import statistics
 
+from raglabel.formats.agreement_report import HUMANS
 from raglabel.formats.judge_share import WARN_ABOVE, leaning, percent
 from raglabel.report.charts import Interval, distribution, forest, heatmap, prevalence
 from raglabel.report.judge_corrected import corrected_section
@@ -267,12 +268,15 @@ def _agreement(report: ReportInput) -> Section:
             " that accepted a suggestion do not count), so there is nothing to compare yet."
         )
         return section
-    alpha = report.judge_alpha
+    level = f"{report.confidence:.0%}"
+    # The judge's row against people: the same figure and interval as `agree` gives, a
+    # bootstrap over queries (pairs of one query are not independent draws).
+    row = next(p for p in agreement.pairs if (p.a, p.b) == (agreement.judge, HUMANS))
     alpha_text = (
         "Krippendorff's alpha is not defined on these pairs"
-        if alpha is None or alpha.alpha is None
-        else f"Krippendorff's alpha (ordinal) between the judge and people is {alpha.alpha:.3f}"
-        + ("" if alpha.ci is None else f" (95% interval {alpha.ci[0]:.3f} to {alpha.ci[1]:.3f})")
+        if row.alpha is None
+        else f"Krippendorff's alpha (ordinal) between the judge and people is {row.alpha:.3f}"
+        + ("" if row.ci.alpha is None else f" ({level} interval {_span(row.ci.alpha)})")
     )
     section.paragraphs.append(
         f"The judge ({agreement.judge}) and people graded {agreement.shared_pairs} of the same"
@@ -291,20 +295,26 @@ def _agreement(report: ReportInput) -> Section:
             p.b,
             str(p.n),
             _fixed(p.alpha),
+            _span(p.ci.alpha),
             _fixed(p.kappa),
+            _span(p.ci.kappa),
             _fixed(p.exact),
             _fixed(p.within_one),
         ]
         for p in agreement.pairs
     ]
-    section.tables.append(
-        Table(["rater", "against", "pairs", "alpha", "kappa", "exact", "within one"], rows)
-    )
+    # Each interval is a percentile bootstrap over the queries the pair's grades span.
+    header = ["rater", "against", "pairs", "alpha", f"alpha {level}", "kappa", f"kappa {level}"]
+    section.tables.append(Table([*header, "exact", "within one"], rows))
     return section
 
 
 def _fixed(x: float | None) -> str:
     return "NA" if x is None else f"{x:.3f}"
+
+
+def _span(ci: tuple[float, float] | None) -> str:
+    return "NA" if ci is None else f"{ci[0]:.3f} to {ci[1]:.3f}"
 
 
 def _answers(report: ReportInput) -> Section:

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from raglabel.formats.agreement_report import AgreementReport
 from raglabel.formats.report import Comparison, CorrectedComparison, Report
-from raglabel.metrics.answer_stats import AlphaInterval
 
 #: Grades 1-5, in the order prevalence lists them.
 GRADES = (1, 2, 3, 4, 5)
@@ -20,8 +19,8 @@ class ReportInput:
 
     ``data`` is the ``eval`` document with intervals, comparisons against ``baseline``
     and per-query values. ``grade_counts`` holds, per labelled query, how many passages
-    have each grade 1-5 (the prevalence behind the rarity weights). ``agreement`` and
-    ``judge_alpha`` are ``agree``'s figures when the labels come from a project.
+    have each grade 1-5 (the prevalence behind the rarity weights). ``agreement`` is
+    ``agree``'s figures when the labels come from a project.
     """
 
     data: Report
@@ -31,7 +30,6 @@ class ReportInput:
     headline: str
     source: str
     agreement: AgreementReport | None = None
-    judge_alpha: AlphaInterval | None = None
     corrected: Report | None = None
     """``eval --estimate corrected``'s document for the same metrics and comparisons,
     when the project has an audit draw and what else the estimate needs."""

@@ -448,3 +448,35 @@ def test_the_summary_calls_an_interval_that_excludes_0_with_p_over_005_borderlin
     assert "(5 better, 25 tied, 0 worse): not significant at the 0.05 level" in text
     assert "The evidence is borderline: the 95% interval of the difference excludes 0" in text
     assert "cannot tell the two apart" not in text
+
+
+def test_agreement_table_gives_agrees_intervals_at_the_reports_level(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # The LLMJudge slice: NIST's labels as people's, gpt4o's as the judge's, 10 queries.
+    from test_estimate_notes import llmjudge
+
+    db = llmjudge(cli, tmp_path)
+    code, out, err = cli("agree", db, "--format", "json", "--seed", "7", "--resamples", "300")
+    assert code == 0, err
+    (pair,) = json.loads(out)["pairs"]
+    kappa, alpha = pair["ci"]["kappa"], pair["ci"]["alpha"]
+    for level, expect in (("0.95", (kappa, alpha)), ("0.8", None)):
+        page = tmp_path / f"r{level}.html"
+        argv = ("report", db, "-o", page, "--seed", "7", "--resamples", "300")
+        code, _, err = cli(*argv, "--confidence", level)
+        assert code == 0, err
+        text = " ".join(parse(page.read_text(encoding="utf-8")).text)
+        percent = f"{float(level):.0%}"
+        assert f"pairs alpha alpha {percent} kappa kappa {percent} exact" in text
+        assert re.search(rf"people is -?[\d.]+ \({percent} interval -?[\d.]+ to -?[\d.]+\)", text)
+        row = re.search(r"gpt4o humans 240 ([\d.-]+) ([\d.-]+) to ([\d.-]+) ([\d.-]+) "
+                        r"([\d.-]+) to ([\d.-]+)", text)  # fmt: skip
+        assert row is not None, text
+        a_lo, a_hi, k_lo, k_hi = (float(row[i]) for i in (2, 3, 5, 6))
+        if expect is not None:  # the same bootstrap as agree's, at 95%
+            assert (k_lo, k_hi) == pytest.approx(tuple(kappa), abs=5e-4)
+            assert (a_lo, a_hi) == pytest.approx(tuple(alpha), abs=5e-4)
+        else:  # a lower level gives an interval inside the 95% one
+            assert kappa[0] - 5e-4 <= k_lo <= k_hi <= kappa[1] + 5e-4
+            assert (k_hi - k_lo) < (kappa[1] - kappa[0])
