@@ -89,9 +89,12 @@ NO_HEADER: Final = PromptHeader(Scale(GRADES), tuple((g, g) for g in GRADES), JS
 
 def split(text: str, source: str) -> tuple[PromptHeader, str]:
     """The header of a prompt's text and the body after it; :data:`NO_HEADER` and the
-    whole text when the first line is not ``+++``. Errors name ``source`` and the line."""
+    whole text when the first line is not ``+++``. Errors name ``source`` and the line.
+    A byte order mark at the start is no part of either: an editor's marker, not words
+    to send to the model."""
+    text = text.removeprefix("\ufeff")
     lines = text.split("\n")
-    if lines[0].removeprefix("\ufeff").rstrip() != DELIMITER:
+    if lines[0].rstrip() != DELIMITER:
         return NO_HEADER, text
     closing = next((i for i in range(1, len(lines)) if lines[i].rstrip() == DELIMITER), None)
     if closing is None:

@@ -117,6 +117,13 @@ def test_a_header_may_follow_a_byte_order_mark() -> None:
     assert template.header.reply == FINAL_SCORE and template.body == BODY
 
 
+def test_a_byte_order_mark_without_a_header_is_not_sent() -> None:
+    # An editor's marker at the start of a prompt without a header is no word of it.
+    template = Template.from_text("\ufeff" + BODY, "p")
+    assert template.header == NO_HEADER and template.body == BODY
+    assert split("\ufeff" + BODY, "p") == (NO_HEADER, BODY)
+
+
 def test_the_header_is_part_of_the_version() -> None:
     one = Template.from_text(headed("grades = {0 = 1, 1 = 5}"), "p")
     other = Template.from_text(headed("grades = {0 = 2, 1 = 5}"), "p")
