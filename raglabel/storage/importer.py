@@ -474,11 +474,14 @@ def _write_labels(conn: sqlite3.Connection, lines: list[LabelLine], summary: Imp
     # made before the copies parted: an event already in this log (same pair, person,
     # kind, grade, note and time to the millisecond) is that event, not a second one.
     known = _known_events(conn, sorted(annotators.values()))
+    latest = _latest_times(known)
     first = conn.execute("SELECT coalesce(max(id), 0) FROM event").fetchone()[0] + 1
     # New events keep their order, so each gets first + its position among them as its
     # new id; undo targets are renumbered the same way, to a known event's own id too.
     renumber: dict[int, int] = {}
     fresh: list[tuple[LabelLine, tuple[int, int, int]]] = []
+    # Items whose new events are older than one the project holds (by their first such line).
+    overtaken: dict[tuple[int, int, int], LabelLine] = {}
     for line in lines:
         ids = (queries[line.query], passages[line.passage], annotators[line.annotator])
         key = (
@@ -495,6 +498,8 @@ def _write_labels(conn: sqlite3.Connection, lines: list[LabelLine], summary: Imp
         if line.event is not None:
             renumber[line.event] = first + len(fresh)
         fresh.append((line, ids))
+        if line.graded_at is not None and latest.get(ids, "") > line.graded_at:
+            overtaken.setdefault(ids, line)
     rows = []
     for line, ids in fresh:
         event = GradeEvent.model_validate(
@@ -510,3 +515,24 @@ def _write_labels(conn: sqlite3.Connection, lines: list[LabelLine], summary: Imp
     summary.counts["label events"] += len(rows)
     if len(rows) < len(lines):
         summary.counts["label events already in the log"] += len(lines) - len(rows)
+    if overtaken:
+        line = next(iter(overtaken.values()))
+        summary.warnings.append(
+            f"{len(overtaken)} of the file's (pair, annotator) items already held events"
+            f" newer than the file's on them (first: {line.annotator} on {line.query}"
+            f" {line.passage}); the file's were added after them, and a current grade"
+            " follows the order events were added, not their times: each person should"
+            " grade a pair in one copy only"
+        )
+
+
+def _latest_times(known: dict[tuple[object, ...], int]) -> dict[tuple[object, ...], str]:
+    """The time of each item's latest event among ``known`` (keys as ``_known_events``
+    makes them: the item's ids first, the time last). Times are ISO 8601 in UTC with
+    milliseconds (``storage.clock``), so they compare as text."""
+    latest: dict[tuple[object, ...], str] = {}
+    for key in known:
+        item, at = key[:3], key[6]
+        if isinstance(at, str) and at > latest.get(item, ""):
+            latest[item] = at
+    return latest
