@@ -7,7 +7,7 @@ import sqlite3
 from collections import defaultdict
 from dataclasses import dataclass
 
-from raglabel.storage.labels import LabelChoice, _human_labels, suggestions_by_model
+from raglabel.storage.labels import ADJUDICATION, LabelChoice, _human_labels, suggestions_by_model
 
 PairKey = tuple[str, str]  # (query ext id, passage ext id)
 
@@ -29,10 +29,16 @@ class Ratings:
 
 def load_ratings(conn: sqlite3.Connection) -> Ratings:
     annotators: dict[str, dict[PairKey, int]] = defaultdict(dict)
+    # A lead's adjudication is no rating of hers: it settles a disagreement, mostly by
+    # taking one annotator's side, and counting it would make the lead agree with
+    # everyone. The resolved grades below still let it stand.
     for name, qid, pid, grade in conn.execute(
         "SELECT a.name, q.ext_id, p.ext_id, c.grade FROM current_grade c"
+        " JOIN event e ON e.id = c.event_id"
         " JOIN annotator a ON a.id = c.annotator_id JOIN query q ON q.id = c.query_id"
-        " JOIN passage p ON p.id = c.passage_id ORDER BY a.name"
+        " JOIN passage p ON p.id = c.passage_id WHERE e.origin IS NOT ?"
+        " ORDER BY a.name",
+        (ADJUDICATION,),
     ):
         annotators[name][qid, pid] = grade
     # Times are stored as ISO 8601 in UTC with milliseconds (storage.clock), so they

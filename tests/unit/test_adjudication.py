@@ -125,6 +125,21 @@ def test_adjudication_is_a_grade_event(project: Project) -> None:
     assert row == ("grade", 4, "adjudication", "human", "2026-01-01T00:00:00", 900, "lead")
 
 
+def test_the_leads_adjudications_are_no_ratings_of_hers(project: Project) -> None:
+    # Agreement among annotators reads ratings: an adjudication takes a side, so counting
+    # it as the lead's rating would make her agree with whoever she sided with.
+    from raglabel.storage.ratings import load_ratings
+
+    record(project, GradeEvent(query="q2", passage="d1", annotator="lead", grade=4))
+    adjudicate(project, "q1", "d1", "lead", 5)
+    adjudicate(project, "q2", "d4", "lead", 5)
+    ratings = load_ratings(project.conn)
+    assert ratings.annotators["lead"] == {("q2", "d1"): 4}  # her own grade only
+    assert ratings.resolved[("q1", "d1")] == 5  # yet the adjudication stands
+    adjudicate(project, "q1", "d4", "only lead", 2)
+    assert "only lead" not in load_ratings(project.conn).annotators
+
+
 # -- resolved labels ---------------------------------------------------------------------
 
 
