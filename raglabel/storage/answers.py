@@ -251,10 +251,16 @@ def _other_questions(
 
 def write_answer_grades(
     conn: sqlite3.Connection, path: Path, lines: list[tuple[int, AnswerGrade]], origin: str
-) -> int:
-    """Each line as a grade event of the answer log; an unknown system or sample, a span
-    past the end of the answer, or an event breaking the log's rules is an error naming
-    the line (the caller's transaction then rolls back)."""
+) -> tuple[int, int]:
+    """Each line as a grade event of the answer log, and how many lines were left out
+    because the annotator's grade already stands as the line gives it (same grade, same
+    unsupported spans): a file exported by ``export --answer-grades`` and imported again
+    adds nothing. An unknown system or sample, a span past the end of the answer, or an
+    event breaking the log's rules is an error naming the line (the caller's transaction
+    then rolls back)."""
+    standing = standing_answer_grades(
+        conn, samples={(line.system, line.sample_id) for _, line in lines}
+    )
     systems = dict(conn.execute("SELECT name, id FROM answer_system"))
     answers: dict[tuple[int, str], str | None] = {
         (system, sample): answer
@@ -264,6 +270,7 @@ def write_answer_grades(
     }
     stamp = now()
     rows = []
+    already = 0
     for number, line in lines:
         system = systems.get(line.system)
         if system is None:
@@ -293,11 +300,15 @@ def write_answer_grades(
         problem = event.problem()
         if problem is not None:
             raise InputError(path, problem, number)
+        found = standing.get((line.system, line.sample_id, line.criterion, line.annotator))
+        if found is not None and found[:2] == (line.grade, event.unsupported):
+            already += 1
+            continue
         rows.append(
             values(ANSWER_LOG, event, (*key, line.criterion, annotator_id(conn, line.annotator)))
         )
     conn.executemany(insert_sql(ANSWER_LOG), rows)
-    return len(rows)
+    return len(rows), already
 
 
 #: One standing answer grade: (grade, unsupported spans or None, the grade event's id).

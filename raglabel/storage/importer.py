@@ -152,12 +152,15 @@ def run_import(
             if request.answer_grades is not None:
                 from raglabel.storage.answers import write_answer_grades
 
-                summary.counts["answer grades"] += write_answer_grades(
+                added, already = write_answer_grades(
                     conn,
                     request.answer_grades,
                     parsed.answer_grades,
                     f"answer-grades:{request.answer_grades.name}",
                 )
+                summary.counts["answer grades"] += added
+                if already:
+                    summary.counts["answer grades already standing"] += already
             if parsed.passages or parsed.samples or parsed.answers:
                 # In the same transaction: the search index never lags the passages.
                 from raglabel.storage.search import reindex

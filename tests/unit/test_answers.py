@@ -284,6 +284,20 @@ def test_answer_grades_round_trip(tmp_path: Path, cli: Cli) -> None:
     again = tmp_path / "again.jsonl"
     assert cli("export", fresh, "--answer-grades", again)[0] == 0
     assert again.read_text() == out.read_text()
+    # The same grades again, into either project, add no event: each already stands.
+    for project in (db, fresh):
+        before = sqlite3.connect(project).execute("SELECT count(*) FROM answer_event").fetchone()
+        code, stdout, err = cli("import", project, "--answer-grades", out)
+        assert code == 0, err
+        assert "answer grades already standing: 3" in stdout
+        after = sqlite3.connect(project).execute("SELECT count(*) FROM answer_event").fetchone()
+        assert after == before
+    # A line whose grade differs from the standing one is a new grade.
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text(json.dumps(exported[0] | {"grade": 1 + exported[0]["grade"] % 5}) + "\n")
+    code, stdout, err = cli("import", db, "--answer-grades", changed)
+    assert code == 0, err
+    assert "already standing" not in stdout
 
 
 @pytest.mark.parametrize(
