@@ -190,25 +190,32 @@ def draw(project: Project, size: int, seed: int) -> NewDraw:
     return NewDraw(Draw(seed, len(population), tuple(members), time), expected)
 
 
-def waiting_pairs(
+def pooled(
     conn: sqlite3.Connection, query_rows: Sequence[int], depth: int
-) -> dict[int, list[Waiting]]:
-    """For each of these query rows, the passages some stored run ranks within its top
-    ``depth`` that no person graded, most-retrieved first, then by best rank, then by
-    passage id (the grading app's queue order); an empty list for a complete query."""
+) -> dict[int, dict[str, list[int]]]:
+    """For each of these query rows, every passage some stored run ranks within its top
+    ``depth``, with its 1-based rank in each such run (one rank per run)."""
     if depth < 1:
         raise ValueError("depth must be at least 1")
-    wanted = json_list(list(query_rows))
     ranks: dict[int, dict[str, list[int]]] = {row: {} for row in query_rows}
     # Looked up by (run, query), the rankings' key, in that order: a filter on the
     # query alone would scan every ranking of every run (the app asks after each grade).
     for row, blob in conn.execute(
         "SELECT r.query_id, r.passage_ids FROM run CROSS JOIN json_each(?) j"
         " CROSS JOIN ranking r ON r.run_id = run.id AND r.query_id = j.value",
-        (wanted,),
+        (json_list(list(query_rows)),),
     ):
         for rank, pid in enumerate(decode_ids(blob)[:depth], 1):
             ranks[row].setdefault(pid, []).append(rank)
+    return ranks
+
+
+def person_grades(
+    conn: sqlite3.Connection, query_rows: Sequence[int], *, annotator: str | None = None
+) -> tuple[set[tuple[int, str]], set[tuple[int, str]]]:
+    """The ``(query row, passage id)`` pairs of these query rows that hold a person's
+    standing grade of their own reading, and those whose people's grades all accepted
+    the judge's suggestion; with ``annotator``, that person's grades alone."""
     # Whatever its origin (app, served grading, adjudication, a label file): a judge's
     # grade events are the only ones of the log that are not a person's. A person's
     # grade that accepted a suggestion is the judge's grade again, so it completes nothing.
@@ -217,10 +224,27 @@ def waiting_pairs(
     for row, pid, took in conn.execute(
         "SELECT c.query_id, p.ext_id, coalesce(e.accepted_suggestion, 0) FROM current_grade c"
         " JOIN event e ON e.id = c.event_id JOIN passage p ON p.id = c.passage_id"
-        " WHERE c.query_id IN (SELECT value FROM json_each(?)) AND e.source = 'human'",
-        (wanted,),
+        " WHERE c.query_id IN (SELECT value FROM json_each(?1)) AND e.source = 'human'"
+        " AND (?2 IS NULL OR c.annotator_id = (SELECT id FROM annotator WHERE name = ?2))",
+        (json_list(list(query_rows)), annotator),
     ):
         (accepted if took else graded).add((row, pid))
+    return graded, accepted - graded
+
+
+def waiting_pairs(
+    conn: sqlite3.Connection,
+    query_rows: Sequence[int],
+    depth: int,
+    *,
+    annotator: str | None = None,
+) -> dict[int, list[Waiting]]:
+    """For each of these query rows, the passages some stored run ranks within its top
+    ``depth`` that no person graded, most-retrieved first, then by best rank, then by
+    passage id (the grading app's queue order); an empty list for a complete query.
+    With ``annotator``, only that person's grades count (an assignment's progress)."""
+    ranks = pooled(conn, query_rows, depth)
+    graded, accepted = person_grades(conn, query_rows, annotator=annotator)
     found: dict[int, list[Waiting]] = {}
     for row, seen in ranks.items():
         left = [

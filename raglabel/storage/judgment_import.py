@@ -230,6 +230,19 @@ def imported_models(conn: sqlite3.Connection) -> set[str]:
     return {model for (model,) in conn.execute("SELECT DISTINCT model FROM judgment_import")}
 
 
+def asked_models(conn: sqlite3.Connection) -> list[str]:
+    """Every model name raglabel judge asked about passages in this project."""
+    # A passage run's record names its models (a small table); files from before judge
+    # runs were recorded hold suggestions alone.
+    return [
+        str(name)
+        for (name,) in conn.execute(
+            "SELECT m.value FROM judge_run r, json_each(r.models) m WHERE r.kind = 'passages'"
+            " UNION SELECT DISTINCT model FROM suggestion WHERE source = 'judge'"
+        )
+    ]
+
+
 def store(conn: sqlite3.Connection, labels: JudgmentFile) -> Stored:
     """``labels`` as suggestions of their model, inside the caller's transaction; pairs
     the project lacks become candidates (and their queries and passages rows)."""
@@ -364,15 +377,7 @@ def _same_but_case(name: str, names: Sequence[str]) -> str | None:
 
 def _refuse_clashes(conn: sqlite3.Connection, labels: JudgmentFile) -> None:
     model = labels.model
-    # A passage run's record names its models (a small table); files from before judge
-    # runs were recorded hold suggestions alone.
-    asked = [
-        str(name)
-        for (name,) in conn.execute(
-            "SELECT m.value FROM judge_run r, json_each(r.models) m WHERE r.kind = 'passages'"
-            " UNION SELECT DISTINCT model FROM suggestion WHERE source = 'judge'"
-        )
-    ]
+    asked = asked_models(conn)
     if model in asked:
         raise InputError(
             labels.path,

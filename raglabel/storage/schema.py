@@ -439,6 +439,34 @@ MIGRATIONS: tuple[Migration, ...] = (
         ) WITHOUT ROWID;
         """,
     ),
+    Migration(
+        11,
+        "assignments: which annotators grade which queries (raglabel assign)",
+        """
+        -- One row per raglabel assign: the overlap it asked for, the seed that reproduces
+        -- its plan (NULL when no draw was made), whether it drew on the audit sample's
+        -- queries, and when.
+        CREATE TABLE assign_run (
+            id INTEGER PRIMARY KEY,
+            overlap INTEGER NOT NULL CHECK (overlap >= 1),
+            seed INTEGER CHECK (seed IS NULL OR seed >= 0),
+            audit INTEGER NOT NULL CHECK (audit IN (0, 1)),
+            assigned_at TEXT NOT NULL
+        );
+        -- The assignment as it stands: an annotator's queries at their place in that
+        -- annotator's queue (0-based), each with the assign that first gave it to them.
+        -- Assigning again rewrites the places and keeps the older rows' assign.
+        CREATE TABLE assignment (
+            annotator_id INTEGER NOT NULL REFERENCES annotator(id),
+            position INTEGER NOT NULL CHECK (position >= 0),
+            query_id INTEGER NOT NULL REFERENCES query(id),
+            assign_id INTEGER NOT NULL REFERENCES assign_run(id),
+            PRIMARY KEY (annotator_id, position),
+            UNIQUE (annotator_id, query_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX assignment_query ON assignment (query_id);
+        """,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

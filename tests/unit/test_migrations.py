@@ -102,7 +102,7 @@ def upgraded(old_copy: Path) -> Iterator[Project]:
 
 
 def test_committed_v1_file_is_one_self_contained_version_1_file() -> None:
-    assert sorted(p.name for p in DATA.iterdir() if p.name.startswith("project-v1")) == [
+    assert sorted(p.name for p in DATA.iterdir() if p.name.startswith("project-v1.")) == [
         "project-v1.db"
     ]
     raw = V1_FILE.read_bytes()

@@ -287,3 +287,55 @@ def test_v9_upgrade_keeps_everything_and_starts_with_no_draw(
     assert read(path, "SELECT seed, population FROM audit_draw") == [(1, 2)]
     assert {name: read(path, f"SELECT * FROM {name}") for name in tables} == before
     assert_sound(path)
+
+
+def test_v10_file_is_what_its_script_builds(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("make_v10_project", DATA / "make_v10_project.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rebuilt = tmp_path / "rebuilt.db"
+    module.build(rebuilt)
+    extra = ("SELECT * FROM audit_draw ORDER BY id", "SELECT * FROM audit_member ORDER BY 1, 2")
+    for sql in (*KEPT.values(), *extra, "PRAGMA user_version"):
+        assert read(rebuilt, sql) == read(OLD[10], sql)
+
+
+def test_v10_upgrade_keeps_the_draw_and_starts_with_no_assignment(
+    tmp_path: Path, cli: Cli, assert_sound: Callable[[Path], None]
+) -> None:
+    from raglabel.storage.assignments import assigned, overlap, record
+
+    path = tmp_path / "v10.db"
+    shutil.copyfile(OLD[10], path)
+    tables = [
+        name
+        for (name,) in read(path, "SELECT name FROM sqlite_master WHERE type = 'table'")
+        if not name.startswith("passage_fts")  # FTS5's shadow tables: its own bytes
+    ]
+    before = {name: read(path, f"SELECT * FROM {name}") for name in tables}
+    with Project.open(path) as project:
+        assert project.version == SCHEMA_VERSION
+        assert assigned(project.conn) == {}
+        assert overlap(project.conn) is None
+    assert {name: read(path, f"SELECT * FROM {name}") for name in tables} == before
+    code, out, err = cli("audit", path, "--list", "--format", "json")
+    assert code == 0, err
+    assert [d["drawn"] for d in json.loads(out)["draws"]] == [["q2"]]
+    # The old annotators take assignments, and a new one is created beside them.
+    with Project.open(path) as project:
+        record(
+            project,
+            {"alice": ["q2"], "bob": ["q1", "q2"], "carol": ["q1"]},
+            overlap=2,
+            seed=5,
+            audit=False,
+        )
+        assert assigned(project.conn)["bob"] == ["q1", "q2"]
+        assert overlap(project.conn) == 2
+    assert read(path, "SELECT name FROM annotator ORDER BY id") == [
+        ("alice",),
+        ("bob",),
+        ("carol",),
+    ]
+    assert_sound(path)
