@@ -26,6 +26,8 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "judge_cmd": ("judge",),
     "agree_cmd": ("agree",),
     "audit_cmd": ("audit",),
+    "assign_cmd": ("assign",),
+    "progress_cmd": ("progress",),
     "report_cmd": ("report",),
     "backup_cmd": ("backup",),
     "serve_cmd": ("serve",),

@@ -14,7 +14,9 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from raglabel.formats.agreement_report import AgreementReport
+from raglabel.formats.assign_report import AssignList
 from raglabel.formats.probe_report import ProbeDocument
+from raglabel.formats.progress_report import ProgressReport
 from raglabel.formats.report import Report
 from raglabel.formats.samples import Sample
 from raglabel.formats.suggestion_line import SuggestionLine
@@ -26,6 +28,8 @@ SCHEMAS: dict[str, Any] = {
     "suggestion-line.schema.json": SuggestionLine,
     "agree-report.schema.json": AgreementReport,
     "agree-probe.schema.json": ProbeDocument,
+    "progress.schema.json": ProgressReport,
+    "assign-list.schema.json": AssignList,
 }
 
 

@@ -230,14 +230,27 @@ def own_grades(conn: sqlite3.Connection, annotator: str) -> list[tuple[int, str,
 
 
 def own_grade_rows(
-    conn: sqlite3.Connection, annotator: str, *, query_row: int | None = None
+    conn: sqlite3.Connection,
+    annotator: str,
+    *,
+    query_row: int | None = None,
+    adjudications: bool = True,
 ) -> NDArray[np.int64]:
     """``(query row, passage row, grade)`` rows of one annotator's current grades:
     integers only, as a big project's millions of grades are read at start; only query
-    ``query_row``'s when given (a query opened before they are all read)."""
+    ``query_row``'s when given (a query opened before they are all read). Without
+    ``adjudications``, a lead's settled grades are left out: they are no rating of
+    hers to measure agreement on (``storage.ratings`` reads the same way)."""
     one, args = ("", ()) if query_row is None else (" AND c.query_id = ?", (query_row,))
+    join = ""
+    if not adjudications:
+        join = " JOIN event e ON e.id = c.event_id"
+        one += " AND e.origin IS NOT ?"
+        args = (*args, ADJUDICATION)
     columns = _grade_columns(
-        conn, f"JOIN annotator a ON a.id = c.annotator_id WHERE a.name = ?{one}", (annotator, *args)
+        conn,
+        f"JOIN annotator a ON a.id = c.annotator_id{join} WHERE a.name = ?{one}",
+        (annotator, *args),
     )
     return np.stack(columns, axis=1).reshape(-1, 3)
 

@@ -1,0 +1,272 @@
+"""The plan of ``raglabel assign``: which annotators grade which queries (issue 30).
+
+Each of this assign's queries goes to ``overlap`` distinct annotators, balanced by the
+*pairs to grade* (a query's pool to the depth, not a count of queries): largest query
+first, each onto the least-loaded annotators not on it yet, ties broken by a generator
+seeded with the assign's seed, so the same seed over the same project gives the same
+plan. Given loads that start equal, this keeps every two annotators' pairs within one
+query's pool of each other: the annotators a query goes to had no more pairs than any
+that it skipped, and gain at most that query's pool.
+
+Assigning again builds on what is stored. A share the annotator has *started* (holds a
+grade of their own on the query) stays theirs whatever this assign asks: it counts
+towards its query's overlap and its annotator's load, even where that leaves a query
+above the overlap or the annotator out of ``--annotators``. Every share not started is
+planned anew, and its old holder wins a tie of load, so that a plan moves only what
+balance asks for. The plan says what it kept, took and gave, and why.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from raglabel.errors import UsageError
+from raglabel.storage.assignments import (
+    annotator_names,
+    assigned,
+    pool_sizes,
+    refuse_names,
+    started,
+)
+from raglabel.storage.audit import covered_queries, draw_order, drawn_rows
+
+#: Why an annotator keeps a share, or loses one.
+STARTED = "started"  # they graded some of it: an assign never takes begun work away
+HELD = "held"  # not started, and still theirs in the new plan
+OUTSIDE = "not among this assign's queries"
+DROPPED_ANNOTATOR = "annotator not in --annotators"
+REBALANCED = "not started; given to another annotator to balance the pairs"
+
+
+@dataclass(frozen=True)
+class Request:
+    """What ``raglabel assign`` was asked."""
+
+    annotators: tuple[str, ...]
+    overlap: int
+    seed: int
+    depth: int
+    queries: int | None = None  # --queries N: that many of the covered queries
+    audit: bool = False  # --audit: the audit sample's queries
+
+
+@dataclass(frozen=True)
+class Share:
+    """One (annotator, query) of the plan or of the assignment before it."""
+
+    annotator: str
+    query: str
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The assignment an assign records, and how it differs from the one before."""
+
+    request: Request
+    queries: tuple[str, ...]  # this assign's queries, in serving order
+    shares: dict[str, list[str]]  # every annotator's queries in serving order
+    pairs: dict[str, int]  # pairs to grade in each annotator's share
+    created: tuple[str, ...]  # annotators new to the project
+    added: tuple[Share, ...]  # shares the assignment before lacked
+    kept: tuple[Share, ...]  # shares the assignment before had, still there (why: STARTED or HELD)
+    taken: tuple[Share, ...]  # shares the assignment before had, gone (why: the reason)
+    above: tuple[str, ...] = field(default=())  # queries over the overlap: started by more
+
+
+def plan(conn: sqlite3.Connection, request: Request) -> Plan:
+    """The plan for ``request`` over the project as stored; reads only."""
+    annotators = tuple(sorted(set(request.annotators)))
+    if not annotators:
+        raise UsageError("--annotators: name at least one annotator")
+    if not 1 <= request.overlap <= len(annotators):
+        raise UsageError(
+            f"--overlap {request.overlap}: give each query to 1 to {len(annotators)}"
+            f" annotators (as many as --annotators names)"
+        )
+    if request.seed < 0:
+        raise UsageError(f"--seed {request.seed}: a seed is a whole number from 0")
+    refuse_names(conn, annotators)
+    before = assigned(conn)
+    begun = started(conn)
+    queries = _selection(conn, request, before, begun)
+    involved = {q for qids in before.values() for q in qids} | set(queries)
+    sizes = pool_sizes(conn, involved, request.depth)
+    fixed = {name: [q for q in qids if (name, q) in begun] for name, qids in before.items()}
+    held = {
+        name: {q for q in qids if (name, q) not in begun}
+        for name, qids in before.items()
+        if name in annotators
+    }
+    shares = share_out(
+        queries,
+        sizes,
+        annotators,
+        request.overlap,
+        request.seed,
+        started={name: qids for name, qids in fixed.items() if qids},
+        held=held,
+    )
+    return _compare(
+        conn,
+        request,
+        queries=tuple(queries),
+        shares=shares,
+        before=before,
+        begun=begun,
+        sizes=sizes,
+    )
+
+
+def share_out(
+    queries: Sequence[str],
+    sizes: Mapping[str, int],
+    annotators: Sequence[str],
+    overlap: int,
+    seed: int,
+    *,
+    started: Mapping[str, Sequence[str]] | None = None,
+    held: Mapping[str, Collection[str]] | None = None,
+) -> dict[str, list[str]]:
+    """Give each of ``queries`` (in serving order) to ``overlap`` distinct annotators,
+    balancing the pairs to grade (``sizes``: each query's pool).
+
+    ``started``: shares that stay whatever happens (annotator -> queries, in their order),
+    counted towards their query's overlap and their annotator's load; their annotators
+    need not be among ``annotators``. ``held``: shares not started that each annotator had,
+    preferred on a tie of load. Returns every annotator's share, ``started`` ones first in
+    their order, then the others in ``queries``' order (an annotator of ``annotators``
+    given nothing gets an empty list).
+    """
+    names = sorted(set(annotators))
+    if not 1 <= overlap <= len(names):
+        raise ValueError(f"overlap {overlap} is outside 1..{len(names)}")
+    started = started or {}
+    held = held or {}
+    rng = np.random.default_rng(seed)
+    load = dict.fromkeys(names, 0)
+    on: dict[str, set[str]] = {q: set() for q in queries}
+    for name, qids in started.items():
+        load[name] = load.get(name, 0) + sum(sizes.get(q, 0) for q in qids)
+        for q in qids:
+            on.setdefault(q, set()).add(name)
+    # Largest pool first (the greedy's classic order), a tie of size by the seeded draw.
+    keys = rng.random(len(queries))
+    order = sorted(range(len(queries)), key=lambda i: (-sizes[queries[i]], keys[i]))
+    given: dict[str, set[str]] = {name: set() for name in names}
+    for i in order:
+        q = queries[i]
+        need = overlap - len(on[q])
+        if need <= 0:
+            continue
+        ties = rng.random(len(names))
+        free = [j for j, name in enumerate(names) if name not in on[q]]
+        free.sort(key=lambda j: (load[names[j]], q not in held.get(names[j], ()), ties[j]))
+        for j in free[:need]:
+            name = names[j]
+            given[name].add(q)
+            on[q].add(name)
+            load[name] += sizes[q]
+    shares: dict[str, list[str]] = {}
+    for name in sorted(set(names) | set(started)):
+        kept = list(started.get(name, ()))
+        fresh = given.get(name, set())
+        shares[name] = kept + [q for q in queries if q in fresh and q not in kept]
+    return shares
+
+
+def _selection(
+    conn: sqlite3.Connection,
+    request: Request,
+    before: Mapping[str, Sequence[str]],
+    begun: Collection[tuple[str, str]],
+) -> list[str]:
+    """This assign's queries in serving order: the audit sample's (draw order), N of the
+    covered ones, or every covered one (the order the seed draws them)."""
+    covered = covered_queries(conn)
+    if not covered:
+        raise UsageError(
+            "no stored run covers any query: import runs first (raglabel import DB --run ...)"
+        )
+    if request.audit:
+        drawn = [qid for _, qid in drawn_rows(conn)]
+        if not drawn:
+            raise UsageError(
+                "--audit: the project has no audit sample yet; draw one first with"
+                " raglabel audit DB --sample N"
+            )
+        known = set(covered)
+        queries = [qid for qid in drawn if qid in known]
+        if not queries:
+            raise UsageError(
+                "--audit: no stored run covers any query of the audit sample any more;"
+                " draw more with raglabel audit DB --sample N"
+            )
+        return queries
+    ordered = draw_order(covered, request.seed)
+    if request.queries is None:
+        return ordered
+    if request.queries > len(covered):
+        raise UsageError(
+            f"--queries {request.queries}: the stored runs cover only {len(covered)} queries"
+        )
+    # Assigning again extends: queries someone began come first, then those assigned
+    # before, then new ones in the seed's draw order.
+    assigned_before = {q for qids in before.values() for q in qids}
+    begun_queries = {q for _, q in begun}
+    rank = {q: i for i, q in enumerate(ordered)}
+    ordered.sort(key=lambda q: (q not in begun_queries, q not in assigned_before, rank[q]))
+    return ordered[: request.queries]
+
+
+def _compare(
+    conn: sqlite3.Connection,
+    request: Request,
+    *,
+    queries: tuple[str, ...],
+    shares: dict[str, list[str]],
+    before: Mapping[str, Sequence[str]],
+    begun: Collection[tuple[str, str]],
+    sizes: Mapping[str, int],
+) -> Plan:
+    old = {(name, q) for name, qids in before.items() for q in qids}
+    new = {(name, q) for name, qids in shares.items() for q in qids}
+    chosen = set(queries)
+    added = [Share(n, q) for n, qids in shares.items() for q in qids if (n, q) not in old]
+    kept = [
+        Share(n, q, STARTED if (n, q) in begun else HELD)
+        for n, qids in before.items()
+        for q in qids
+        if (n, q) in new
+    ]
+    taken = []
+    for name, qids in before.items():
+        for q in qids:
+            if (name, q) in new:
+                continue
+            if q not in chosen:
+                why = OUTSIDE
+            elif name not in request.annotators:
+                why = DROPPED_ANNOTATOR
+            else:
+                why = REBALANCED
+            taken.append(Share(name, q, why))
+    holders: dict[str, int] = {}
+    for _, q in new:
+        holders[q] = holders.get(q, 0) + 1
+    known = set(annotator_names(conn))
+    return Plan(
+        request=request,
+        queries=queries,
+        shares=shares,
+        pairs={name: sum(sizes.get(q, 0) for q in qids) for name, qids in shares.items()},
+        created=tuple(name for name in sorted(shares) if name not in known),
+        added=tuple(added),
+        kept=tuple(kept),
+        taken=tuple(taken),
+        above=tuple(sorted(q for q, count in holders.items() if count > request.overlap)),
+    )

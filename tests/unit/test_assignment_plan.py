@@ -1,0 +1,327 @@
+"""The plan of ``raglabel assign`` (issue 30): every query to exactly ``overlap``
+distinct annotators, pairs to grade balanced within one query's pool, the same seed the
+same plan; assigning again keeps begun work and says what it kept, took and gave.
+
+The property tests draw their instances from a generator with a fixed seed, so a failure
+is reproducible."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from raglabel.analysis.assignment import (
+    DROPPED_ANNOTATOR,
+    HELD,
+    OUTSIDE,
+    REBALANCED,
+    STARTED,
+    Plan,
+    Request,
+    plan,
+    share_out,
+)
+from raglabel.errors import UsageError
+from raglabel.storage.assignments import assigned, pool_sizes, record
+from raglabel.storage.audit import covered_queries, draw, draw_order
+from raglabel.storage.grades import GradeEvent
+from raglabel.storage.grades import record as record_grade
+from raglabel.storage.importer import ImportRequest, run_import
+from raglabel.storage.project import Project
+
+NAMES = ["ann", "bea", "cal", "dov", "eli", "fay"]
+
+
+def holders(shares: dict[str, list[str]]) -> Counter[str]:
+    return Counter(q for qids in shares.values() for q in qids)
+
+
+def loads(shares: dict[str, list[str]], sizes: dict[str, int]) -> dict[str, int]:
+    return {name: sum(sizes[q] for q in qids) for name, qids in shares.items()}
+
+
+def instances(count: int) -> Iterator[tuple[list[str], dict[str, int], list[str], int, int]]:
+    """Random (queries, pool sizes, annotators, overlap, seed), from a fixed generator."""
+    rng = np.random.default_rng(20261128)
+    for _ in range(count):
+        n_queries = int(rng.integers(1, 60))
+        queries = [f"q{i:03d}" for i in rng.permutation(n_queries)]
+        sizes = {q: int(rng.integers(1, 120)) for q in queries}
+        annotators = NAMES[: int(rng.integers(1, len(NAMES) + 1))]
+        overlap = int(rng.integers(1, len(annotators) + 1))
+        yield queries, sizes, annotators, overlap, int(rng.integers(0, 2**32))
+
+
+# -- the greedy alone ------------------------------------------------------------------
+
+
+def test_every_query_goes_to_exactly_overlap_distinct_annotators() -> None:
+    for queries, sizes, annotators, overlap, seed in instances(300):
+        shares = share_out(queries, sizes, annotators, overlap, seed)
+        assert sorted(shares) == sorted(annotators)
+        for qids in shares.values():
+            assert len(qids) == len(set(qids))  # distinct within a share
+        assert holders(shares) == dict.fromkeys(queries, overlap)
+
+
+def test_pairs_to_grade_stay_within_one_querys_pool_of_each_other() -> None:
+    for queries, sizes, annotators, overlap, seed in instances(300):
+        load = loads(share_out(queries, sizes, annotators, overlap, seed), sizes)
+        assert max(load.values()) - min(load.values()) <= max(sizes.values()), (load, sizes)
+
+
+def test_the_balance_is_by_pairs_not_by_query_count() -> None:
+    # One big query and ten small ones between two annotators, one each: the big one's
+    # annotator gets few queries, the other many.
+    sizes = {"big": 100, **{f"s{i}": 10 for i in range(10)}}
+    shares = share_out(list(sizes), sizes, ["ann", "bea"], 1, seed=5)
+    load = loads(shares, sizes)
+    assert sorted(load.values()) == [100, 100]
+    assert sorted(len(qids) for qids in shares.values()) == [1, 10]
+
+
+def test_a_seed_reproduces_the_plan_and_shares_follow_the_query_order() -> None:
+    for queries, sizes, annotators, overlap, seed in instances(50):
+        first = share_out(queries, sizes, annotators, overlap, seed)
+        assert share_out(queries, sizes, list(reversed(annotators)), overlap, seed) == first
+        for qids in first.values():
+            assert qids == [q for q in queries if q in qids]
+    # Ties of load are broken by the seed: equal pools among many annotators differ.
+    sizes = {f"q{i}": 5 for i in range(12)}
+    plans = {
+        tuple(tuple(v) for v in share_out(list(sizes), sizes, NAMES, 2, seed).values())
+        for seed in range(10)
+    }
+    assert len(plans) > 1
+
+
+def test_started_shares_stay_and_count_towards_overlap_and_load() -> None:
+    rng = np.random.default_rng(7)
+    for queries, sizes, annotators, overlap, seed in instances(200):
+        # Some annotators (one outside the list, "zed") began some queries.
+        started: dict[str, list[str]] = {}
+        for name in [*annotators, "zed"]:
+            picked = [q for q in queries if rng.random() < 0.15]
+            if picked:
+                started[name] = picked
+        held = {name: {q for q in queries if rng.random() < 0.3} for name in annotators}
+        shares = share_out(queries, sizes, annotators, overlap, seed, started=started, held=held)
+        for name, qids in started.items():
+            assert shares[name][: len(qids)] == qids  # kept, and served first
+        began = holders(started)
+        count = holders(shares)
+        for q in queries:
+            assert count[q] == max(overlap, began[q])
+        for qids in shares.values():
+            assert len(qids) == len(set(qids))
+
+
+def test_an_old_holder_wins_a_tie_of_load() -> None:
+    for seed in range(20):
+        shares = share_out(["q1"], {"q1": 4}, ["ann", "bea", "cal"], 2, seed, held={"bea": {"q1"}})
+        assert shares["bea"] == ["q1"]
+    # Beyond a tie, balance wins: ann holds both, yet the second goes to bea.
+    shares = share_out(
+        ["q1", "q2"], {"q1": 4, "q2": 4}, ["ann", "bea"], 1, 3, held={"ann": {"q1", "q2"}}
+    )
+    assert sorted(len(qids) for qids in shares.values()) == [1, 1]
+
+
+def test_an_overlap_outside_the_annotators_is_an_error() -> None:
+    with pytest.raises(ValueError, match="overlap 3"):
+        share_out(["q1"], {"q1": 1}, ["ann", "bea"], 3, seed=1)
+
+
+# -- a plan over a project ---------------------------------------------------------------
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Project]:
+    """40 queries, 36 covered by three runs of random lengths (pools of 3 to 30 pairs)."""
+    rng = np.random.default_rng(11)
+    queries = tmp_path / "queries.tsv"
+    queries.write_text("".join(f"q{i:02d}\tquestion {i}\n" for i in range(40)))
+    runs = []
+    for run in ("x", "y", "z"):
+        path = tmp_path / f"{run}.run"
+        lines = []
+        for i in range(36):
+            qid = f"q{i:02d}"
+            shared = [f"{qid}-s{j}" for j in range(int(rng.integers(1, 4)))]
+            own = [f"{qid}-{run}{j}" for j in range(int(rng.integers(2, 10)))]
+            for rank, doc in enumerate(shared + own, 1):
+                lines.append(f"{qid} Q0 {doc} {rank} {100 - rank} {run}\n")
+        path.write_text("".join(lines))
+        runs.append((run, path))
+    with Project.create(tmp_path / "p.db") as created:
+        run_import(created, ImportRequest(queries=queries, runs=runs))
+        yield created
+
+
+def grade_one(project: Project, who: str, qid: str) -> None:
+    passage = (
+        f"{qid}-x0"
+        if project.conn.execute("SELECT 1 FROM passage WHERE ext_id = ?", (f"{qid}-x0",)).fetchone()
+        else f"{qid}-s0"
+    )
+    record_grade(project, GradeEvent(query=qid, passage=passage, annotator=who, grade=2))
+
+
+def apply(project: Project, made: Plan) -> None:
+    record(
+        project,
+        made.shares,
+        overlap=made.request.overlap,
+        seed=made.request.seed,
+        audit=made.request.audit,
+    )
+
+
+def test_a_first_plan_covers_every_covered_query_balanced(project: Project) -> None:
+    conn = project.conn
+    made = plan(conn, Request(("ann", "bea", "cal"), overlap=2, seed=3, depth=20))
+    covered = covered_queries(conn)
+    assert sorted(made.queries) == covered
+    assert made.queries == tuple(draw_order(covered, 3))
+    assert holders(made.shares) == dict.fromkeys(covered, 2)
+    sizes = pool_sizes(conn, covered, 20)
+    assert made.pairs == loads(made.shares, sizes)
+    assert max(made.pairs.values()) - min(made.pairs.values()) <= max(sizes.values())
+    assert made.created == ("ann", "bea", "cal")
+    assert len(made.added) == 72 and not made.kept and not made.taken
+    # Planning reads only: nothing is stored until record.
+    assert assigned(conn) == {}
+    assert plan(conn, Request(("cal", "ann", "bea"), overlap=2, seed=3, depth=20)) == Plan(
+        **{**made.__dict__, "request": Request(("cal", "ann", "bea"), 2, 3, 20)}
+    )
+
+
+def test_the_depth_sets_the_pairs_balanced(project: Project) -> None:
+    shallow = plan(project.conn, Request(("ann", "bea"), overlap=1, seed=3, depth=2))
+    sizes = pool_sizes(project.conn, shallow.queries, 2)
+    assert max(sizes.values()) <= 2 * 3
+    assert shallow.pairs == loads(shallow.shares, sizes)
+
+
+def test_queries_n_extends_what_was_assigned_before(project: Project) -> None:
+    conn = project.conn
+    first = plan(conn, Request(("ann", "bea"), overlap=1, seed=4, depth=20, queries=10))
+    apply(project, first)
+    # Another seed draws other new queries, yet the ten assigned come first.
+    second = plan(conn, Request(("ann", "bea"), overlap=1, seed=99, depth=20, queries=15))
+    assert set(first.queries) < set(second.queries)
+    assert len(second.queries) == 15
+    with pytest.raises(UsageError, match="--queries 37: the stored runs cover only 36"):
+        plan(conn, Request(("ann",), overlap=1, seed=4, depth=20, queries=37))
+
+
+def test_audit_takes_the_audit_samples_queries_in_draw_order(project: Project) -> None:
+    conn = project.conn
+    with pytest.raises(UsageError, match=r"raglabel audit DB --sample N"):
+        plan(conn, Request(("ann", "bea"), overlap=2, seed=1, depth=20, audit=True))
+    drawn = draw(project, 8, seed=21).draw.drawn
+    made = plan(conn, Request(("ann", "bea"), overlap=2, seed=1, depth=20, audit=True))
+    assert made.queries == drawn
+    assert made.shares == {"ann": list(drawn), "bea": list(drawn)}
+
+
+@pytest.mark.parametrize(
+    ("annotators", "overlap", "message"),
+    [
+        ((), 1, "name at least one annotator"),
+        (("ann", "bea"), 3, "--overlap 3: give each query to 1 to 2 annotators"),
+        (("ann", "judge"), 1, "annotator 'judge'"),
+    ],
+)
+def test_a_bad_request_is_refused(
+    project: Project, annotators: tuple[str, ...], overlap: int, message: str
+) -> None:
+    with pytest.raises(UsageError, match=message.replace("(", r"\(")):
+        plan(project.conn, Request(annotators, overlap=overlap, seed=1, depth=20))
+
+
+def test_no_covered_query_is_an_error(tmp_path: Path) -> None:
+    with (
+        Project.create(tmp_path / "empty.db") as empty,
+        pytest.raises(UsageError, match="no stored run covers any query"),
+    ):
+        plan(empty.conn, Request(("ann",), overlap=1, seed=1, depth=20))
+
+
+def test_assigning_again_keeps_begun_work_whatever_it_asks(project: Project) -> None:
+    """Property test: random rounds of grading and re-assigning (annotators, overlap,
+    queries and seed changing); no started share is ever lost, each query of the assign
+    has max(overlap, started) annotators, and the plan's account adds up."""
+    conn = project.conn
+    rng = np.random.default_rng(2026)
+    for _ in range(12):
+        names = tuple(rng.choice(NAMES, size=int(rng.integers(1, 6)), replace=False).tolist())
+        overlap = int(rng.integers(1, len(names) + 1))
+        count = int(rng.integers(1, 37)) if rng.random() < 0.5 else None
+        before = assigned(conn)
+        old = {(n, q) for n, qids in before.items() for q in qids}
+        # Someone starts a few of their queries.
+        for name, qids in before.items():
+            for q in qids:
+                if rng.random() < 0.2:
+                    grade_one(project, name, q)
+        begun = {(n, q) for n, q in old if _has_grade(project, n, q)}
+        request = Request(names, overlap, int(rng.integers(0, 1000)), 20, queries=count)
+        made = plan(conn, request)
+        new = {(n, q) for n, qids in made.shares.items() for q in qids}
+        assert begun <= new
+        count_of = holders(made.shares)
+        began = Counter(q for _, q in begun)
+        for q in made.queries:
+            assert count_of[q] == max(overlap, began[q])
+        assert {(s.annotator, s.query) for s in made.kept} == old & new
+        assert {(s.annotator, s.query) for s in made.taken} == old - new
+        assert {(s.annotator, s.query) for s in made.added} == new - old
+        assert {(s.annotator, s.query) for s in made.kept if s.why == STARTED} == begun
+        assert all(s.why == HELD for s in made.kept if (s.annotator, s.query) not in begun)
+        for share in made.taken:
+            assert (share.annotator, share.query) not in begun
+            expected = (
+                OUTSIDE
+                if share.query not in made.queries
+                else DROPPED_ANNOTATOR
+                if share.annotator not in names
+                else REBALANCED
+            )
+            assert share.why == expected
+        apply(project, made)
+        assert assigned(conn) == {n: q for n, q in made.shares.items() if q}
+
+
+def test_an_overlap_lowered_leaves_started_queries_above_it(project: Project) -> None:
+    conn = project.conn
+    first = plan(conn, Request(("ann", "bea", "cal"), overlap=3, seed=1, depth=20, queries=4))
+    apply(project, first)
+    q = first.queries[0]
+    for name in ("ann", "bea", "cal"):
+        grade_one(project, name, q)
+    grade_one(project, "ann", first.queries[1])
+    made = plan(conn, Request(("ann", "bea", "cal"), overlap=1, seed=1, depth=20, queries=4))
+    assert made.above == (q,)
+    assert holders(made.shares)[q] == 3
+    assert holders(made.shares)[first.queries[1]] == 1
+    assert "ann" in [n for n, qids in made.shares.items() if first.queries[1] in qids]
+    # Every other query went down to one annotator: two unstarted shares taken from each
+    # of the two nobody began, and from the one ann began.
+    assert {s.why for s in made.taken} == {REBALANCED}
+    assert len(made.taken) == 3 * 2
+
+
+def _has_grade(project: Project, name: str, qid: str) -> bool:
+    return (
+        project.conn.execute(
+            "SELECT 1 FROM current_grade c JOIN annotator a ON a.id = c.annotator_id"
+            " JOIN query q ON q.id = c.query_id WHERE a.name = ? AND q.ext_id = ?",
+            (name, qid),
+        ).fetchone()
+        is not None
+    )
