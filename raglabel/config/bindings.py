@@ -38,9 +38,11 @@ BINDING_IDS: dict[str, tuple[str, str]] = {
     "queries": ("q", "back to the queries; quit from there"),
     "runs": ("r", "runs"),
     "review": ("v", "review skipped and flagged passages"),
+    "progress": ("P", "team progress (the lead's view)"),
     "search": ("b", "browse: search the whole corpus"),
     "metrics": ("m", "show or hide all metrics"),
     "run_columns": ("c", "queries: next runs' columns, or none"),
+    "mine": ("y", "queries: only my assignment, or all"),
     "answer_figures": ("t", "runs: retrieval or answer criteria"),
     "estimate": ("e", "runs: people's, judge's or corrected"),
     # The Answers view (grading RAG answers); the grade, clear, up and down keys above

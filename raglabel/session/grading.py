@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, TypeAlias
 import numpy as np
 from numpy.typing import NDArray
 
+from raglabel.session.assignment_queue import AssignmentQueue
 from raglabel.session.audit_queue import AuditQueue
 from raglabel.session.catalog import (
     Catalog,
@@ -37,6 +38,7 @@ from raglabel.session.suggestions import Suggestion, query_suggestions
 from raglabel.session.timing import Timing
 from raglabel.session.undo import UndoEntry, UndoStack
 from raglabel.storage import adjudication
+from raglabel.storage.audit import Waiting
 from raglabel.storage.labels import (
     graders,
     own_grade_rows,
@@ -171,6 +173,8 @@ class GradingSession:
     _answers: AnswerGrading | None = field(default=None, repr=False, compare=False)
     # The audit sample's queue, read when first asked for (``audit``).
     _audit: AuditQueue | None = field(default=None, repr=False, compare=False)
+    # This annotator's assignment, read when first asked for (``assignment``).
+    _assignment: AssignmentQueue | None = field(default=None, repr=False, compare=False)
     # Each query's figures at K, from the board (whose book is the session's).
     figures: QueryFigures = field(init=False, repr=False, compare=False)
 
@@ -346,6 +350,9 @@ class GradingSession:
         if self._answers is not None:
             self._answers.passages_changed()
         self._audit = None  # others' grades may have completed drawn queries: read anew
+        # Another window of this annotator may have finished assigned queries, or a new
+        # assign given others; a switch of annotator brings another assignment.
+        self._assignment = None
         self.book = GradeBook(self.catalog)
         self.board.book = self.book
         self.loading.reread()
@@ -566,7 +573,36 @@ class GradingSession:
         is drawn and incomplete, else the first incomplete drawn query's (draw order);
         None when there is no draw or every drawn query is complete. Waits for nothing:
         it reads the drawn queries' rankings and grades from the file."""
-        found = self.audit.next_pair(q)
+        return self._served(self.audit.next_pair(q))
+
+    @property
+    def assignment(self) -> AssignmentQueue:
+        """This annotator's assignment (no member when they have none), done at the
+        deepest of the app's cutoffs, as the audit's queue is complete."""
+        if self._assignment is None:
+            self._assignment = AssignmentQueue(
+                self.project.conn, self.catalog, self.annotator, max(self.options.cutoffs)
+            )
+        return self._assignment
+
+    def assignment_progress(self) -> tuple[int, int] | None:
+        """(done, assigned) of this annotator's assignment; None when they have none."""
+        assignment = self.assignment
+        return assignment.progress() if assignment.members else None
+
+    def assignment_hole(self, q: int) -> Hole | None:
+        """The assignment's next pair: query ``q``'s next passage this annotator has not
+        graded while ``q`` is theirs and not done, else the first such query's (serving
+        order); None without an assignment or once it is all done. Waits for nothing."""
+        return self._served(self.assignment.next_pair(self.project.conn, q))
+
+    def served_hole(self, q: int) -> Hole | None:
+        """The queue's pairs that wait for no run: this annotator's assignment first,
+        then the audit's drawn queries; None when neither has one left."""
+        return self.assignment_hole(q) or self.audit_hole(q)
+
+    def _served(self, found: tuple[int, Waiting] | None) -> Hole | None:
+        """A pair one of the queues read from the file, as the session's hole."""
         if found is None:
             return None
         query, waiting = found
@@ -577,12 +613,12 @@ class GradingSession:
         return Hole(query, pid, waiting.runs, waiting.best_rank)
 
     def next_hole(self, q: int) -> Hole | None:
-        """The labeling queue's next pair: the audit's first (``audit_hole``), then this
-        query's most-retrieved ungraded passage, else the best hole of the query with
-        the most holes."""
-        drawn = self.audit_hole(q)
-        if drawn is not None:
-            return drawn
+        """The labeling queue's next pair: the assignment's, then the audit's first
+        (``served_hole``), then this query's most-retrieved ungraded passage, else the
+        best hole of the query with the most holes."""
+        served = self.served_hole(q)
+        if served is not None:
+            return served
         here = self.hole_here(q)
         if here is not None:
             return here
@@ -743,6 +779,8 @@ class GradingSession:
             self._answers.passages_changed()
         if self._audit is not None:
             self._audit.refresh(self.project.conn, q)
+        if self._assignment is not None:
+            self._assignment.refresh(self.project.conn, q)
         self._refresh_query(q)
         return Change(q, pid, shown, done.event_id, kind)
 

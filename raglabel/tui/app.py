@@ -67,9 +67,10 @@ class GradingApp(App[int]):
         bind("help", "help"),
         bind("review", "review", show=False),
         bind("palette", "command_palette", show=False),
+        bind("progress", "progress"),
     ]
     #: Actions of the app's own keys that would act on a screen below the Help screen.
-    _NOT_ON_HELP = frozenset({"undo", "runs", "help", "command_palette", "review"})
+    _NOT_ON_HELP = frozenset({"undo", "runs", "help", "command_palette", "review", "progress"})
 
     def __init__(self, session: GradingSession) -> None:
         super().__init__()
@@ -92,6 +93,8 @@ class GradingApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # The Help screen reads like a page over the app: no key shown there (and none
         # hidden) acts on the screen below it; its own keys close it.
+        if action == "progress" and self.session.blind:
+            return False  # the lead's view: off, and out of the footer, for blind grading
         return not (isinstance(self.screen, HelpScreen) and action in self._NOT_ON_HELP)
 
     def on_mount(self) -> None:
@@ -395,6 +398,12 @@ class GradingApp(App[int]):
         from raglabel.tui.screens.adjudicate import AdjudicationScreen
 
         self.push_screen(AdjudicationScreen())
+
+    def action_progress(self) -> None:
+        from raglabel.tui.screens.progress import ProgressScreen
+
+        if not isinstance(self.screen, ProgressScreen):
+            self.push_screen(ProgressScreen())
 
     def action_reload(self) -> None:
         self.session.reload()

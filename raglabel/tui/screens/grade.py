@@ -25,7 +25,7 @@ from raglabel.tui.widgets.key_footer import KeyFooter
 from raglabel.tui.widgets.metrics_panel import MetricsPanel, full_height
 from raglabel.tui.widgets.passage_list import PassageList
 from raglabel.tui.widgets.passage_view import PassageView
-from raglabel.tui.widgets.status import SaveMark
+from raglabel.tui.widgets.status import SaveMark, standing
 
 if TYPE_CHECKING:
     from raglabel.tui.app import GradingApp
@@ -224,9 +224,8 @@ class GradeScreen(Screen[None]):
             (f"annotator {session.annotator}{'' if session.blind else ' (all annotators)'}", "dim"),
         )
         self.query_one("#query-head", Static).update(head)
-        audit = session.audit_progress()
         self.query_one(SaveMark).keep(
-            "" if audit is None else f"audit {audit[0]}/{audit[1]} complete"
+            standing(session.assignment_progress(), session.audit_progress())
         )
 
     def _show_passage(self, pid: int | None) -> None:
@@ -471,8 +470,9 @@ class GradeScreen(Screen[None]):
 
     def action_queue(self) -> None:
         session = self.glapp.session
-        # The audit's drawn queries first: they need no runs, so no waiting for them.
-        hole = session.audit_hole(self.qi)
+        # The assignment, then the audit's drawn queries: they need no runs, so no
+        # waiting for them.
+        hole = session.served_hole(self.qi)
         if hole is None and not session.runs_scored:
             # Another query's holes need the whole runs: waiting for them here would
             # freeze the screen (tens of seconds on a big project).

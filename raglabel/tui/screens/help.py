@@ -131,8 +131,10 @@ NOTES = Text.assemble(
     "A grade key saves the grade and moves to the next passage of the query that you have "
     "not graded. The labeling queue (g) goes to the ungraded passage that most runs put in "
     "their top K, first in this query, then in the query with most such holes: grading in "
-    "that order makes every run's metrics exact with the fewest grades. Undo reverts your "
-    "latest action on any query and takes you there.\n",
+    "that order makes every run's metrics exact with the fewest grades. Queries assigned "
+    "to you (raglabel assign) come before all that, in their order, each until you have "
+    "graded it down to the deepest K; y lists only them on the Queries screen. Undo "
+    "reverts your latest action on any query and takes you there.\n",
 )
 
 

@@ -1,4 +1,5 @@
-"""Every query: progress, holes and each run's RA-nWG; filter, sort, open one."""
+"""Every query: progress, holes and each run's RA-nWG; filter (by words, or to the
+annotator's assignment), sort, open one."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from raglabel.tui.keys import bind, first_key
 from raglabel.tui.query_filter import QueryFilter
 from raglabel.tui.widgets.key_footer import KeyFooter
 from raglabel.tui.widgets.query_table import QueryTable
+from raglabel.tui.widgets.status import assignment_text
 
 if TYPE_CHECKING:
     from raglabel.tui.app import GradingApp
@@ -41,6 +43,8 @@ class QueriesScreen(Screen[None]):
         # Not in the footer (it is full at 80 columns): the header line names the key
         # whenever run columns are folded away.
         bind("run_columns", "run_columns", show=False),
+        # Likewise: the header line names the key whenever the annotator has an assignment.
+        bind("mine", "mine", show=False),
         bind("down", "down", show=False),
         bind("up", "up", show=False),
         Binding("escape", "clear_filter", "clear filter", show=False),
@@ -51,6 +55,7 @@ class QueriesScreen(Screen[None]):
         super().__init__()
         self.sort = 0  # index into sort_names()
         self.text_filter = ""
+        self.mine = False  # only the annotator's assigned queries
         self._pending: Timer | None = None
         self.matching = 0  # queries that pass the filter
         self._filter: QueryFilter | None = None
@@ -117,6 +122,11 @@ class QueriesScreen(Screen[None]):
             if self.text_filter
             else np.arange(columns.graded.size, dtype=np.int64)
         )
+        if self.mine:
+            members = self.glapp.session.assignment.members
+            # Reloaded after an assign that left this annotator out: no filter to keep.
+            self.mine = bool(members)
+            index = index[np.isin(index, np.array(members, dtype=np.int64))] if members else index
         self.waiting_for = None
         if self.sort == 1 and not columns.counted:
             self.waiting_for = "the candidates and grades"
@@ -171,6 +181,8 @@ class QueriesScreen(Screen[None]):
             ("raglabel ", "bold"),
             (f"{session.project.path.name if session.project.path else 'memory'} · ", "dim"),
             f"annotator {session.annotator}{'' if session.blind else ' (all annotators)'} · ",
+            # Yellow while it narrows the list, as the words filter is.
+            (self._assignment_part(), "yellow" if self.mine else ""),
             f"K={session.k} · graded {f'{graded}/{total}' if columns.counted else '…'}"
             f" · holes {holes if columns.scored else '…'} · ",
             f"run columns: {display_name(MetricKey('ra_nwg', session.k))}",
@@ -192,6 +204,17 @@ class QueriesScreen(Screen[None]):
             ),
         )
         self.query_one("#queries-head", Static).update(head)
+
+    def _assignment_part(self) -> str:
+        """The annotator's assignment and the key that shows only it (or all again);
+        nothing when they have none."""
+        progress = self.glapp.session.assignment_progress()
+        if progress is None:
+            return ""
+        key = first_key(self.glapp.session.options.keymap, "mine")
+        if self.mine:
+            return f"{assignment_text(*progress)}, only those shown ({key}: all) · "
+        return f"{assignment_text(*progress)} ({key}: only those) · "
 
     def _runs_folded(self) -> str:
         """Which runs have a column, when not all of them do, and the key for more."""
@@ -269,6 +292,19 @@ class QueriesScreen(Screen[None]):
             self.refill()
         self.query_one(QueryTable).focus()
 
+    def action_mine(self) -> None:
+        """Show only the queries assigned to the annotator, or every query again. Only
+        the list narrows: the others stay open (the queue and n, p reach them)."""
+        if not self.mine and self.glapp.session.assignment_progress() is None:
+            self.notify(
+                f"No queries are assigned to {self.glapp.session.annotator} "
+                "(raglabel assign DB gives some).",
+                timeout=4,
+            )
+            return
+        self.mine = not self.mine
+        self.refill(self.query_one(QueryTable).current)
+
     def action_sort(self) -> None:
         self.sort = (self.sort + 1) % len(self.sort_names())
         table = self.query_one(QueryTable)
@@ -293,10 +329,15 @@ class QueriesScreen(Screen[None]):
         self.refill(self.query_one(QueryTable).current)
 
     def action_queue(self) -> None:
-        if self._runs_still_read("the queue can open"):
-            return
+        session = self.glapp.session
         table = self.query_one(QueryTable)
-        hole = self.glapp.session.next_hole(table.current if table.current is not None else 0)
+        here = table.current if table.current is not None else 0
+        # The assignment, then the audit's drawn queries, need no runs: no waiting.
+        hole = session.served_hole(here)
+        if hole is None:
+            if self._runs_still_read("the queue can open"):
+                return
+            hole = session.next_hole(here)
         if hole is None:
             self.notify("The queue is empty: every passage in any run's top K has a grade.")
             return

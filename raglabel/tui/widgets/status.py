@@ -1,10 +1,27 @@
 """The line that says whether the last action reached the database, after what it always
-shows (the audit sample's progress, when the project has a draw)."""
+shows (the annotator's assignment, when they have one, and the audit sample's progress,
+when the project has a draw)."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.widgets import Static
+
+
+def assignment_text(done: int, assigned: int) -> str:
+    """An annotator's assignment as the app words it wherever it shows it."""
+    return f"your assignment: {done} of {assigned} queries done"
+
+
+def standing(assignment: tuple[int, int] | None, audit: tuple[int, int] | None) -> str:
+    """What the status line keeps in view: the assignment's ``(done, assigned)``, then the
+    audit's ``(complete, drawn)``, each when there is one ("" for neither)."""
+    parts = []
+    if assignment is not None:
+        parts.append(assignment_text(*assignment))
+    if audit is not None:
+        parts.append(f"audit {audit[0]}/{audit[1]} complete")
+    return " · ".join(parts)
 
 
 class SaveMark(Static):

@@ -1,0 +1,204 @@
+"""The lead's Progress screen: each annotator's assigned and done queries, pace and alpha
+with the others, the queries not yet done by all their annotators, and the pairs waiting
+for adjudication; the figures of ``raglabel progress``, refreshed while people grade."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import DataTable, Static
+from textual.worker import get_current_worker
+
+from raglabel.analysis.progress import IDLE_LIMIT_S, MIN_SHARED_PAIRS
+from raglabel.session.team_progress import ProgressRequest, progress_request, read_progress
+from raglabel.tui.keys import bind
+from raglabel.tui.widgets.key_footer import KeyFooter
+
+if TYPE_CHECKING:
+    from raglabel.analysis.progress import Progress
+    from raglabel.formats.progress_report import ProgressReport
+    from raglabel.tui.app import GradingApp
+
+#: How often the figures are read again while the screen is in view: others grade in
+#: their own processes, and nothing tells this one when they do.
+REFRESH_S = 5.0
+
+
+def _num(value: float | None, digits: int) -> str:
+    return "NA" if value is None else f"{value:.{digits}f}"
+
+
+def alpha_cell(alpha_with: dict[str, float | None]) -> Text:
+    """``bob 0.74 · carol 0.81``: this annotator's alpha with each other annotator where
+    it is defined (2 shared pairs or more, not all one grade); ``-`` with none. The
+    undefined ones are left out so that the defined fit an 80-column terminal."""
+    out = Text()
+    for name, alpha in alpha_with.items():
+        if alpha is None:
+            continue
+        if out:
+            out.append(" · ", style="dim")
+        out.append(f"{name} ")
+        out.append(f"{alpha:.2f}", style="bold")
+    return out if out else Text("-", style="dim")
+
+
+def head_text(report: ProgressReport, depth: int) -> Text:
+    """What the screen shows, and what each figure means."""
+    open_queries = sum(q.done < q.assigned for q in report.queries.values())
+    waiting = report.to_adjudicate
+    return Text.assemble(
+        ("Progress ", "bold"),
+        f"{len(report.annotators)} annotators · {len(report.queries)} queries assigned,"
+        f" {len(report.queries) - open_queries} done by all their annotators ·"
+        f" {waiting} pair{'' if waiting == 1 else 's'} to adjudicate\n",
+        (
+            f"done: every passage a run ranks in its top {depth} graded · pace from grades"
+            f" at the keys, a gap over {IDLE_LIMIT_S:.0f} s a break · alpha: ordinal, with"
+            f" each annotator sharing {MIN_SHARED_PAIRS}+ pairs · read again every"
+            f" {REFRESH_S:.0f} s",
+            "dim",
+        ),
+    )
+
+
+class ProgressScreen(Screen[None]):
+    """Shown only to the lead (``--all-annotators`` or ``--adjudicate``): the app's key
+    for it is off otherwise."""
+
+    DEFAULT_CSS = """
+    #progress-head { height: auto; padding: 0 1; background: $boost; }
+    #progress-annotators { height: auto; max-height: 50%; }
+    #progress-queries-head { height: auto; padding: 0 1; margin-top: 1; }
+    #progress-queries { height: 1fr; }
+    """
+    AUTO_FOCUS = "#progress-annotators"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        bind("queries", "app.queries"),
+        Binding("escape", "back", "back"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._timer: Timer | None = None
+        self._reading = False
+
+    @property
+    def glapp(self) -> GradingApp:
+        return cast("GradingApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("Progress: reading the project…", style="dim"), id="progress-head")
+        yield DataTable(id="progress-annotators", cursor_type="row", zebra_stripes=True)
+        yield Static(id="progress-queries-head")
+        yield DataTable(id="progress-queries", cursor_type="row", zebra_stripes=True)
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        annotators = self.query_one("#progress-annotators", DataTable)
+        for label in ("annotator", "assigned", "done", "grades", "grades/h", "median s"):
+            annotators.add_column(label, key=label)
+        annotators.add_column("alpha with", key="alpha")
+        queries = self.query_one("#progress-queries", DataTable)
+        queries.add_column("query", key="query")
+        queries.add_column("annotators done", key="done")
+        self._timer = self.set_interval(REFRESH_S, self.refresh_figures)
+        self.refresh_figures()
+
+    def on_screen_resume(self) -> None:
+        if self._timer is not None:
+            self._timer.resume()
+        self.refresh_figures()
+
+    def on_screen_suspend(self) -> None:
+        if self._timer is not None:
+            self._timer.pause()
+
+    def refresh_figures(self) -> None:
+        """Read the figures again in a thread, unless a read is still on its way."""
+        if self._reading:
+            return
+        self._reading = True
+        self._read(progress_request(self.glapp.session))
+
+    @work(thread=True, exclusive=True, group="progress", description="progress")
+    def _read(self, request: ProgressRequest) -> None:
+        worker = get_current_worker()
+        try:
+            found: Progress | str = read_progress(request)
+        except Exception as exc:  # shown on the screen: a failed read must not end the app
+            found = f"{type(exc).__name__}: {exc}"
+        if not worker.is_cancelled:
+            self.app.call_from_thread(self._show, request.depth, found)
+
+    def _show(self, depth: int, found: Progress | str) -> None:
+        self._reading = False
+        if not self.is_mounted:
+            return
+        head = self.query_one("#progress-head", Static)
+        if isinstance(found, str):
+            head.update(Text(f"Progress could not be read: {found}", style="red"))
+            return
+        report = found.report
+        text = head_text(report, depth)
+        for note in found.notes:
+            text.append(f"\n{note}", style="yellow")
+        head.update(text)
+        self._fill_annotators(report)
+        self._fill_queries(report)
+
+    def _fill_annotators(self, report: ProgressReport) -> None:
+        table = self.query_one("#progress-annotators", DataTable)
+        row = table.cursor_row
+        table.clear()
+        for name, a in report.annotators.items():
+            figures = (
+                str(a.assigned),
+                str(a.done),
+                str(a.grades),
+                _num(a.grades_per_hour, 1),
+                _num(a.median_active_s, 1),
+            )
+            table.add_row(
+                name,
+                *(Text(figure, justify="right") for figure in figures),
+                alpha_cell(a.alpha_with),
+                key=name,
+            )
+        if report.annotators:
+            table.move_cursor(row=min(row, len(report.annotators) - 1))
+
+    def _fill_queries(self, report: ProgressReport) -> None:
+        waiting = [(qid, q) for qid, q in report.queries.items() if q.done < q.assigned]
+        head = self.query_one("#progress-queries-head", Static)
+        if not report.queries:
+            head.update(
+                Text(
+                    "No query is assigned: raglabel assign DB --annotators a,b,c --overlap 2"
+                    " assigns them.",
+                    style="dim",
+                )
+            )
+        else:
+            head.update(
+                Text.assemble(
+                    ("Queries not yet done by all their annotators ", "bold"),
+                    f"{len(waiting)} of {len(report.queries)}",
+                )
+            )
+        table = self.query_one("#progress-queries", DataTable)
+        row = table.cursor_row
+        table.clear()
+        for qid, q in waiting:
+            table.add_row(qid, f"{q.done} of {q.assigned}", key=qid)
+        if waiting:
+            table.move_cursor(row=min(row, len(waiting) - 1))
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
