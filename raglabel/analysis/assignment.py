@@ -11,9 +11,15 @@ that it skipped, and gain at most that query's pool.
 Assigning again builds on what is stored. A share the annotator has *started* (holds a
 grade of their own on the query) stays theirs whatever this assign asks: it counts
 towards its query's overlap and its annotator's load, even where that leaves a query
-above the overlap or the annotator out of ``--annotators``. Every share not started is
-planned anew, and its old holder wins a tie of load, so that a plan moves only what
-balance asks for. The plan says what it kept, took and gave, and why.
+above the overlap or the annotator out of ``--annotators``. So does a query of this
+assign that an annotator of ``--annotators`` graded with no share of it (before any
+assign, say): it becomes their started share. Every share not started is planned anew:
+its old holder keeps it, the places left are filled as above, and then shares move one
+at a time from a more loaded annotator to one more than a query's pool below, so that
+a plan moves only what balance asks for (adding an annotator moves about their part of
+the load). That plan is taken when its loads are within one query's pool of the plain
+greedy's (always, without started shares); else the greedy's, the old holder winning a
+tie of load. The plan says what it kept, took and gave, and why.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from raglabel.errors import UsageError
 from raglabel.storage.assignments import (
     annotator_names,
     assigned,
+    graded_by,
     pool_sizes,
     refuse_names,
     started,
@@ -36,6 +43,7 @@ from raglabel.storage.audit import covered_queries, draw_order, drawn_rows
 
 #: Why an annotator keeps a share, or loses one.
 STARTED = "started"  # they graded some of it: an assign never takes begun work away
+BEFORE = "started before assigning"  # they graded some of it with no share of it
 HELD = "held"  # not started, and still theirs in the new plan
 OUTSIDE = "not among this assign's queries"
 DROPPED_ANNOTATOR = "annotator not in --annotators"
@@ -72,10 +80,12 @@ class Plan:
     shares: dict[str, list[str]]  # every annotator's queries in serving order
     pairs: dict[str, int]  # pairs to grade in each annotator's share
     created: tuple[str, ...]  # annotators new to the project
-    added: tuple[Share, ...]  # shares the assignment before lacked
+    added: tuple[Share, ...]  # shares the assignment before lacked (``adopted`` too)
     kept: tuple[Share, ...]  # shares the assignment before had, still there (why: STARTED or HELD)
     taken: tuple[Share, ...]  # shares the assignment before had, gone (why: the reason)
     above: tuple[str, ...] = field(default=())  # queries over the overlap: started by more
+    #: Of ``added``, those its annotator had started with no share of it (why: BEFORE).
+    adopted: tuple[Share, ...] = field(default=())
 
 
 def plan(conn: sqlite3.Connection, request: Request) -> Plan:
@@ -97,6 +107,13 @@ def plan(conn: sqlite3.Connection, request: Request) -> Plan:
     involved = {q for qids in before.values() for q in qids} | set(queries)
     sizes = pool_sizes(conn, involved, request.depth)
     fixed = {name: [q for q in qids if (name, q) in begun] for name, qids in before.items()}
+    # Work begun without a share (before the first assign, or on someone else's query)
+    # is begun work all the same: a plan that gave it to others would grade it twice.
+    graded = graded_by(conn, annotators)
+    adopted = [(name, q) for q in queries for name in annotators if (name, q) in graded]
+    adopted = [(name, q) for name, q in adopted if q not in before.get(name, ())]
+    for name, q in adopted:
+        fixed.setdefault(name, []).append(q)
     held = {
         name: {q for q in qids if (name, q) not in begun}
         for name, qids in before.items()
@@ -119,6 +136,7 @@ def plan(conn: sqlite3.Connection, request: Request) -> Plan:
         before=before,
         begun=begun,
         sizes=sizes,
+        adopted=adopted,
     )
 
 
@@ -137,29 +155,90 @@ def share_out(
 
     ``started``: shares that stay whatever happens (annotator -> queries, in their order),
     counted towards their query's overlap and their annotator's load; their annotators
-    need not be among ``annotators``. ``held``: shares not started that each annotator had,
-    preferred on a tie of load. Returns every annotator's share, ``started`` ones first in
-    their order, then the others in ``queries``' order (an annotator of ``annotators``
-    given nothing gets an empty list).
+    need not be among ``annotators``. ``held``: shares not started that each annotator had:
+    kept where balance allows (:func:`_held_first`), else preferred on a tie of load.
+    Returns every annotator's share, ``started`` ones first in their order, then the
+    others in ``queries``' order (an annotator of ``annotators`` given nothing gets an
+    empty list).
     """
     names = sorted(set(annotators))
     if not 1 <= overlap <= len(names):
         raise ValueError(f"overlap {overlap} is outside 1..{len(names)}")
     started = started or {}
     held = held or {}
+    spread = _Spread(queries, sizes, names, started)
+    given = _greedy(spread, overlap, seed, held)
+    if any(held.values()):
+        kept = _held_first(spread, overlap, seed, held)
+        # Kept where the loads stay within one query's pool of the greedy's balance:
+        # always so without started shares (both end within one pool of even), and
+        # with them, which can leave loads apart that no plan evens out, so the greedy
+        # is not beaten by more than one pool.
+        if spread.gap(kept) <= spread.gap(given) + spread.bound:
+            given = kept
+    shares: dict[str, list[str]] = {}
+    for name in sorted(set(names) | set(started)):
+        first = list(started.get(name, ()))
+        fresh = given.get(name, set())
+        shares[name] = first + [q for q in queries if q in fresh and q not in first]
+    return shares
+
+
+@dataclass(frozen=True)
+class _Spread:
+    """What both ways of sharing out start from: the queries, their pools, the
+    annotators, and the shares that stay (``started``)."""
+
+    queries: Sequence[str]
+    sizes: Mapping[str, int]
+    names: list[str]
+    started: Mapping[str, Sequence[str]]
+
+    @property
+    def bound(self) -> int:
+        """The balance a plan keeps from loads that start equal: one query's pool."""
+        return max((self.sizes[q] for q in self.queries), default=0)
+
+    def start(self) -> tuple[dict[str, int], dict[str, set[str]]]:
+        """Each annotator's load, and each query's annotators, from the started shares."""
+        load = dict.fromkeys(self.names, 0)
+        on: dict[str, set[str]] = {q: set() for q in self.queries}
+        for name, qids in self.started.items():
+            load[name] = load.get(name, 0) + sum(self.sizes.get(q, 0) for q in qids)
+            for q in qids:
+                on.setdefault(q, set()).add(name)
+        return load, on
+
+    def loads(self, given: Mapping[str, set[str]]) -> dict[str, int]:
+        load, _ = self.start()
+        for name, qids in given.items():
+            load[name] += sum(self.sizes[q] for q in qids)
+        return load
+
+    def gap(self, given: Mapping[str, set[str]]) -> int:
+        """The pairs between the most and the least loaded annotator of the assign."""
+        load = self.loads(given)
+        return max(load[n] for n in self.names) - min(load[n] for n in self.names)
+
+    def largest_first(self, rng: np.random.Generator) -> list[str]:
+        """Largest pool first (the greedy's classic order), a tie by the seeded draw."""
+        keys = rng.random(len(self.queries))
+        order = sorted(
+            range(len(self.queries)), key=lambda i: (-self.sizes[self.queries[i]], keys[i])
+        )
+        return [self.queries[i] for i in order]
+
+
+def _greedy(
+    spread: _Spread, overlap: int, seed: int, held: Mapping[str, Collection[str]]
+) -> dict[str, set[str]]:
+    """Each query, largest first, onto the least-loaded annotators not on it yet, an old
+    holder winning a tie of load; what each annotator is given."""
+    names = spread.names
     rng = np.random.default_rng(seed)
-    load = dict.fromkeys(names, 0)
-    on: dict[str, set[str]] = {q: set() for q in queries}
-    for name, qids in started.items():
-        load[name] = load.get(name, 0) + sum(sizes.get(q, 0) for q in qids)
-        for q in qids:
-            on.setdefault(q, set()).add(name)
-    # Largest pool first (the greedy's classic order), a tie of size by the seeded draw.
-    keys = rng.random(len(queries))
-    order = sorted(range(len(queries)), key=lambda i: (-sizes[queries[i]], keys[i]))
+    load, on = spread.start()
     given: dict[str, set[str]] = {name: set() for name in names}
-    for i in order:
-        q = queries[i]
+    for q in spread.largest_first(rng):
         need = overlap - len(on[q])
         if need <= 0:
             continue
@@ -170,13 +249,82 @@ def share_out(
             name = names[j]
             given[name].add(q)
             on[q].add(name)
-            load[name] += sizes[q]
-    shares: dict[str, list[str]] = {}
-    for name in sorted(set(names) | set(started)):
-        kept = list(started.get(name, ()))
-        fresh = given.get(name, set())
-        shares[name] = kept + [q for q in queries if q in fresh and q not in kept]
-    return shares
+            load[name] += spread.sizes[q]
+    return given
+
+
+def _held_first(
+    spread: _Spread, overlap: int, seed: int, held: Mapping[str, Collection[str]]
+) -> dict[str, set[str]]:
+    """A re-plan that moves few shares: every old holder keeps their share (up to the
+    overlap, the least loaded first), the greedy fills the places left, and then, while
+    two annotators' loads are more than one query's pool apart, one share moves from the
+    more loaded to the less loaded, the one that evens the two out best. A move narrows
+    the gap between them and so lowers the sum of squared loads: the moves end, and with
+    no started share they end within the bound (the more loaded always holds a query the
+    other lacks). Only balance moves a share, so a plan adding an annotator moves about
+    what the newcomer's part of the load asks, not a new greedy's reshuffle."""
+    names = spread.names
+    sizes = spread.sizes
+    rng = np.random.default_rng(seed)
+    load, on = spread.start()
+    given: dict[str, set[str]] = {name: set() for name in names}
+    order = spread.largest_first(rng)
+
+    def give(name: str, q: str) -> None:
+        given[name].add(q)
+        on[q].add(name)
+        load[name] += sizes[q]
+
+    for keeping in (True, False):
+        for q in order:
+            need = overlap - len(on[q])
+            if need <= 0:
+                continue
+            ties = rng.random(len(names))
+            free = [
+                j
+                for j, name in enumerate(names)
+                if name not in on[q] and (not keeping or q in held.get(name, ()))
+            ]
+            free.sort(key=lambda j: (load[names[j]], ties[j]))
+            for j in free[:need]:
+                give(names[j], q)
+    position = {q: i for i, q in enumerate(spread.queries)}
+    while True:
+        move = _evening_move(spread, load, on, given, position)
+        if move is None:
+            return given
+        heavy, light, q = move
+        given[heavy].discard(q)
+        on[q].discard(heavy)
+        load[heavy] -= sizes[q]
+        give(light, q)
+
+
+def _evening_move(
+    spread: _Spread,
+    load: Mapping[str, int],
+    on: Mapping[str, set[str]],
+    given: Mapping[str, set[str]],
+    position: Mapping[str, int],
+) -> tuple[str, str, str] | None:
+    """The next share to move: from the most loaded annotator that has one to give to
+    a less loaded one more than one query's pool below, the query whose pool is nearest
+    half their gap (the earliest served on a tie); None when no two are that far apart."""
+    sizes = spread.sizes
+    bound = spread.bound
+    ranked = sorted(spread.names, key=lambda n: (load[n], n))
+    for heavy in reversed(ranked):
+        for light in ranked:
+            gap = load[heavy] - load[light]
+            if gap <= bound:
+                break
+            movable = [q for q in given[heavy] if sizes[q] > 0 and light not in on[q]]
+            if movable:
+                q = min(movable, key=lambda q: (abs(gap - 2 * sizes[q]), position[q]))
+                return heavy, light, q
+    return None
 
 
 def _selection(
@@ -232,6 +380,7 @@ def _compare(
     before: Mapping[str, Sequence[str]],
     begun: Collection[tuple[str, str]],
     sizes: Mapping[str, int],
+    adopted: Sequence[tuple[str, str]],
 ) -> Plan:
     old = {(name, q) for name, qids in before.items() for q in qids}
     new = {(name, q) for name, qids in shares.items() for q in qids}
@@ -269,4 +418,5 @@ def _compare(
         kept=tuple(kept),
         taken=tuple(taken),
         above=tuple(sorted(q for q, count in holders.items() if count > request.overlap)),
+        adopted=tuple(Share(name, q, BEFORE) for name, q in adopted),
     )

@@ -142,7 +142,8 @@ def progress(project: Project, depth: int) -> Progress:
     with project.snapshot():
         shares = assignments.assigned(conn)
         names = sorted(set(shares) | set(graders(conn)))
-        done = {name: assignments.done_queries(conn, name, depth) for name in shares}
+        # Everyone's at once: the pools are read once, not once an annotator.
+        done = assignments.done_by_annotator(conn, depth)
         rows = {name: own_grade_rows(conn, name) for name in names}
         # Agreement is on ratings: a lead's adjudications take a side (as in `agree`).
         rated = {name: own_grade_rows(conn, name, adjudications=False) for name in names}

@@ -41,8 +41,10 @@ def register(commands: Any) -> None:
             " queue serves their assignment first; queries nobody is assigned stay open to"
             " anyone. Assigning again builds on the stored assignment: a share the annotator"
             " has started (graded any passage of) stays theirs, and the rest is planned"
-            " anew; the output says what was kept, taken and given, and why. Names new to"
-            " the project become annotators."
+            " anew; a query of the assign that one of --annotators graded with no share of"
+            " it (before the first assign, say) becomes their started share too. The output"
+            " says what was kept, taken and given, and why. Names new to the project become"
+            " annotators."
         ),
         epilog=(
             "examples:\n"
@@ -208,8 +210,15 @@ def describe(made: Plan, db: str) -> list[str]:
         lines.append(
             f"took {_count(len(shares), 'share', 'shares')} ({why}): {_by_annotator(shares)}"
         )
-    if made.added:
-        lines.append(f"gave {_count(len(made.added), 'new share', 'new shares')}")
+    if made.adopted:
+        lines.append(
+            f"kept {_count(len(made.adopted), 'share', 'shares')} (started before assigning:"
+            f" the annotator graded some of the query with no share of it):"
+            f" {_by_annotator(made.adopted)}"
+        )
+    fresh = len(made.added) - len(made.adopted)
+    if fresh:
+        lines.append(f"gave {_count(fresh, 'new share', 'new shares')}")
     if made.above:
         lines.append(
             f"above the overlap of {request.overlap} (started by more annotators; nobody's"

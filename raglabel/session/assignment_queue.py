@@ -11,15 +11,34 @@ grades. What is done is ``storage.assignments.done_queries``'s word, the same th
 Like the audit's queue it reads the project file, not the session's book, so it serves
 from the start, before the background load brings the runs. It changes the order only:
 every query, assigned or not, stays open to everyone.
+
+Its members are read at once (one indexed read). Which of them are done takes the whole
+share's pools and grades (tens of milliseconds at hundreds of queries): a queue made
+with ``read_done=False`` leaves that to :meth:`AssignmentQueue.read_aside`, in a worker
+thread on a connection of its own, whose answer :meth:`AssignmentQueue.land` puts in
+place on the app's thread; whatever needs it sooner reads it there and then
+(:meth:`AssignmentQueue.read`).
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
 
 from raglabel.session.catalog import Catalog
 from raglabel.storage.assignments import assigned_to, done_queries
 from raglabel.storage.audit import Waiting, waiting_pairs
+from raglabel.storage.project import Project
+
+
+@dataclass(frozen=True)
+class DoneRead:
+    """The done queries a worker read for ``queue``, by query id."""
+
+    queue: AssignmentQueue
+    done: frozenset[str]
 
 
 class AssignmentQueue:
@@ -27,7 +46,13 @@ class AssignmentQueue:
     order) and which of them they finished, down to ``depth``."""
 
     def __init__(
-        self, conn: sqlite3.Connection, catalog: Catalog, annotator: str, depth: int
+        self,
+        conn: sqlite3.Connection,
+        catalog: Catalog,
+        annotator: str,
+        depth: int,
+        *,
+        read_done: bool = True,
     ) -> None:
         self.annotator = annotator
         self.depth = depth
@@ -39,13 +64,46 @@ class AssignmentQueue:
                 self.members.append(q)
         self._member_set = set(self.members)
         self.done: set[int] = set()
-        self._read_done(conn)
+        #: Which members are done is read (nothing to read without a member).
+        self.known = not self.members
+        #: A worker was asked to read it (``read_aside``), and has not landed yet.
+        self.reading = False
+        # Members read again after an action of this session before the done ones were
+        # known: their answer is newer than a worker's that began before the action.
+        self._refreshed: set[int] = set()
+        if read_done:
+            self.read(conn)
 
-    def _read_done(self, conn: sqlite3.Connection) -> None:
-        if not self.members:
-            return  # no assignment: nothing to ask the file
-        done = done_queries(conn, self.annotator, self.depth)
-        self.done = {q for q in self.members if self._catalog.queries[q].ext_id in done}
+    def read(self, conn: sqlite3.Connection) -> None:
+        """Read which members are done now, on this thread, unless that is known."""
+        if not self.known:
+            self.land(done_queries(conn, self.annotator, self.depth))
+
+    def read_aside(self, path: Path) -> DoneRead | None:
+        """Which members are done, read on a read-only connection of its own: safe in a
+        worker thread. Hand the answer to :meth:`land` on the app's thread. None when
+        the file could not be read so: :meth:`read` on the app's thread then says why."""
+        try:
+            with Project.reader(path) as reader, reader.snapshot():
+                done = done_queries(reader.conn, self.annotator, self.depth)
+        except sqlite3.Error:
+            return None
+        return DoneRead(self, frozenset(done))
+
+    def land(self, done: Collection[str]) -> None:
+        """Take ``done`` (query ids) as the members done, but for those read again since
+        (``refresh``); nothing when it is known already (read here meanwhile)."""
+        if self.known:
+            return
+        ext = self._catalog.queries
+        self.done = {
+            q
+            for q in self.members
+            if (q in self.done if q in self._refreshed else ext[q].ext_id in done)
+        }
+        self.known = True
+        self.reading = False
+        self._refreshed.clear()
 
     def refresh(self, conn: sqlite3.Connection, q: int) -> None:
         """Read again whether query ``q`` is done, after a grade, clear or undo on it.
@@ -58,15 +116,19 @@ class AssignmentQueue:
             self.done.add(q)
         else:
             self.done.discard(q)
+        if not self.known:
+            self._refreshed.add(q)
 
     def progress(self) -> tuple[int, int]:
-        """(done, assigned)."""
+        """(done, assigned), once the done ones are known (``read``)."""
         return len(self.done), len(self.members)
 
     def next_pair(self, conn: sqlite3.Connection, q: int) -> tuple[int, Waiting] | None:
         """The next pair of the assignment: query ``q``'s while it is assigned and not
         done (a query started is finished first), else the first assigned query's that is
-        not done, in serving order; None once every one is done."""
+        not done, in serving order; None once every one is done. Reads which are done
+        first if that is not known yet."""
+        self.read(conn)
         first = [q] if q in self._member_set and q not in self.done else []
         for member in first + [m for m in self.members if m not in self.done]:
             row = self._catalog.queries[member].row_id

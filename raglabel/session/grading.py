@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, TypeAlias
 import numpy as np
 from numpy.typing import NDArray
 
-from raglabel.session.assignment_queue import AssignmentQueue
+from raglabel.session.assignment_queue import AssignmentQueue, DoneRead
 from raglabel.session.audit_queue import AuditQueue
 from raglabel.session.catalog import (
     Catalog,
@@ -578,17 +578,53 @@ class GradingSession:
     @property
     def assignment(self) -> AssignmentQueue:
         """This annotator's assignment (no member when they have none), done at the
-        deepest of the app's cutoffs, as the audit's queue is complete."""
+        deepest of the app's cutoffs, as the audit's queue is complete. Which members are
+        done is read when first needed, or sooner by a worker (``assignment_to_read``):
+        on a project file it is not read here, at the first paint."""
         if self._assignment is None:
             self._assignment = AssignmentQueue(
-                self.project.conn, self.catalog, self.annotator, max(self.options.cutoffs)
+                self.project.conn,
+                self.catalog,
+                self.annotator,
+                max(self.options.cutoffs),
+                read_done=self.project.path is None,
             )
         return self._assignment
 
     def assignment_progress(self) -> tuple[int, int] | None:
-        """(done, assigned) of this annotator's assignment; None when they have none."""
+        """(done, assigned) of this annotator's assignment; None when they have none.
+        Reads which are done if no worker has brought that yet."""
         assignment = self.assignment
-        return assignment.progress() if assignment.members else None
+        if not assignment.members:
+            return None
+        assignment.read(self.project.conn)
+        return assignment.progress()
+
+    def assignment_standing(self) -> tuple[int | None, int] | None:
+        """``assignment_progress`` without waiting: done is None while it is unread."""
+        assignment = self.assignment
+        if not assignment.members:
+            return None
+        return (assignment.progress()[0] if assignment.known else None), len(assignment.members)
+
+    def assignment_to_read(self) -> tuple[AssignmentQueue, Path] | None:
+        """The assignment whose done members a worker should read (``read_aside`` on
+        the file), marked as being read; None when nothing is to be read or a worker
+        reads it already. Hand its answer to ``land_assignment``."""
+        assignment = self.assignment
+        path = self.project.path
+        if assignment.known or assignment.reading or path is None:
+            return None
+        assignment.reading = True
+        return assignment, path
+
+    def land_assignment(self, read: DoneRead) -> bool:
+        """Put a worker's read of the done members in place; False when it is stale (the
+        assignment was read anew meanwhile: another annotator, a reload)."""
+        if read.queue is not self._assignment:
+            return False
+        read.queue.land(read.done)
+        return True
 
     def assignment_hole(self, q: int) -> Hole | None:
         """The assignment's next pair: query ``q``'s next passage this annotator has not

@@ -18,14 +18,20 @@ the lead's progress) reads them here; this module alone holds their SQL.
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
 
 from raglabel.errors import UsageError
 from raglabel.storage.audit import person_grades, pooled
 from raglabel.storage.clock import now
 from raglabel.storage.items import annotator_id, json_list
 from raglabel.storage.project import Project
+from raglabel.storage.runs import ROW_DTYPE
 
 
 def record(
@@ -204,13 +210,26 @@ def done_by_annotator(
     }
     shares = {name: rows for name, rows in shares.items() if rows}
     every = sorted({row for rows in shares.values() for row, _ in rows})
-    pool = pooled(conn, every, depth)
+    pool = _pool_keys(conn, every, depth)
+    # A query some top ``depth`` entry of which has no passage row stored (an entry
+    # below the import's pool depth) is read by passage id, as the rule is stated.
+    unresolved = sorted(set(every) - set(pool.complete.tolist()))
+    by_id = pooled(conn, unresolved, depth) if unresolved else {}
     found: dict[str, set[str]] = {}
     for name, rows in shares.items():
-        graded, _ = person_grades(conn, [row for row, _ in rows], annotator=name)
-        found[name] = {
-            qid for row, qid in rows if pool[row] and all((row, pid) in graded for pid in pool[row])
-        }
+        graded = _graded_keys(conn, name, [row for row, _ in rows])
+        # The pooled pairs of this share this annotator has not graded, as query rows.
+        share = np.isin(pool.keys >> 32, [row for row, _ in rows])
+        open_rows = set((pool.keys[share & ~np.isin(pool.keys, graded)] >> 32).tolist())
+        done_rows = set(pool.complete.tolist()) - open_rows
+        if by_id:
+            own, _ = person_grades(conn, unresolved, annotator=name)
+            done_rows |= {
+                row
+                for row, passages in by_id.items()
+                if passages and all((row, pid) in own for pid in passages)
+            }
+        found[name] = {qid for row, qid in rows if row in done_rows}
     return found
 
 
@@ -229,10 +248,84 @@ def started(conn: sqlite3.Connection) -> set[tuple[str, str]]:
     }
 
 
+def graded_by(conn: sqlite3.Connection, annotators: Iterable[str]) -> set[tuple[str, str]]:
+    """Every (annotator, query id) where one of ``annotators`` holds a standing grade of
+    their own on some passage of the query, assigned to them or not: the rule of
+    :func:`started` without the assignment (a first assign keeps what people graded
+    before anyone assigned anything)."""
+    return {
+        (str(name), str(qid))
+        for name, qid in conn.execute(
+            "SELECT DISTINCT a.name, q.ext_id FROM current_grade c"
+            " JOIN annotator a ON a.id = c.annotator_id JOIN query q ON q.id = c.query_id"
+            " JOIN event e ON e.id = c.event_id"
+            " WHERE a.name IN (SELECT value FROM json_each(?)) AND e.source = 'human'",
+            (json_list(sorted(set(annotators))),),
+        )
+    }
+
+
 def overlap(conn: sqlite3.Connection) -> int | None:
     """The overlap the last assign asked for; None when nothing was ever assigned."""
     row = conn.execute("SELECT overlap FROM assign_run ORDER BY id DESC LIMIT 1").fetchone()
     return None if row is None else int(row[0])
+
+
+@dataclass(frozen=True)
+class _PoolKeys:
+    """The pooled pairs of some queries as integers, ``query row << 32 | passage row``
+    (rows are far below 2**31), a pair several runs rank once for each; and the queries
+    they are the whole pool of: those with something pooled and a stored passage row
+    for every pooled entry."""
+
+    keys: NDArray[np.int64]
+    complete: NDArray[np.int64]
+
+
+def _pool_keys(conn: sqlite3.Connection, query_rows: Sequence[int], depth: int) -> _PoolKeys:
+    """The pools of :func:`raglabel.storage.audit.pooled`, read from the rankings' passage
+    rows: integer arrays, no string or object per pair (the app's first read of a share
+    of hundreds of queries was a second of Python objects on its UI thread)."""
+    if depth < 1:
+        raise ValueError("depth must be at least 1")
+    queries: list[int] = []
+    tops: list[bytes] = []
+    width = depth * ROW_DTYPE.itemsize
+    # Looked up by (run, query), the key of the rows, as ``pooled`` does and for its reason.
+    for row, blob in conn.execute(
+        "SELECT r.query_id, r.passage_rows FROM run CROSS JOIN json_each(?) j"
+        " CROSS JOIN ranking_rows r ON r.run_id = run.id AND r.query_id = j.value",
+        (json_list(list(query_rows)),),
+    ):
+        queries.append(row)
+        tops.append(blob[:width])
+    if not tops:
+        empty = np.zeros(0, dtype=np.int64)
+        return _PoolKeys(empty, empty)
+    # One buffer and one array for every ranking: no step in Python per entry.
+    passages = np.frombuffer(b"".join(tops), dtype=ROW_DTYPE).astype(np.int64)
+    lengths = np.array([len(top) for top in tops], dtype=np.int64) // ROW_DTYPE.itemsize
+    keys = (np.repeat(np.array(queries, dtype=np.int64), lengths) << 32) | passages
+    # A 0 is an entry with no passage row when the run was stored: only its id tells.
+    lacking = np.unique(keys[(keys & 0xFFFFFFFF) == 0] >> 32)
+    rows = np.unique(np.array(queries, dtype=np.int64))
+    return _PoolKeys(keys, rows[~np.isin(rows, lacking)])
+
+
+def _graded_keys(
+    conn: sqlite3.Connection, annotator: str, query_rows: Sequence[int]
+) -> NDArray[np.int64]:
+    """The pairs of these queries that hold ``annotator``'s own standing human grade, one
+    that did not accept a judge's suggestion (the grades
+    :func:`raglabel.storage.audit.person_grades` counts), as ``_PoolKeys`` keys."""
+    cursor = conn.execute(
+        "SELECT c.query_id << 32 | c.passage_id FROM current_grade c JOIN event e"
+        " ON e.id = c.event_id WHERE c.query_id IN (SELECT value FROM json_each(?1))"
+        " AND c.annotator_id = (SELECT id FROM annotator WHERE name = ?2)"
+        " AND e.source = 'human' AND coalesce(e.accepted_suggestion, 0) = 0",
+        (json_list(list(query_rows)), annotator),
+    )
+    return np.fromiter(itertools.chain.from_iterable(cursor), dtype=np.int64)
 
 
 def _share_rows(conn: sqlite3.Connection, annotator: str) -> list[tuple[int, str]]:

@@ -8,6 +8,8 @@ nothing of it shows."""
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Static
 
+from raglabel.session.assignment_queue import AssignmentQueue, DoneRead
 from raglabel.session.grading import GradingSession
 from raglabel.session.options import AppOptions
 from raglabel.storage.assignments import done_queries, record
@@ -62,10 +65,48 @@ def done(app: GradingApp) -> int:
 
 
 async def ready(app: GradingApp, pilot: Pilot[Any]) -> None:
+    """The runs read and scored, and the worker's count of the assignment landed."""
     await pilot.pause()
-    while not app.session.runs_scored:
+    while not app.session.runs_scored or _counting(app):
         await pilot.pause(0.02)
     await pilot.pause()
+
+
+def _counting(app: GradingApp) -> bool:
+    standing = app.session.assignment_standing()
+    return standing is not None and standing[0] is None
+
+
+async def test_the_first_paint_leaves_the_count_to_a_worker(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Queries screen paints without reading which assigned queries are done (the
+    pools of the whole share); a worker reads them on its own connection, and the header
+    says the count once it lands, nobody pressing a key."""
+    asides: list[str] = []
+    here: list[str] = []
+    real_aside = AssignmentQueue.read_aside
+    real_read = AssignmentQueue.read
+
+    def aside(self: AssignmentQueue, path: Path) -> DoneRead | None:
+        asides.append(threading.current_thread().name)
+        return real_aside(self, path)
+
+    def read(self: AssignmentQueue, conn: sqlite3.Connection) -> None:
+        if not self.known:
+            here.append(threading.current_thread().name)
+        real_read(self, conn)
+
+    monkeypatch.setattr(AssignmentQueue, "read_aside", aside)
+    monkeypatch.setattr(AssignmentQueue, "read", read)
+    app = create_app(AppOptions(project=db, annotator=ME))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, QueriesScreen)
+        assert "your assignment: 0 of 2 queries done" in head(screen)
+        assert len(asides) == 1 and asides[0] != threading.main_thread().name
+        assert here == []  # nothing read it on the app's thread
 
 
 async def test_g_serves_the_assignment_first_and_the_status_counts_it(db: Path) -> None:

@@ -175,6 +175,26 @@ def test_assigning_again_keeps_a_started_share_and_says_so(demo_db: Path) -> Non
     assert count == dict.fromkeys(pools(demo_db, 20), 1)
 
 
+def test_a_first_assign_keeps_the_queries_an_annotator_graded_before(demo_db: Path) -> None:
+    # The demo's owner, ann, graded 20 queries before anything was assigned: named in
+    # --annotators, she keeps every one of them, and they count towards the overlap.
+    graded = sorted(own_grades(demo_db, "ann"))
+    assert len(graded) == 20
+    words = ["--annotators", "ann,bob,carol", "--overlap", "2", "--seed", "1"]
+    done = child("assign", demo_db, *words)
+    assert done.returncode == 0, done.stderr
+    shares = listed(demo_db)["annotators"]
+    assert isinstance(shares, dict)
+    assert set(graded) <= set(shares["ann"]["assigned"])
+    count = Counter(q for share in shares.values() for q in share["assigned"])
+    assert count == dict.fromkeys(pools(demo_db, 20), 2)
+    kept = next(line for line in done.stdout.splitlines() if "started before assigning" in line)
+    assert kept.startswith("kept 20 shares (started before assigning")
+    assert sorted(kept.split("ann: ")[1].split()) == graded
+    # 30 queries twice is 60 shares: 20 kept, 40 given.
+    assert "gave 40 new shares" in done.stdout
+
+
 @pytest.mark.parametrize(
     ("words", "message"),
     [

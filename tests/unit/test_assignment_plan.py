@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from raglabel.analysis.assignment import (
+    BEFORE,
     DROPPED_ANNOTATOR,
     HELD,
     OUTSIDE,
@@ -22,6 +23,8 @@ from raglabel.analysis.assignment import (
     STARTED,
     Plan,
     Request,
+    _greedy,
+    _Spread,
     plan,
     share_out,
 )
@@ -129,6 +132,45 @@ def test_an_old_holder_wins_a_tie_of_load() -> None:
         ["q1", "q2"], {"q1": 4, "q2": 4}, ["ann", "bea"], 1, 3, held={"ann": {"q1", "q2"}}
     )
     assert sorted(len(qids) for qids in shares.values()) == [1, 1]
+
+
+def moved(held: dict[str, set[str]], shares: dict[str, list[str]]) -> int:
+    """Shares an annotator held and the plan no longer gives them."""
+    return sum(len(qids - set(shares.get(name, []))) for name, qids in held.items())
+
+
+def test_adding_an_annotator_moves_only_what_balance_asks() -> None:
+    # 30 queries of 10 pairs, twice each among three: 20 queries each. A fourth brings
+    # the balance to 15 each: it takes 15 moves at least, and the re-plan makes just
+    # those (a fresh greedy with the old holder winning ties only moved 17 here).
+    sizes = {f"q{i:02d}": 10 for i in range(30)}
+    queries = list(sizes)
+    first = share_out(queries, sizes, ["ann", "bea", "cal"], 2, seed=1)
+    held = {name: set(qids) for name, qids in first.items()}
+    again = share_out(queries, sizes, ["ann", "bea", "cal", "dov"], 2, seed=1, held=held)
+    assert moved(held, again) == 15
+    assert sorted(len(qids) for qids in again.values()) == [15, 15, 15, 15]
+    assert holders(again) == dict.fromkeys(queries, 2)
+
+
+def test_a_replan_keeps_old_holders_without_losing_exactness_or_balance() -> None:
+    """Property test: a plan, then a re-plan over other annotators and another overlap
+    holding it: every query still goes to exactly ``overlap`` annotators, loads stay
+    within one query's pool, and no more shares move than under the plain greedy with
+    the old holder winning ties (the plan before this change)."""
+    rng = np.random.default_rng(99)
+    for queries, sizes, annotators, overlap, seed in instances(200):
+        prior = share_out(queries, sizes, annotators, overlap, seed)
+        names = sorted(rng.choice(NAMES, size=int(rng.integers(1, 7)), replace=False).tolist())
+        again_overlap = int(rng.integers(1, len(names) + 1))
+        held = {name: set(prior.get(name, [])) for name in names}
+        again = share_out(queries, sizes, names, again_overlap, seed + 1, held=held)
+        assert holders(again) == dict.fromkeys(queries, again_overlap)
+        load = loads(again, sizes)
+        assert max(load.values()) - min(load.values()) <= max(sizes.values())
+        plain = _greedy(_Spread(queries, sizes, names, {}), again_overlap, seed + 1, held)
+        plain_shares = {name: sorted(qids) for name, qids in plain.items()}
+        assert moved(held, again) <= moved(held, plain_shares)
 
 
 def test_an_overlap_outside_the_annotators_is_an_error() -> None:
@@ -325,3 +367,33 @@ def _has_grade(project: Project, name: str, qid: str) -> bool:
         ).fetchone()
         is not None
     )
+
+
+def test_a_first_assign_keeps_what_a_named_annotator_graded_before(project: Project) -> None:
+    """Grades given before any assign (or on a query of someone else's share) are begun
+    work: an annotator of --annotators keeps each graded query of the assign as a started
+    share; an annotator left out keeps nothing by it."""
+    conn = project.conn
+    for q in ("q03", "q05", "q07"):
+        grade_one(project, "ann", q)
+    for name in ("bea", "cal"):
+        grade_one(project, name, "q07")  # three began q07: above an overlap of 2
+    grade_one(project, "dov", "q09")  # not among --annotators
+    request = Request(("ann", "bea", "cal"), overlap=2, seed=5, depth=20)
+    made = plan(conn, request)
+    adopted = {(s.annotator, s.query) for s in made.adopted}
+    assert adopted == {("ann", "q03"), ("ann", "q05"), *((n, "q07") for n in ("ann", "bea", "cal"))}
+    assert {s.why for s in made.adopted} == {BEFORE}
+    assert adopted <= {(s.annotator, s.query) for s in made.added}
+    # Served first, in the assign's order, and counted towards the overlap.
+    order = [q for q in made.queries if q in {"q03", "q05", "q07"}]
+    assert made.shares["ann"][:3] == order
+    count = holders(made.shares)
+    assert count["q03"] == count["q05"] == 2 and count["q07"] == 3
+    assert made.above == ("q07",)
+    assert "dov" not in made.shares and count["q09"] == 2
+    apply(project, made)
+    # Stored, they are started shares like any other: the next assign keeps them.
+    again = plan(conn, Request(("bea", "cal", "ann"), overlap=1, seed=9, depth=20))
+    kept = {(s.annotator, s.query) for s in again.kept if s.why == STARTED}
+    assert adopted <= kept and not again.adopted

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from raglabel.session import assignment_queue
 from raglabel.session.grading import GradingSession
 from raglabel.session.options import AppOptions
 from raglabel.storage.assignments import done_queries, record
@@ -276,5 +277,77 @@ def test_the_assignment_needs_no_runs_from_the_background_load(demo_db: Path) ->
         assert session.loading.waiting and not session.loading.started
         session.ensure_runs()
         assert session.book.grade_of(hole.query, hole.pid) == 4
+    finally:
+        session.close()
+
+
+def test_on_a_file_the_done_queries_wait_for_a_worker_not_the_first_paint(
+    demo_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the Queries screen's first paint asks (the members, done unknown) reads no
+    pool; a worker's read on its own connection lands the count; asked once only."""
+    share = ["q24", "q26", "q27"]
+    assign(demo_db, {ME: share})
+    session = opened(demo_db)
+    try:
+        assert grade_whole(session, "q26") > 0  # before the queue exists: read from the file
+        session.reload()
+        reads: list[str] = []
+        real = assignment_queue.done_queries
+
+        def counted(*args: object, **kwargs: object) -> set[str]:
+            reads.append("read")
+            return real(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(assignment_queue, "done_queries", counted)
+        assert session.assignment_standing() == (None, 3)
+        assert reads == []
+        wanted = session.assignment_to_read()
+        assert wanted is not None
+        assert session.assignment_to_read() is None  # one worker at a time
+        queue, path = wanted
+        landed = queue.read_aside(path)
+        assert landed is not None and landed.done == {"q26"}
+        assert session.land_assignment(landed)
+        assert session.assignment_standing() == (1, 3) == session.assignment_progress()
+        assert reads == ["read"]
+        assert session.assignment_to_read() is None  # known: nothing to read
+    finally:
+        session.close()
+
+
+def test_a_grade_made_while_the_worker_reads_is_not_lost_when_it_lands(demo_db: Path) -> None:
+    assign(demo_db, {ME: ["q24", "q26"]})
+    session = opened(demo_db)
+    try:
+        wanted = session.assignment_to_read()
+        assert wanted is not None
+        queue, path = wanted
+        # The worker's snapshot begins before the grades that finish q24.
+        early = queue.read_aside(path)
+        assert early is not None and early.done == set()
+        assert grade_whole(session, "q24") > 0
+        assert session.land_assignment(early)
+        assert session.assignment_progress() == (1, 2)
+        # A read for an assignment replaced since (a reload) is dropped.
+        session.reload()
+        assert not session.land_assignment(early)
+        assert session.assignment_standing() == (None, 2)
+        assert session.assignment_progress() == (1, 2)  # read at once where needed
+    finally:
+        session.close()
+
+
+def test_g_before_the_worker_lands_reads_the_done_queries_itself(demo_db: Path) -> None:
+    share = ["q24", "q26"]
+    assign(demo_db, {ME: share})
+    session = opened(demo_db)
+    try:
+        assert grade_whole(session, "q24") > 0
+        session.reload()
+        assert session.assignment_standing() == (None, 2)
+        hole = session.assignment_hole(0)
+        assert hole is not None and session.catalog.queries[hole.query].ext_id == "q26"
+        assert session.assignment_standing() == (1, 2)
     finally:
         session.close()

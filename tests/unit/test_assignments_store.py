@@ -4,6 +4,7 @@ done, counted by their own grades over the audit sample's pool."""
 
 from __future__ import annotations
 
+import random
 import re
 import sqlite3
 from collections.abc import Iterator
@@ -241,3 +242,93 @@ def test_an_assign_dropping_a_started_share_is_refused_whole(project: Project) -
         record(project, {"alice": ["q1"], "bob": ["q2", "q3"]}, overlap=1, seed=2, audit=False)
     assert assigned(project.conn) == {"alice": ["q1", "q2"], "bob": ["q2"]}
     assert overlap(project.conn) == 1
+
+
+Given = tuple[str, str, str, int | None, bool]  # annotator, query, passage, grade, accepted
+
+
+def _standing(given: list[Given]) -> dict[str, set[tuple[str, str]]]:
+    """Each annotator's pairs whose last event (a grade, or a clear: None) stands as a
+    grade of their own reading, replayed from the events as given."""
+    last: dict[tuple[str, str, str], tuple[int | None, bool]] = {}
+    for who, qid, pid, value, accepted in given:
+        last[who, qid, pid] = (value, accepted)
+    standing: dict[str, set[tuple[str, str]]] = {}
+    for (who, qid, pid), (value, accepted) in last.items():
+        if value is not None and not accepted:
+            standing.setdefault(who, set()).add((qid, pid))
+    return standing
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_done_is_the_plain_rule_on_a_random_project(tmp_path: Path, seed: int) -> None:
+    """Done as the rule says it, computed here from the rankings and the events as the
+    test wrote them, against the store's answer at several depths. The runs are stored
+    with a pool depth of 3, and a corpus imported after them names some passages they
+    rank below it: rows the rankings' integers do not hold (0), found by id."""
+    rng = random.Random(seed)
+    queries = [f"q{i:02d}" for i in range(24)]
+    (tmp_path / "queries.tsv").write_text("".join(f"{q}\ttext {q}\n" for q in queries))
+    rankings: dict[tuple[str, str], list[str]] = {}
+    runs = []
+    for run in ("r1", "r2", "r3"):
+        lines = []
+        for q in queries[:20]:  # q20..q23: no run covers them
+            if rng.random() < 0.15:
+                continue  # this run lacks the query
+            docs = rng.sample([f"{q}-p{j}" for j in range(12)], rng.randint(1, 9))
+            rankings[run, q] = docs
+            lines += [f"{q} Q0 {d} {r} {20 - r} {run}\n" for r, d in enumerate(docs, 1)]
+        path = tmp_path / f"{run}.run"
+        path.write_text("".join(lines))
+        runs.append((run, path))
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        "".join(f'{{"id": "{q}-p{j}", "text": "t"}}\n' for q in queries[:20] for j in range(12))
+    )
+    people = ["alice", "bob", "carol"]
+    shares = {who: sorted(rng.sample(queries, rng.randint(6, 16))) for who in people}
+    given: list[Given] = []
+    with Project.create(tmp_path / "p.db") as project:
+        run_import(project, ImportRequest(queries=queries_path(tmp_path), runs=runs, depth=3))
+        run_import(project, ImportRequest(passages=corpus))
+        record(project, shares, overlap=1, seed=seed, audit=False)
+        for who in people:
+            for q in shares[who] + rng.sample(queries, 3):
+                pool = sorted({d for (_, rq), docs in rankings.items() if rq == q for d in docs})
+                # Often the whole pool, sometimes all but one, some pairs twice.
+                chosen = [d for d in pool if rng.random() < 0.97]
+                for d in chosen + rng.sample(chosen, min(2, len(chosen))):
+                    accepted = rng.random() < 0.05
+                    value: int | None = rng.randint(1, 5)
+                    if rng.random() < 0.05:
+                        value = None
+                        grade(project, who, q, d, kind="clear", grade=None)
+                    else:
+                        grade(project, who, q, d, grade=value, accepted_suggestion=accepted)
+                    given.append((who, q, d, value, accepted))
+        standing = _standing(given)
+        for depth in (1, 2, 3, 5, 9, 1000):
+            expected = {}
+            for who in people:
+                mine = standing.get(who, set())
+                expected[who] = {
+                    q
+                    for q in shares[who]
+                    if (
+                        pool := {
+                            d for (_, rq), docs in rankings.items() if rq == q for d in docs[:depth]
+                        }
+                    )
+                    and all((q, d) in mine for d in pool)
+                }
+            assert done_by_annotator(project.conn, depth) == expected
+            for who in people:
+                assert done_queries(project.conn, who, depth) == expected[who]
+            # Some done and some not: the comparison has both sides to get wrong.
+            assert any(expected.values())
+            assert any(set(shares[w]) - expected[w] for w in people)
+
+
+def queries_path(folder: Path) -> Path:
+    return folder / "queries.tsv"

@@ -143,9 +143,7 @@ def test_settling_a_pair_takes_it_off_the_pairs_to_adjudicate(
         assert progress(project, DEPTH).report.to_adjudicate == 0
 
 
-def test_a_leads_adjudications_are_not_her_ratings_in_alpha(
-    team_db: Path, tmp_path: Path
-) -> None:
+def test_a_leads_adjudications_are_not_her_ratings_in_alpha(team_db: Path, tmp_path: Path) -> None:
     # Settling by taking alice's side on pairs alice graded: counted as the lead's
     # ratings, they would make her agree with alice perfectly.
     copy = tmp_path / "copy.db"

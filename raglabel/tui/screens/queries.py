@@ -4,11 +4,13 @@ annotator's assignment), sort, open one."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, cast
 
 import numpy as np
 from numpy.typing import NDArray
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -18,6 +20,7 @@ from textual.widgets import Input, Static
 from raglabel.metrics.definitions import display_name
 from raglabel.metrics.names import MetricKey
 from raglabel.metrics.table import metric
+from raglabel.session.assignment_queue import AssignmentQueue, DoneRead
 from raglabel.session.grading import QueryRow
 from raglabel.tui.keys import bind, first_key
 from raglabel.tui.query_filter import QueryFilter
@@ -207,14 +210,44 @@ class QueriesScreen(Screen[None]):
 
     def _assignment_part(self) -> str:
         """The annotator's assignment and the key that shows only it (or all again);
-        nothing when they have none."""
-        progress = self.glapp.session.assignment_progress()
-        if progress is None:
+        nothing when they have none. Which of it is done is read in a worker after the
+        first paint (``…`` until then): at hundreds of queries the read would hold up
+        the paint."""
+        standing = self.glapp.session.assignment_standing()
+        if standing is None:
             return ""
+        done, assigned = standing
+        if done is None:
+            self.call_after_refresh(self._read_assignment)
+            text = f"your assignment: … of {assigned} queries done"
+        else:
+            text = assignment_text(done, assigned)
         key = first_key(self.glapp.session.options.keymap, "mine")
         if self.mine:
-            return f"{assignment_text(*progress)}, only those shown ({key}: all) · "
-        return f"{assignment_text(*progress)} ({key}: only those) · "
+            return f"{text}, only those shown ({key}: all) · "
+        return f"{text} ({key}: only those) · "
+
+    def _read_assignment(self) -> None:
+        """Have a worker read which assigned queries are done, unless one is on it."""
+        wanted = self.glapp.session.assignment_to_read()
+        if wanted is not None:
+            self._read_done(*wanted)
+
+    @work(thread=True, group="assignment", description="assignment")
+    def _read_done(self, queue: AssignmentQueue, path: Path) -> None:
+        self.app.call_from_thread(self._done_read, queue, queue.read_aside(path))
+
+    def _done_read(self, queue: AssignmentQueue, read: DoneRead | None) -> None:
+        session = self.glapp.session
+        if read is None:  # read on the app's thread instead, which says what failed
+            queue.reading = False
+            session.assignment_progress()
+        else:
+            # A stale read (another annotator, a reload since) is dropped; the header
+            # then asks for the assignment of now.
+            session.land_assignment(read)
+        if self.is_mounted:
+            self._show_head()
 
     def _runs_folded(self) -> str:
         """Which runs have a column, when not all of them do, and the key for more."""
@@ -295,7 +328,7 @@ class QueriesScreen(Screen[None]):
     def action_mine(self) -> None:
         """Show only the queries assigned to the annotator, or every query again. Only
         the list narrows: the others stay open (the queue and n, p reach them)."""
-        if not self.mine and self.glapp.session.assignment_progress() is None:
+        if not self.mine and self.glapp.session.assignment_standing() is None:
             self.notify(
                 f"No queries are assigned to {self.glapp.session.annotator} "
                 "(raglabel assign DB gives some).",
