@@ -114,6 +114,7 @@ ONE_AT_A_TIME = frozenset(
         "e2e/test_serve.py",
         "e2e/test_serve_browser.py",
         "e2e/test_serve_tabs.py",
+        "e2e/test_team_done_when.py",
         "unit/judge/test_judge_client.py",
         "unit/judge/test_judge_runner.py",
     }
