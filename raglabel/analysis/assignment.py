@@ -31,14 +31,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from raglabel.errors import UsageError
-from raglabel.storage.assignments import (
-    annotator_names,
-    assigned,
-    graded_by,
-    pool_sizes,
-    refuse_names,
-    started,
-)
+from raglabel.storage.annotators import annotator_names, refuse_names
+from raglabel.storage.assignments import assigned, graded_by, pool_sizes, started
 from raglabel.storage.audit import covered_queries, draw_order, drawn_rows
 
 #: Why an annotator keeps a share, or loses one.

@@ -216,7 +216,12 @@ def run_label(args: argparse.Namespace) -> int:
     _require_terminal()
     # Opened (and upgraded, if an older raglabel made it) here, so a wrong file fails
     # before the app takes the screen; the app opens it again itself.
-    Project.open(options.project).close()
+    with Project.open(options.project) as project:
+        # A new name that would mislead (agree's "humans", a model's) is refused now,
+        # not at the first grade inside the app.
+        from raglabel.storage.annotators import refuse_names
+
+        refuse_names(project.conn, [options.annotator])
     if options.locked:
         # Nobody reads this process's stderr but the server's log.
         return _start_app(options)

@@ -24,6 +24,7 @@ from raglabel.formats.answers import AEGIS, AnswerFile, AnswerSample, ordered
 from raglabel.formats.context_ids import ContextIds
 from raglabel.formats.sentences import Span
 from raglabel.formats.text import content_id, normalize
+from raglabel.storage.annotators import person_id
 from raglabel.storage.clock import now
 from raglabel.storage.events import (
     ANSWER_LOG,
@@ -305,7 +306,7 @@ def write_answer_grades(
             already += 1
             continue
         rows.append(
-            values(ANSWER_LOG, event, (*key, line.criterion, annotator_id(conn, line.annotator)))
+            values(ANSWER_LOG, event, (*key, line.criterion, person_id(conn, line.annotator)))
         )
     conn.executemany(insert_sql(ANSWER_LOG), rows)
     return len(rows), already
@@ -433,7 +434,8 @@ def record_answer(project: Project, event: Event) -> AnswerRecorded:
             )
         system, answer, query = int(row[0]), row[1] or "", str(row[2])
         event = replace(event, unsupported=_checked(event.unsupported, len(answer)))
-        item = (system, target.sample_id, target.criterion, annotator_id(conn, event.annotator))
+        who = person_id if event.source == "human" else annotator_id
+        item = (system, target.sample_id, target.criterion, who(conn, event.annotator))
         event_id = append(conn, event, item)
         standing = item_standing(conn, ANSWER_LOG, item)
         grade, marks = None, None

@@ -27,9 +27,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from raglabel.errors import UsageError
+from raglabel.storage.annotators import person_id, refuse_names
 from raglabel.storage.audit import person_grades, pooled
 from raglabel.storage.clock import now
-from raglabel.storage.items import annotator_id, json_list
+from raglabel.storage.items import json_list
 from raglabel.storage.project import Project
 from raglabel.storage.runs import ROW_DTYPE
 
@@ -93,7 +94,7 @@ def record(
         conn.execute("DELETE FROM assignment")
         written: list[tuple[int, int, int, int]] = []
         for name, qids in shares.items():
-            ident = annotator_id(conn, name)
+            ident = person_id(conn, name)
             for position, qid in enumerate(qids):
                 row = rows[qid]
                 written.append((ident, position, row, given.get((ident, row), assign_id or 0)))
@@ -102,47 +103,6 @@ def record(
             " VALUES (?, ?, ?, ?)",
             written,
         )
-
-
-def refuse_names(conn: sqlite3.Connection, names: Iterable[str]) -> None:
-    """Stop an assign that would create an annotator whose name misleads: empty, one
-    ``agree`` gives its own raters (``humans``, ``judge``, ``judge (...)``), a judge
-    model's in any case (their grades would read as the model's), or an annotator's
-    in another case (two names for one person). Annotators already stored pass."""
-    # Imported here: the judgment import brings pydantic and its file readers, which the
-    # grading app (it reads shares through this module) must not pay for at its start.
-    from raglabel.storage.judgment_import import asked_models, imported_models, reserved_name
-
-    people = annotator_names(conn)
-    models = [*asked_models(conn), *sorted(imported_models(conn))]
-    for name in names:
-        if name in people:
-            continue
-        if not name.strip() or name != name.strip():
-            raise UsageError(f"annotator {name!r}: a name has no space at either end")
-        if reserved_name(name) is not None:
-            raise UsageError(
-                f"annotator {name!r}: raglabel agree gives that name its own raters (humans:"
-                " people's resolved grades; judge (...): the models together); choose another"
-            )
-        folded = name.casefold()
-        model = next((m for m in models if m.casefold() == folded), None)
-        if model is not None:
-            raise UsageError(
-                f"annotator {name!r}: the judge model {model!r} of this project has that name;"
-                " a person's grades under it would read as the model's. Choose another"
-            )
-        person = next((p for p in people if p.casefold() == folded), None)
-        if person is not None:
-            raise UsageError(
-                f"annotator {name!r}: the project has annotator {person!r}, the same name in"
-                " another case; use that spelling, or a name of its own"
-            )
-
-
-def annotator_names(conn: sqlite3.Connection) -> list[str]:
-    """Every annotator the project knows, by name."""
-    return sorted(str(name) for (name,) in conn.execute("SELECT name FROM annotator"))
 
 
 def pool_sizes(conn: sqlite3.Connection, qids: Iterable[str], depth: int) -> dict[str, int]:

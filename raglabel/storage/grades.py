@@ -18,6 +18,7 @@ from typing import Annotated, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from raglabel.errors import InputError
+from raglabel.storage.annotators import person_id
 from raglabel.storage.events import (
     PASSAGE_LOG,
     Event,
@@ -148,7 +149,9 @@ def record(project: Project, given: GradeEvent | Event) -> Recorded:
             raise InputError(None, f"unknown query {target.query!r}")
         if passage_id is None:
             raise InputError(None, f"unknown passage {target.passage!r}")
-        annotator = annotator_id(conn, event.annotator)
+        # A judge's own events keep the name they carry; a person's name is checked once.
+        who = person_id if event.source == "human" else annotator_id
+        annotator = who(conn, event.annotator)
         event_id = append(conn, event, (query_id, passage_id, annotator))
         if event.kind == "grade":
             # A graded pair is a candidate, as an imported grade's is: a passage found

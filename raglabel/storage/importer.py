@@ -23,6 +23,7 @@ from raglabel.formats.trec.arrays import read_qrels_table
 from raglabel.formats.trec.rows import QrelsRows
 from raglabel.formats.trec.table import QrelsTable
 from raglabel.storage.additions import Mark, new_queries_warning
+from raglabel.storage.annotators import person_id
 from raglabel.storage.background import in_background
 from raglabel.storage.clock import now
 from raglabel.storage.items import (
@@ -350,7 +351,7 @@ def _grade_events(
     append_grades(
         conn,
         imported,
-        annotator_id=annotator_id(conn, annotator),
+        annotator_id=person_id(conn, annotator),
         origin=origin,
         graded_at=now(),
     )

@@ -14,8 +14,8 @@ import hmac
 import secrets
 from dataclasses import dataclass
 
+from raglabel.storage.annotators import person_id
 from raglabel.storage.clock import now
-from raglabel.storage.items import annotator_id
 from raglabel.storage.project import Project
 
 #: Random bytes behind a token; URL-safe base64 makes 43 characters of them.
@@ -38,7 +38,7 @@ def add_invite(project: Project, annotator: str) -> tuple[str, bool]:
     token = secrets.token_urlsafe(TOKEN_BYTES)
     salt = secrets.token_bytes(16)
     with project.write():
-        ident = annotator_id(project.conn, annotator)
+        ident = person_id(project.conn, annotator)
         replaced = (
             project.conn.execute("SELECT 1 FROM invite WHERE annotator_id = ?", (ident,)).fetchone()
             is not None

@@ -154,7 +154,10 @@ def test_a_refused_assign_writes_nothing(
 
 
 def test_existing_annotators_may_keep_their_names(project: Project) -> None:
-    # Someone who graded as "Judge" before: assigning to them makes nothing worse.
+    # Someone who graded as "Judge" in a file made before names were checked (the row as
+    # an older raglabel wrote it): assigning to them makes nothing worse.
+    with project.write():
+        project.conn.execute("INSERT INTO annotator (name) VALUES ('Judge')")
     grade(project, "Judge", "q1", "q1-d1")
     record(project, {"Judge": ["q1"]}, overlap=1, seed=None, audit=False)
     assert assigned(project.conn) == {"Judge": ["q1"]}
