@@ -32,6 +32,10 @@ How a run and labels come in:
   blocks and aligned by :class:`.arrays.ArrayAlignment` took about a sixth more CPU
   time than polars (0.81 s against 0.69 s): numpy cuts the lines on one thread, and
   that alone took longer than polars' parse (0.35-0.40 s against 0.27-0.35 s).
+  Keeping polars' parse and turning each block into a :class:`.table.RunTable` for
+  :class:`.arrays.ArrayAlignment` did not pay either (the same day, later): per block
+  of 471,000 lines, 13-15 ms to copy the ids into fixed-width bytes, and 32.6 ms to
+  align against the polars aligner's 28.4 (docs/benchmarks.md, "third pass").
   It follows :mod:`.order`, and gives the numbers the exact reader gives (the tests
   check every strategy against it on generated files). A large project's stored runs
   take it too.
