@@ -1,11 +1,24 @@
-"""Fixtures shared by the test files: the demo project, ``raglabel`` run in this process
-or as a child, a fake chat-completions server, and the checks of a project file's health.
+"""Fixtures shared by the test files: the demo project, an empty one, ``raglabel`` run in
+this process or as a child, a fake chat-completions server, and the checks of a project
+file's health.
 
 The helpers behind them live in cli_helpers.py, chat_server.py, integrity.py and
 old_schema.py; test files take the fixtures rather than importing those modules.
 """
 
+# ruff: noqa: E402 (the bytecode switch below comes before the imports it is for)
+
 from __future__ import annotations
+
+import sys
+
+# The suite keeps the bytecode of raglabel, of the helpers here and of the test modules
+# (pytest's rewritten ones) in __pycache__, even when the shell sets
+# PYTHONDONTWRITEBYTECODE: without it every pytest process, and each xdist worker, compiles
+# them all again, some 5 s of CPU per process (docs/tests.md). Set before the imports
+# below, which are the first of raglabel's; child processes keep the variable and only
+# read what is kept.
+sys.dont_write_bytecode = False
 
 import shutil
 from collections.abc import Callable
@@ -24,8 +37,10 @@ from raglabel.storage.project import Project
 ME = "ann"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo project, built once per pytest process (each xdist worker) rather than per
+    test module, some 0.3 s each: tests only copy it (demo_db)."""
     path = tmp_path_factory.mktemp("demo") / "demo.db"
     build_demo(path, ME)
     return path
@@ -35,6 +50,26 @@ def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def demo_db(demo_template: Path, tmp_path: Path) -> Path:
     path = tmp_path / "demo.db"
     shutil.copy(demo_template, path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def empty_project_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new, empty project made once per process by Project.create, for empty_project to
+    copy; its log is folded into the one file when it closes."""
+    path = tmp_path_factory.mktemp("empty") / "empty.db"
+    Project.create(path).close()
+    assert not [p.name for p in path.parent.iterdir() if p != path], "a -wal or -shm file"
+    return path
+
+
+@pytest.fixture
+def empty_project(empty_project_template: Path, tmp_path: Path) -> Path:
+    """``tmp_path / "p.db"``: a new, empty project, a copy of the template. Project.create
+    waits for the disk, tens of milliseconds a test; the copy is what it makes
+    (tests/unit/test_empty_project.py compares the two)."""
+    path = tmp_path / "p.db"
+    shutil.copyfile(empty_project_template, path)
     return path
 
 
@@ -113,6 +148,7 @@ ONE_AT_A_TIME = frozenset(
         "e2e/test_report_browser.py",
         "e2e/test_serve.py",
         "e2e/test_serve_browser.py",
+        "e2e/test_serve_sessions.py",
         "e2e/test_serve_tabs.py",
         "e2e/test_team_done_when.py",
         "unit/judge/test_judge_client.py",

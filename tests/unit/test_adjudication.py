@@ -43,8 +43,8 @@ def labels(project: Project, choice: LabelChoice | None = None) -> dict[tuple[st
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Iterator[Project]:
-    with Project.create(tmp_path / "p.db") as created:
+def project(empty_project: Path) -> Iterator[Project]:
+    with Project.open(empty_project) as created:
         with created.write():
             created.conn.executemany(
                 "INSERT INTO query (ext_id, text) VALUES (?, ?)",

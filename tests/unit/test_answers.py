@@ -122,9 +122,10 @@ FILES: dict[str, tuple[str, str]] = {
 }
 
 
-def make_project(tmp_path: Path) -> Path:
-    db = tmp_path / "p.db"
-    with Project.create(db) as project, project.write():
+def make_project(db: Path) -> Path:
+    """``db``, an empty project (the empty_project fixture), with two queries and two
+    passages."""
+    with Project.open(db) as project, project.write():
         project.conn.executemany(
             "INSERT INTO query (ext_id, text) VALUES (?, ?)", [("q1", Q1), ("q2", Q2)]
         )
@@ -162,9 +163,9 @@ CONTEXTS = (
 
 @pytest.mark.parametrize("fmt", list(FILES))
 def test_every_format_is_recognised_matched_and_becomes_a_run(
-    fmt: str, tmp_path: Path, cli: Cli
+    fmt: str, tmp_path: Path, cli: Cli, empty_project: Path
 ) -> None:
-    db = make_project(tmp_path)
+    db = make_project(empty_project)
     code, out, err = cli("import", db, "--answers", f"sys={write(tmp_path, fmt)}")
     assert code == 0, err
     assert f"answers of 'sys': {fmt} format, 2 samples" in out
@@ -186,8 +187,10 @@ def test_every_format_is_recognised_matched_and_becomes_a_run(
     assert ranked == [(expected,)]
 
 
-def test_raglabel_fields_stored_and_empty_answer_is_missing(tmp_path: Path, cli: Cli) -> None:
-    db = make_project(tmp_path)
+def test_raglabel_fields_stored_and_empty_answer_is_missing(
+    tmp_path: Path, cli: Cli, empty_project: Path
+) -> None:
+    db = make_project(empty_project)
     code, _, err = cli("import", db, "--answers", f"sys={write(tmp_path, 'raglabel')}")
     assert code == 0, err
     first, second = rows(db, SAMPLES)
@@ -201,8 +204,8 @@ def test_raglabel_fields_stored_and_empty_answer_is_missing(tmp_path: Path, cli:
     assert rows(db, f"SELECT text FROM passage WHERE ext_id = '{new}'") == [(NEW,)]
 
 
-def test_matching_by_id_text_and_new(tmp_path: Path, cli: Cli) -> None:
-    db = make_project(tmp_path)
+def test_matching_by_id_text_and_new(tmp_path: Path, cli: Cli, empty_project: Path) -> None:
+    db = make_project(empty_project)
     path = tmp_path / "a.jsonl"
     lines = [
         # An id whose question agrees with the project's (normalised) is matched by id.
@@ -223,8 +226,10 @@ def test_matching_by_id_text_and_new(tmp_path: Path, cli: Cli) -> None:
     assert rows(db, CONTEXTS) == [("q2", 0, "d3", None)]  # matched by content
 
 
-def test_reimport_replaces_the_systems_samples(tmp_path: Path, cli: Cli) -> None:
-    db = make_project(tmp_path)
+def test_reimport_replaces_the_systems_samples(
+    tmp_path: Path, cli: Cli, empty_project: Path
+) -> None:
+    db = make_project(empty_project)
     assert cli("import", db, "--answers", f"sys={write(tmp_path, 'DeepEval')}")[0] == 0
     one = tmp_path / "one.jsonl"
     one.write_text(json.dumps({"input": Q1, "actual_output": "New.", "retrieval_context": [D3]}))
@@ -236,8 +241,10 @@ def test_reimport_replaces_the_systems_samples(tmp_path: Path, cli: Cli) -> None
     assert rows(db, "SELECT name, queries FROM run") == [("sys", 1)]
 
 
-def test_a_run_of_the_same_name_is_not_overwritten(tmp_path: Path, cli: Cli) -> None:
-    db = make_project(tmp_path)
+def test_a_run_of_the_same_name_is_not_overwritten(
+    tmp_path: Path, cli: Cli, empty_project: Path
+) -> None:
+    db = make_project(empty_project)
     run = tmp_path / "r.run"
     run.write_text("q1 Q0 d1 1 1.0 t\n")
     assert cli("import", db, "--run", f"sys={run}")[0] == 0
@@ -261,8 +268,8 @@ GRADE = {
 }
 
 
-def test_answer_grades_round_trip(tmp_path: Path, cli: Cli) -> None:
-    db = make_project(tmp_path)
+def test_answer_grades_round_trip(tmp_path: Path, cli: Cli, empty_project: Path) -> None:
+    db = make_project(empty_project)
     assert cli("import", db, "--answers", f"sys={write(tmp_path, 'raglabel')}")[0] == 0
     fresh = tmp_path / "fresh.db"
     shutil.copyfile(db, fresh)
@@ -313,9 +320,9 @@ def test_answer_grades_round_trip(tmp_path: Path, cli: Cli) -> None:
     ],
 )
 def test_bad_answer_grades_write_nothing(
-    tmp_path: Path, cli: Cli, change: dict[str, Any], message: str
+    tmp_path: Path, cli: Cli, empty_project: Path, change: dict[str, Any], message: str
 ) -> None:
-    db = make_project(tmp_path)
+    db = make_project(empty_project)
     assert cli("import", db, "--answers", f"sys={write(tmp_path, 'raglabel')}")[0] == 0
     before = hashlib.sha256(db.read_bytes()).hexdigest()
     code, err = _grades(tmp_path, db, cli, [GRADE, GRADE | change])
@@ -366,9 +373,9 @@ CASES = [(fmt, *case) for fmt in FILES for case in _bad_lines(fmt)]
     ("fmt", "problem", "bad", "message"), CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES]
 )
 def test_bad_answer_lines_write_nothing(  # noqa: PLR0917 (parametrised)
-    fmt: str, problem: str, bad: bytes, message: str, tmp_path: Path, cli: Cli
+    fmt: str, problem: str, bad: bytes, message: str, tmp_path: Path, cli: Cli, empty_project: Path
 ) -> None:
-    db = make_project(tmp_path)
+    db = make_project(empty_project)
     layouts = {"ragas v2": "user_input", "DeepEval": "input", "RAGChecker": "query"}
     q = layouts.get(fmt, "question")
     first = {q: Q2, "id": "same", **({"query_id": "q2"} if fmt == "RAGChecker" else {})}
@@ -395,8 +402,8 @@ def test_bad_answer_lines_write_nothing(  # noqa: PLR0917 (parametrised)
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
 
 
-def test_a_file_mixing_formats_is_refused(tmp_path: Path, cli: Cli) -> None:
-    db = make_project(tmp_path)
+def test_a_file_mixing_formats_is_refused(tmp_path: Path, cli: Cli, empty_project: Path) -> None:
+    db = make_project(empty_project)
     path = tmp_path / "mixed.jsonl"
     path.write_text(
         json.dumps({"user_input": Q1, "response": "a"})
@@ -409,8 +416,8 @@ def test_a_file_mixing_formats_is_refused(tmp_path: Path, cli: Cli) -> None:
     assert "mixed.jsonl:2: this sample is DeepEval but line 1 is ragas v2" in err
 
 
-def test_bad_json_document_names_the_line(tmp_path: Path, cli: Cli) -> None:
-    db = make_project(tmp_path)
+def test_bad_json_document_names_the_line(tmp_path: Path, cli: Cli, empty_project: Path) -> None:
+    db = make_project(empty_project)
     path = tmp_path / "doc.json"
     path.write_text('[\n {"question": "a", "answer": "b"},\n {"question": 1, "answer": "b"}\n]\n')
     code, _, err = cli("import", db, "--answers", f"sys={path}")

@@ -55,9 +55,9 @@ def _write_runs(folder: Path) -> tuple[Path, Path, Path]:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Iterator[Project]:
+def project(tmp_path: Path, empty_project: Path) -> Iterator[Project]:
     queries, a, b = _write_runs(tmp_path)
-    with Project.create(tmp_path / "p.db") as created:
+    with Project.open(empty_project) as created:
         run_import(created, ImportRequest(queries=queries, runs=[("a", a), ("b", b)]))
         yield created
 

@@ -176,19 +176,24 @@ def test_string_and_categorical_run_frames_align_alike(tmp_path: Path) -> None:
     assert a.grades.tolist() == [3, 5, 4]
 
 
-@pytest.fixture
-def big_files(tmp_path: Path) -> dict[str, Path]:
-    """Inputs just past the size where ``--reader auto`` picks polars."""
+@pytest.fixture(scope="module")
+def big_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Inputs just past the size where ``--reader auto`` picks polars (read only: made
+    once per module, each random number drawn with the rest rather than one call each)."""
+    folder = tmp_path_factory.mktemp("big")
     rng = np.random.default_rng(7)
-    qrels = [f"q{q} 0 d{d} {int(rng.integers(0, 4))}" for q in range(50) for d in range(0, 400, 7)]
-    (tmp_path / "qrels.txt").write_text("\n".join(qrels) + "\n")
+    pairs = [(q, d) for q in range(50) for d in range(0, 400, 7)]
+    grades = rng.integers(0, 4, size=len(pairs)).tolist()
+    qrels = [f"q{q} 0 d{d} {g}" for (q, d), g in zip(pairs, grades, strict=True)]
+    (folder / "qrels.txt").write_text("\n".join(qrels) + "\n")
+    tenths = iter(rng.integers(0, 3, size=50 * 4000).tolist())
     lines = [
-        f"q{q} Q0 d{d} {d + 1} {1000 - d + int(rng.integers(0, 3)) / 10:.1f} run"
+        f"q{q} Q0 d{d} {d + 1} {1000 - d + next(tenths) / 10:.1f} run"
         for q in range(50)
         for d in range(4000)
     ]
-    (tmp_path / "run.txt").write_text("\n".join(lines) + "\n")
-    return {"qrels": tmp_path / "qrels.txt", "run": tmp_path / "run.txt"}
+    (folder / "run.txt").write_text("\n".join(lines) + "\n")
+    return {"qrels": folder / "qrels.txt", "run": folder / "run.txt"}
 
 
 def test_polars_reader_agrees_with_python_reader(cli: Cli, big_files: dict[str, Path]) -> None:

@@ -6,7 +6,7 @@ Whatever the damage, the answer is exit 0 with a sound project, or exit 2 with o
 error naming the file (and the line, when the file has lines) and the project byte for
 byte as it was. Never a traceback, never exit 1, never half an import. Damage that must
 be refused (NUL bytes, bad UTF-8, wrong field counts, NaN or huge numbers, repeated ids,
-empty files, a 100 MB line) is also checked one by one.
+empty files, a line longer than any record) is also checked one by one.
 """
 
 from __future__ import annotations
@@ -24,11 +24,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from raglabel.cli.main import main
+from raglabel.formats import limits
 
 if TYPE_CHECKING:
     from cli_helpers import Cli
 
-BIG = 100 << 20  # bytes in the one-line file
+#: The line limit the huge-line tests below lower ``limits.MAX_LINE_BYTES`` to: a line over
+#: it is then 2 MiB, not the 16 MiB and more the real limit needs (lines of 100 MB made
+#: these tests 9% of the unit tier's CPU). test_the_real_line_limit checks the real value.
+LINE_LIMIT = 1 << 20
+#: Bytes in the one-line file: over the lowered line limit, and over the id limit
+#: (``limits.MAX_ID_CHARS``) that the TREC readers, which have no line limit, refuse it by.
+BIG = 2 * LINE_LIMIT
 # Fixtures here are read-only (the base project) or reset by each example (tmp files).
 FUZZ = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -172,7 +179,7 @@ def attempt(
             errors = [line for line in err.splitlines() if ": error: " in line]
             assert len(errors) == 1, err
             assert f"raglabel import: error: {path}" in errors[0], err
-            # (isspace, not strip: no copy of a 100 MB body.)
+            # (isspace, not strip: no copy of a huge body.)
             if body and not body.isspace():
                 # A file with lines: the error says which (a whole-file problem, such as
                 # "only comments", says the file); JSON's errors give the column too.
@@ -263,13 +270,13 @@ REFUSED: dict[str, Callable[[Kind], bytes]] = {
     # Cut before the first separator: a TSV line cut after its tab is still a (short) line.
     "truncated": lambda k: k.valid.encode()[:2],
     "duplicate": lambda k: (k.valid + k.valid.split("\n")[0] + "\n").encode(),
-    "100 MB line": lambda k: _first_line(k, _one_id_made_huge),
+    "huge line": lambda k: _first_line(k, _one_id_made_huge),
 }
 
 
 def _one_id_made_huge(line: bytes) -> bytes:
     """The one id of d1, q3 and d7 that ``line`` holds, its first time, grown to BIG
-    bytes: built in one copy of 100 MB, not a replace that scans it again per id."""
+    bytes: built in one copy of the line, not a replace that scans it again per id."""
     (ident,) = (ident for ident in (b"d1", b"q3", b"d7") if ident in line)
     at = line.index(ident)
     return line[:at] + ident[:1] * BIG + line[at + len(ident) :]
@@ -278,11 +285,19 @@ def _one_id_made_huge(line: bytes) -> bytes:
 @pytest.mark.parametrize("damage", sorted(REFUSED))
 @pytest.mark.parametrize("name", [kind.name for kind in KINDS])
 def test_each_kind_of_damage_is_refused(
-    name: str, damage: str, base: Path, tmp_path: Path, attempt: Attempt
+    name: str,
+    damage: str,
+    base: Path,
+    tmp_path: Path,
+    *,
+    attempt: Attempt,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     kind = BY_NAME[name]
     if damage == "duplicate" and not kind.duplicate_is_error:
         pytest.skip("repeats are allowed in this format (see its Kind)")
+    if damage == "huge line":
+        monkeypatch.setattr(limits, "MAX_LINE_BYTES", LINE_LIMIT)
     code, err, path = attempt(base, tmp_path, kind, REFUSED[damage](kind))
     assert code == 2, f"{damage} was accepted: {err}"
     if damage not in ("empty",):
@@ -371,9 +386,16 @@ def test_damaged_beir_folders(
 
 
 @pytest.mark.parametrize("target", sorted(BEIR_FILES))
-def test_beir_file_with_a_100_mb_line_is_refused_at_its_line(
-    target: str, base: Path, tmp_path: Path, cli: Cli, checksum: Callable[[Path], str]
+def test_beir_file_with_a_huge_line_is_refused_at_its_line(
+    target: str,
+    base: Path,
+    tmp_path: Path,
+    *,
+    cli: Cli,
+    checksum: Callable[[Path], str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(limits, "MAX_LINE_BYTES", LINE_LIMIT)
     folder = tmp_path / "beir"
     (folder / "qrels").mkdir(parents=True)
     for name, text in BEIR_FILES.items():
@@ -439,9 +461,10 @@ def test_damaged_toml_files(
 
 
 @pytest.mark.parametrize("which", sorted(TOML_VALID))
-def test_toml_file_with_a_100_mb_line_is_refused_at_its_line(
-    which: str, base: Path, tmp_path: Path, cli: Cli
+def test_toml_file_with_a_huge_line_is_refused_at_its_line(
+    which: str, base: Path, tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(limits, "MAX_LINE_BYTES", LINE_LIMIT)
     path = tmp_path / f"{which}.toml"
     body = (
         TOML_VALID[which].replace("0.5", f'"{"5" * BIG}"').replace('"u,ctrl+z"', f'"{"u" * BIG}"')
@@ -449,3 +472,22 @@ def test_toml_file_with_a_100_mb_line_is_refused_at_its_line(
     path.write_text(body)
     code, _, err = cli(*_toml_command(which, path, base))
     assert code == 2 and f"{path}:2: " in err, err
+
+
+# -- the line limit at its real value --------------------------------------------------
+
+
+def test_the_real_line_limit(base: Path, tmp_path: Path, attempt: Attempt) -> None:
+    """The limit the huge-line tests lower, as it ships: 16 MiB. A line of exactly that
+    passes the check, and a passage file whose first line is one byte longer is refused
+    at that line, saying the limit."""
+    assert limits.MAX_LINE_BYTES == 16 << 20
+    limits.check_line(tmp_path / "x.jsonl", b"x" * limits.MAX_LINE_BYTES, 1)
+    kind = BY_NAME["passages.jsonl"]
+    first, rest = kind.valid.encode().split(b"\n", 1)
+    # The first line's text padded so that the line is the limit plus one byte.
+    pad = limits.MAX_LINE_BYTES + 1 - len(first)
+    line = first.replace(b'"seventh"', b'"seventh' + b" " * pad + b'"')
+    assert len(line) == limits.MAX_LINE_BYTES + 1
+    code, err, path = attempt(base, tmp_path, kind, line + b"\n" + rest)
+    assert code == 2 and f"{path}:1: " in err and "at most 16 MiB" in err, err

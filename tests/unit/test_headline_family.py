@@ -101,10 +101,15 @@ def test_the_demos_headline_says_its_familys_adjusted_p_and_the_raw_one(
     assert len(family_of(data, "secondary")) == 80
 
 
+#: Fewer randomization draws than the default 10,000, for tests that compare one output's
+#: p-values with another's (the same draws in both) rather than check a figure.
+FEWER = ("--permutations", "1000")
+
+
 def test_the_headline_says_each_adjustment_in_its_words(
     demo_db: Path, tmp_path: Path, cli: Cli
 ) -> None:
-    data = compare_json(cli, demo_db, "--baseline", "bm25")
+    data = compare_json(cli, demo_db, "--baseline", "bm25", *FEWER)
     headline = family_of(data, "headline")
     raw = [float(c["p_value"]) for c in headline]  # type: ignore[arg-type]
     hybrid = [c["run"] for c in headline].index("hybrid")
@@ -112,7 +117,7 @@ def test_the_headline_says_each_adjustment_in_its_words(
     said = {}
     for method in ("bh", "none"):
         out = tmp_path / f"{method}.html"
-        assert cli("report", demo_db, "--adjust", method, "-o", out)[0] == 0
+        assert cli("report", demo_db, "--adjust", method, *FEWER, "-o", out)[0] == 0
         said[method] = " ".join(parse(out.read_text(encoding="utf-8")).text)
     assert (
         "after the Benjamini-Hochberg adjustment over the 5 headline tests"
@@ -239,8 +244,8 @@ def test_each_family_is_adjusted_on_its_own_and_keeps_its_order() -> None:
 def test_answer_tests_join_the_secondary_family_and_leave_the_headline_alone(
     demo_db: Path, cli: Cli
 ) -> None:
-    runs_only = compare_json(cli, demo_db, "--baseline", "bm25")
-    both = compare_json(cli, demo_db, "--baseline", "bm25", "--answers")
+    runs_only = compare_json(cli, demo_db, "--baseline", "bm25", *FEWER)
+    both = compare_json(cli, demo_db, "--baseline", "bm25", "--answers", *FEWER)
     assert family_of(both, "headline") == family_of(runs_only, "headline")
     answers = both["answer_compare"]
     assert isinstance(answers, list) and answers

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 import shlex
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ import pytest
 from docs_pages import examples
 
 from raglabel.analysis.judge_share import judge_shares
+from raglabel.cli.main import main
 from raglabel.formats.judge_share import leaning_line, percent
 from raglabel.formats.trec.order import trec_scores
 from raglabel.storage.labels import LabelChoice
@@ -64,17 +66,27 @@ def _files(folder: Path) -> None:
         (folder / f"{name}.run").write_text(text)
 
 
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project above, made once per module: each test takes a copy (project)."""
+    folder = tmp_path_factory.mktemp("share")
+    _files(folder)
+    db = folder / "project.db"
+    assert main(["init", str(db)]) == 0
+    assert main([
+        "import", str(db), "--qrels", str(folder / "people.qrels"), "--annotator", "nist",
+        "--run", f"a={folder / 'a.run'}", "--judgments", f"m={folder / 'm.jsonl'}",
+    ]) == 0  # fmt: skip
+    assert not db.with_name(f"{db.name}-wal").exists(), "the copies would miss its log"
+    return db
+
+
 @pytest.fixture
-def project(tmp_path: Path, cli: Cli) -> Path:
+def project(built: Path, tmp_path: Path) -> Path:
     """The project above: run a stored, runs b and c left as files beside it."""
     _files(tmp_path)
     db = tmp_path / "project.db"
-    assert cli("init", db)[0] == 0
-    code, _, err = cli(
-        "import", db, "--qrels", tmp_path / "people.qrels", "--annotator", "nist",
-        "--run", f"a={tmp_path / 'a.run'}", "--judgments", f"m={tmp_path / 'm.jsonl'}",
-    )  # fmt: skip
-    assert code == 0, err
+    shutil.copyfile(built, db)
     return db
 
 

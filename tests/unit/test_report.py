@@ -171,7 +171,8 @@ def test_answers_in_the_report_leave_the_runs_p_values_alone(
 ) -> None:
     def against_the_baseline(*extra: str) -> list[str]:
         out = tmp_path / "r.html"
-        assert cli("report", demo_db, *extra, "-o", out)[0] == 0
+        # 1,000 randomization draws, not 10,000: the two reports are compared, not a figure.
+        assert cli("report", demo_db, *extra, "--permutations", "1000", "-o", out)[0] == 0
         text = parse(out.read_text(encoding="utf-8")).text
         start = text.index("Against the baseline bm25")
         end = next(i for i in range(start, len(text)) if text[i].startswith("Per-query "))

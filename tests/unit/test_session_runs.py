@@ -37,12 +37,11 @@ def _run(name: str) -> Run:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    path = tmp_path / "project.db"
-    with Project.create(path) as project, project.write():
+def db(empty_project: Path) -> Path:
+    with Project.open(empty_project) as project, project.write():
         for name in RUNS:
             store(project.conn, _run(name), depth=1)
-    return path
+    return empty_project
 
 
 def _corpus_later(db: Path, *ids: str) -> None:

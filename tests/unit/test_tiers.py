@@ -5,6 +5,8 @@ steps of .ci/run before the suite rather than tests inside it."""
 from __future__ import annotations
 
 import ast
+import sys
+from pathlib import Path
 
 from docs_pages import ROOT
 
@@ -128,3 +130,24 @@ def test_the_files_kept_one_at_a_time_exist() -> None:
 
     missing = sorted(name for name in ONE_AT_A_TIME if not (TESTS / name).is_file())
     assert missing == [], f"tests/conftest.py's ONE_AT_A_TIME names {missing}"
+
+
+def test_ci_skips_compiling_only_where_bytecode_is_kept() -> None:
+    # An install with --no-compile leaves each module to be compiled when first imported;
+    # with PYTHONDONTWRITEBYTECODE set, every process of the suite would compile it again.
+    steps = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    unset = steps.index("unset PYTHONDONTWRITEBYTECODE")
+    lazy = [i for i, step in enumerate(steps) if "pip install" in step and "--no-compile" in step]
+    assert lazy, ".ci/run installs without compiling (docs/tests.md)"
+    assert all(unset < i for i in lazy), "unset PYTHONDONTWRITEBYTECODE before those installs"
+    assert not [step for step in steps if "PYTHONDONTWRITEBYTECODE=" in step]
+
+
+def test_the_suite_keeps_its_bytecode() -> None:
+    # tests/conftest.py turns the writing of bytecode back on, for raglabel and for
+    # pytest's rewritten test modules, such as this one, before any of them is imported.
+    assert not sys.dont_write_bytecode
+    rewritten = type(__loader__).__name__ == "AssertionRewritingHook"  # not under --assert=plain
+    if rewritten and sys.pycache_prefix is None:
+        kept = Path(__file__).parent / "__pycache__"
+        assert list(kept.glob(f"{Path(__file__).stem}.*-pytest-*.pyc")), kept

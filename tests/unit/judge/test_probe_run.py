@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shutil
 import sqlite3
 import sys
 from collections.abc import Callable
@@ -56,10 +57,22 @@ def agree(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, s
     return code, out, err
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> tuple[Path, dict[tuple[str, str], probe_project.Pair]]:
-    db = tmp_path / "probe.db"
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[probe_project.Pair]]:
+    """The probe project, built once per module: each test takes a copy (project)."""
+    db = tmp_path_factory.mktemp("probe") / "probe.db"
     pairs = probe_project.build(db)
+    assert not db.with_name(f"{db.name}-wal").exists(), "the copies would miss its log"
+    return db, pairs
+
+
+@pytest.fixture
+def project(
+    built: tuple[Path, list[probe_project.Pair]], tmp_path: Path
+) -> tuple[Path, dict[tuple[str, str], probe_project.Pair]]:
+    template, pairs = built
+    db = tmp_path / "probe.db"
+    shutil.copyfile(template, db)
     return db, {(p.qid, p.pid): p for p in pairs}
 
 
