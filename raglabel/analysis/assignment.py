@@ -19,7 +19,9 @@ at a time from a more loaded annotator to one more than a query's pool below, so
 a plan moves only what balance asks for (adding an annotator moves about their part of
 the load). That plan is taken when its loads are within one query's pool of the plain
 greedy's (always, without started shares); else the greedy's, the old holder winning a
-tie of load. The plan says what it kept, took and gave, and why.
+tie of load. The plan says what it kept, took and gave, and why: a share taken from
+a query that keeps as many annotators moved for balance; from one left with fewer,
+the overlap went down, or else the query was above it while more had started it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import numpy as np
 from raglabel.errors import UsageError
 from raglabel.storage.annotators import annotator_names, refuse_names
 from raglabel.storage.assignments import assigned, graded_by, pool_sizes, started
+from raglabel.storage.assignments import overlap as last_overlap
 from raglabel.storage.audit import covered_queries, draw_order, drawn_rows
 
 #: Why an annotator keeps a share, or loses one.
@@ -42,6 +45,9 @@ HELD = "held"  # not started, and still theirs in the new plan
 OUTSIDE = "not among this assign's queries"
 DROPPED_ANNOTATOR = "annotator not in --annotators"
 REBALANCED = "not started; given to another annotator to balance the pairs"
+OVERLAP_DOWN = "not started; the overlap went down, so the query has fewer annotators"
+#: A query above the overlap before (started by more), no longer: grades cleared since.
+ABOVE_NO_MORE = "not started; the query was above the overlap, and is no longer"
 
 
 @dataclass(frozen=True)
@@ -386,6 +392,13 @@ def _compare(
         for q in qids
         if (n, q) in new
     ]
+    holders: dict[str, int] = {}
+    for _, q in new:
+        holders[q] = holders.get(q, 0) + 1
+    held_before: dict[str, int] = {}
+    for _, q in old:
+        held_before[q] = held_before.get(q, 0) + 1
+    last = last_overlap(conn)
     taken = []
     for name, qids in before.items():
         for q in qids:
@@ -395,12 +408,13 @@ def _compare(
                 why = OUTSIDE
             elif name not in request.annotators:
                 why = DROPPED_ANNOTATOR
+            elif holders.get(q, 0) >= held_before[q]:
+                why = REBALANCED  # as many places as before: the share moved
+            elif last is not None and request.overlap < last:
+                why = OVERLAP_DOWN
             else:
-                why = REBALANCED
+                why = ABOVE_NO_MORE
             taken.append(Share(name, q, why))
-    holders: dict[str, int] = {}
-    for _, q in new:
-        holders[q] = holders.get(q, 0) + 1
     known = set(annotator_names(conn))
     return Plan(
         request=request,

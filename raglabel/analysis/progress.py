@@ -125,10 +125,16 @@ def parse_times(name: str, stamps: Sequence[str]) -> tuple[list[datetime], list[
     notes = []
     if unreadable:
         notes.append(
-            f"{unreadable} of {name}'s grade times are not ISO 8601 times: left out of their pace"
+            f"{unreadable} of {name}'s grade times "
+            + ("is not an ISO 8601 time" if unreadable == 1 else "are not ISO 8601 times")
+            + ": left out of their pace"
         )
     if zoneless:
-        notes.append(f"{zoneless} of {name}'s grade times name no time zone: read as UTC")
+        notes.append(
+            f"{zoneless} of {name}'s grade times "
+            + ("names" if zoneless == 1 else "name")
+            + " no time zone: read as UTC"
+        )
     return times, notes
 
 

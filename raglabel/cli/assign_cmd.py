@@ -178,11 +178,23 @@ def describe(made: Plan, db: str) -> list[str]:
         if request.queries is not None
         else "every query the stored runs cover"
     )
+    chosen = set(made.queries)
+    # Started shares stay whatever the assign asks: some may be of queries outside it.
+    beyond = sorted({q for qids in made.shares.values() for q in qids} - chosen)
+    total = len(chosen) + len(beyond)
     lines = [
-        f"assigned {_count(len(made.queries), 'query', 'queries')} ({source}), each to"
-        f" {request.overlap} of {len(request.annotators)} annotators, balanced by the pairs"
-        f" each query pools to depth {request.depth}; seed {request.seed} (--seed"
-        f" {request.seed} makes the same plan from {db} as it was)"
+        f"assigned {_count(total, 'query', 'queries')}"
+        + (f": {len(made.queries)} ({source})" if beyond else f" ({source})")
+        + f", each to {request.overlap} of {len(request.annotators)} annotators, balanced by"
+        f" the pairs each query pools to depth {request.depth}"
+        + (
+            f", and {_count(len(beyond), 'started query', 'started queries')} outside them,"
+            f" kept (an assign never takes begun work away): {' '.join(beyond)}"
+            if beyond
+            else ""
+        )
+        + f"; seed {request.seed} (--seed {request.seed} makes the same plan from {db} as it"
+        " was)"
     ]
     if made.created:
         lines.append(f"new annotators, created: {', '.join(made.created)}")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from raglabel.session.catalog import Catalog
-from raglabel.storage.assignments import assigned_to, done_queries
+from raglabel.storage.assignments import assigned_to, done_queries, has_started, latest_assign
 from raglabel.storage.audit import Waiting, waiting_pairs
 from raglabel.storage.project import Project
 
@@ -57,6 +57,9 @@ class AssignmentQueue:
         self.annotator = annotator
         self.depth = depth
         self._catalog = catalog
+        #: The last assign when the members were read; read before them, so an assign
+        #: landing between the two reads shows as a change (``stale``), never hides one.
+        self.assign_run = latest_assign(conn)
         self.members: list[int] = []
         for qid in assigned_to(conn, annotator):
             q = catalog.query_by_ext(qid)
@@ -73,6 +76,11 @@ class AssignmentQueue:
         self._refreshed: set[int] = set()
         if read_done:
             self.read(conn)
+
+    def stale(self, conn: sqlite3.Connection) -> bool:
+        """Whether an assign was recorded since the members were read (another process:
+        the lead assigning while this app is open). One indexed read."""
+        return latest_assign(conn) != self.assign_run
 
     def read(self, conn: sqlite3.Connection) -> None:
         """Read which members are done now, on this thread, unless that is known."""
@@ -124,12 +132,19 @@ class AssignmentQueue:
         return len(self.done), len(self.members)
 
     def next_pair(self, conn: sqlite3.Connection, q: int) -> tuple[int, Waiting] | None:
-        """The next pair of the assignment: query ``q``'s while it is assigned and not
-        done (a query started is finished first), else the first assigned query's that is
-        not done, in serving order; None once every one is done. Reads which are done
-        first if that is not known yet."""
+        """The next pair of the assignment: query ``q``'s while it is assigned, not done
+        and started by this annotator (begun work is finished first), else the first
+        assigned query's that is not done, in serving order; None once every one is done.
+        A query merely under the cursor is not started: the shares come in the order the
+        assignment gives them, the same for two annotators sharing queries. Reads which
+        are done first if that is not known yet."""
         self.read(conn)
-        first = [q] if q in self._member_set and q not in self.done else []
+        begun = (
+            q in self._member_set
+            and q not in self.done
+            and has_started(conn, self.annotator, self._catalog.queries[q].row_id)
+        )
+        first = [q] if begun else []
         for member in first + [m for m in self.members if m not in self.done]:
             row = self._catalog.queries[member].row_id
             waiting = waiting_pairs(conn, [row], self.depth, annotator=self.annotator)[row]

@@ -38,6 +38,7 @@ from raglabel.session.suggestions import Suggestion, query_suggestions
 from raglabel.session.timing import Timing
 from raglabel.session.undo import UndoEntry, UndoStack
 from raglabel.storage import adjudication
+from raglabel.storage.assignments import assigned
 from raglabel.storage.audit import Waiting
 from raglabel.storage.labels import (
     graders,
@@ -175,6 +176,9 @@ class GradingSession:
     _audit: AuditQueue | None = field(default=None, repr=False, compare=False)
     # This annotator's assignment, read when first asked for (``assignment``).
     _assignment: AssignmentQueue | None = field(default=None, repr=False, compare=False)
+    # The assigned queries this annotator was last shown (serving order), None before
+    # any: a reload reads the assignment anew, and the change must still be told.
+    _members_seen: tuple[int, ...] | None = field(default=None, repr=False, compare=False)
     # Each query's figures at K, from the board (whose book is the session's).
     figures: QueryFigures = field(init=False, repr=False, compare=False)
 
@@ -411,6 +415,7 @@ class GradingSession:
             raise ValueError("an annotator needs a name")
         self.annotator = name
         self.undo_stack.clear()  # another annotator's log: their own latest action is undone
+        self._members_seen = None  # another person's assignment is no change of theirs
         if self._answers is not None:
             self._answers.switch_annotator(name)
         self.reload()
@@ -589,7 +594,20 @@ class GradingSession:
                 max(self.options.cutoffs),
                 read_done=self.project.path is None,
             )
+            if self._members_seen is None:
+                self._members_seen = tuple(self._assignment.members)
         return self._assignment
+
+    def assignment_changed(self) -> int | None:
+        """Read the assignment anew when an assign was recorded since it was read (the
+        lead assigning while this app is open); how many queries are assigned to this
+        annotator now when their share differs from the one last shown, else None.
+        Costs one indexed read while nothing changed: the app asks at every ``g``."""
+        if self._assignment is not None and self._assignment.stale(self.project.conn):
+            self._assignment = None
+        queue = self.assignment
+        seen, self._members_seen = self._members_seen, tuple(queue.members)
+        return None if seen == self._members_seen else len(queue.members)
 
     def assignment_progress(self) -> tuple[int, int] | None:
         """(done, assigned) of this annotator's assignment; None when they have none.
@@ -628,8 +646,9 @@ class GradingSession:
 
     def assignment_hole(self, q: int) -> Hole | None:
         """The assignment's next pair: query ``q``'s next passage this annotator has not
-        graded while ``q`` is theirs and not done, else the first such query's (serving
-        order); None without an assignment or once it is all done. Waits for nothing."""
+        graded while ``q`` is theirs, started and not done, else the first not-done
+        query's (serving order); None without an assignment or once it is all done.
+        Waits for nothing."""
         return self._served(self.assignment.next_pair(self.project.conn, q))
 
     def served_hole(self, q: int) -> Hole | None:
@@ -888,6 +907,11 @@ class GradingSession:
     def annotators(self) -> list[str]:
         """Everyone with a grade in the file, by name."""
         return graders(self.project.conn)
+
+    def assigned_annotators(self) -> list[str]:
+        """Everyone with an assignment in the file, by name (``raglabel assign`` creates
+        people who have no grade yet)."""
+        return sorted(assigned(self.project.conn))
 
     def export_qrels(self, target: Path) -> int:
         """The grades in view (own when blind, else resolved) as TREC qrels at ``target``;

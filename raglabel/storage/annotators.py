@@ -29,13 +29,25 @@ def person_id(conn: sqlite3.Connection, name: str) -> int:
 def refuse_names(conn: sqlite3.Connection, names: Iterable[str]) -> None:
     """Stop the creation of a person whose name misleads: empty or padded, one ``agree``
     gives its own raters (``humans``, ``judge``, ``judge (...)``), a judge model's in any
-    case (their grades would read as the model's), or an annotator's in another case (two
-    names for one person). Annotators already stored pass."""
+    case (their grades would read as the model's), or another of ``names`` or an
+    annotator's in another case (two names for one person). Annotators already stored
+    pass, unless ``names`` spells them in two cases."""
     # Imported here: the judgment import brings its file readers, which the grading app
     # (it reads shares through storage.assignments) must not pay for at its start.
     from raglabel.storage.judgment_import import asked_models, imported_models, reserved_name
 
+    names = list(names)
     people = annotator_names(conn)
+    # The names given against each other first: two new spellings of one name would
+    # otherwise be told apart from a stored annotator that is neither of them.
+    spelled: dict[str, str] = {}
+    for name in names:
+        other = spelled.setdefault(name.casefold(), name)
+        if other != name:
+            raise UsageError(
+                f"annotators {other!r} and {name!r}: both are named here, the same name in"
+                " two cases (two names for one person); give one spelling"
+            )
     models = [*asked_models(conn), *sorted(imported_models(conn))]
     for name in names:
         if name in people:

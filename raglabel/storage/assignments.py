@@ -193,6 +193,15 @@ def done_by_annotator(
     return found
 
 
+#: The rule of a started share ``s`` (a row of ``assignment``): its annotator holds a
+#: standing grade of their own, a person's, on some passage of its query.
+_STARTED = (
+    "EXISTS (SELECT 1 FROM current_grade c JOIN event e ON e.id = c.event_id"
+    " WHERE c.query_id = s.query_id AND c.annotator_id = s.annotator_id"
+    " AND e.source = 'human')"
+)
+
+
 def started(conn: sqlite3.Connection) -> set[tuple[str, str]]:
     """Every (annotator, query id) of the stored assignment where that annotator holds a
     standing grade of their own on some passage of the query: work an assign keeps."""
@@ -201,11 +210,28 @@ def started(conn: sqlite3.Connection) -> set[tuple[str, str]]:
         for name, qid in conn.execute(
             "SELECT a.name, q.ext_id FROM assignment s"
             " JOIN annotator a ON a.id = s.annotator_id JOIN query q ON q.id = s.query_id"
-            " WHERE EXISTS (SELECT 1 FROM current_grade c JOIN event e ON e.id = c.event_id"
-            " WHERE c.query_id = s.query_id AND c.annotator_id = s.annotator_id"
-            " AND e.source = 'human')"
+            f" WHERE {_STARTED}"
         )
     }
+
+
+def has_started(conn: sqlite3.Connection, annotator: str, query_row: int) -> bool:
+    """Whether the query of row ``query_row`` is assigned to ``annotator`` and started
+    by them (:func:`started`'s rule, for one share: one indexed read)."""
+    row = conn.execute(
+        "SELECT 1 FROM assignment s WHERE s.query_id = ?"
+        " AND s.annotator_id = (SELECT id FROM annotator WHERE name = ?)"
+        f" AND {_STARTED}",
+        (query_row, annotator),
+    ).fetchone()
+    return row is not None
+
+
+def latest_assign(conn: sqlite3.Connection) -> int | None:
+    """The id of the last assign recorded (None before any): it changes with each
+    assign, so a reader that kept it knows whether its shares are still the stored ones."""
+    row = conn.execute("SELECT max(id) FROM assign_run").fetchone()
+    return None if row is None or row[0] is None else int(row[0])
 
 
 def graded_by(conn: sqlite3.Connection, annotators: Iterable[str]) -> set[tuple[str, str]]:

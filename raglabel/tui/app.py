@@ -30,6 +30,7 @@ from raglabel.tui.screens.help import HelpScreen
 from raglabel.tui.screens.prompt import PromptScreen
 from raglabel.tui.screens.queries import QueriesScreen
 from raglabel.tui.screenshot import failed_message, saved_message, screenshot_folder
+from raglabel.tui.widgets.status import assignment_change_text
 
 if TYPE_CHECKING:
     from raglabel.judge.work import RunLimits, Tally
@@ -169,11 +170,15 @@ class GradingApp(App[int]):
         session = self.session
         # A locked app was opened by an invite for that very name: no typo to catch.
         if session.blind and not session.options.locked and not session.book.counts.any():
-            others = [name for name in session.annotators() if name != session.annotator]
-            if others:
+            assigned = session.assigned_annotators()
+            if session.annotator in assigned:
+                return  # no typo: the lead gave this very name queries to grade
+            known = {*session.annotators(), *assigned} - {session.annotator}
+            if known:
                 self.notify(
-                    f"No grades by {session.annotator!r} yet. Annotators in this file: "
-                    f"{', '.join(others)} (switch with ctrl+p).",
+                    f"No grades by {session.annotator!r} yet. Annotators in this file (with"
+                    f" grades or an assignment): {', '.join(sorted(known))} (switch with"
+                    " ctrl+p).",
                     timeout=8,
                 )
 
@@ -407,7 +412,10 @@ class GradingApp(App[int]):
 
     def action_reload(self) -> None:
         self.session.reload()
+        changed = self.session.assignment_changed()  # an assign by the lead, meanwhile
         self._after_reload()
+        if changed is not None:
+            self.notify(assignment_change_text(changed), timeout=6)
 
     def _after_reload(self) -> None:
         from raglabel.tui.screens.answers import AnswersScreen

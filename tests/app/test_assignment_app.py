@@ -229,7 +229,11 @@ async def test_an_assignment_taken_away_takes_its_filter_with_it(db: Path) -> No
         await pilot.press("y")
         assert len(listed(screen)) == 30
         notes = [str(n.message) for n in app._notifications]
-        assert any(note.startswith("No queries are assigned to ann") for note in notes)
+        assert (
+            f"No queries are assigned to ann; the lead gives some with raglabel assign {db}"
+            " --annotators A,B --overlap K (their names, and how many of them grade each"
+            " query)."
+        ) in notes
 
 
 async def test_the_filter_key_is_remappable(db: Path) -> None:
@@ -256,7 +260,11 @@ async def test_without_an_assignment_nothing_of_it_shows(demo_db: Path) -> None:
         await pilot.press("y")
         assert len(listed(screen)) == 30
         notes = [str(n.message) for n in app._notifications]
-        assert any(note.startswith("No queries are assigned to ann") for note in notes)
+        assert (
+            f"No queries are assigned to ann; the lead gives some with raglabel assign {demo_db}"
+            " --annotators A,B --overlap K (their names, and how many of them grade each"
+            " query)."
+        ) in notes
         await pilot.press("g")
         await pilot.pause()
         grade = app.screen
@@ -316,3 +324,65 @@ SCENARIOS = {"grade": _graded, "queries": _mine}
 def test_the_assignment_at_every_size(db: Path, snap_compare: Any, screen: str, size: str) -> None:
     app = create_app(AppOptions(project=db, annotator=ME))
     assert snap_compare(app, terminal_size=SIZES[size], run_before=SCENARIOS[screen])
+
+
+async def test_an_assign_by_the_lead_reaches_an_open_app_at_g(db: Path) -> None:
+    # The tester's case: Bob's app is open on his 2 queries; the lead assigns again (a
+    # record() on a connection of this test's, as another process would), giving q01,
+    # Bob's first, to Dave. At the next g Bob's app says so, counts the new share and
+    # serves from it.
+    app = create_app(AppOptions(project=db, annotator="bob"))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, QueriesScreen)
+        assert "your assignment: 0 of 2 queries done" in head(screen)
+        assign(db, {ME: SHARE, "bob": ["q02", "q03", "q04"], "dave": ["q01"]})
+        await pilot.press("g")
+        await pilot.pause()
+        grade = app.screen
+        assert isinstance(grade, GradeScreen)
+        assert app.session.catalog.queries[grade.qi].ext_id == "q02"
+        assert status(grade).startswith("your assignment: 0 of 3 queries done")
+        notes = [str(n.message) for n in app._notifications]
+        assert notes.count("your assignment changed: now 3 queries") == 1
+        # On the Grade screen too, and told once only.
+        assign(db, {ME: SHARE, "bob": ["q03"]})
+        await pilot.press("g")
+        await pilot.pause()
+        assert app.session.catalog.queries[grade.qi].ext_id == "q03"
+        assert status(grade).startswith("your assignment: 0 of 1 queries done")
+        notes = [str(n.message) for n in app._notifications]
+        assert notes.count("your assignment changed: now 1 query") == 1
+        assert notes.count("your assignment changed: now 3 queries") == 1
+
+
+async def test_the_reload_command_tells_of_a_new_assignment(db: Path) -> None:
+    app = create_app(AppOptions(project=db, annotator="bob"))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, QueriesScreen)
+        assign(db, {ME: SHARE, "bob": ["q05", "q06", "q07", "q08"]})
+        app.action_reload()
+        await ready(app, pilot)
+        assert "your assignment: 0 of 4 queries done" in head(screen)
+        notes = [str(n.message) for n in app._notifications]
+        assert notes == ["your assignment changed: now 4 queries"]
+
+
+async def test_the_empty_view_hint_knows_people_an_assign_created(db: Path) -> None:
+    # Bob has an assignment and no grade: no typo to catch, so no hint.
+    app = create_app(AppOptions(project=db, annotator="bob"))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        assert [str(n.message) for n in app._notifications] == []
+    # A name nobody has: the hint names those with grades and those with an assignment.
+    app = create_app(AppOptions(project=db, annotator="bbo"))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        notes = [str(n.message) for n in app._notifications]
+        assert notes == [
+            "No grades by 'bbo' yet. Annotators in this file (with grades or an assignment):"
+            " ann, bob (switch with ctrl+p)."
+        ]

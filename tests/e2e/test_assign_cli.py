@@ -206,6 +206,11 @@ def test_a_first_assign_keeps_the_queries_an_annotator_graded_before(demo_db: Pa
         (["--annotators", "humans,bob", "--overlap", "1"], "annotator 'humans': raglabel agree"),
         (["--annotators", "Judge (x),bob", "--overlap", "1"], "annotator 'Judge (x)'"),
         (["--annotators", "ANN,bob", "--overlap", "1"], "the project has annotator 'ann'"),
+        # The tester's command: neither spelling is stored, and the message says so.
+        (
+            ["--annotators", "alice,bob,dave,Dave", "--overlap", "2"],
+            "annotators 'Dave' and 'dave': both are named here, the same name in two cases",
+        ),
         (["--annotators", "a,b", "--overlap", "1", "--queries", "31"], "cover only 30 queries"),
         (
             ["--annotators", "a,b", "--overlap", "1", "--audit"],
@@ -244,6 +249,48 @@ def test_the_audit_samples_queries_are_assigned_in_draw_order(demo_db: Path) -> 
     shares = listed(demo_db)["annotators"]
     assert shares == {name: {"assigned": drawn, "done": []} for name in ("alice", "bob")}
     assert read(demo_db, "SELECT audit FROM assign_run") == [(1,)]
+
+
+def test_lowering_the_overlap_says_why_the_shares_went(demo_db: Path) -> None:
+    team = ",".join(TEAM)
+    done = child("assign", demo_db, "--annotators", team, "--overlap", "2", "--seed", "5")
+    assert done.returncode == 0, done.stderr
+    done = child("assign", demo_db, "--annotators", team, "--overlap", "1", "--seed", "5")
+    assert done.returncode == 0, done.stderr
+    took = [line for line in done.stdout.splitlines() if line.startswith("took ")]
+    # Every query goes from two annotators to one: 30 shares dropped, none moved.
+    assert len(took) == 1
+    assert took[0].startswith(
+        "took 30 shares (not started; the overlap went down, so the query has fewer annotators): "
+    )
+    assert "to balance the pairs" not in done.stdout
+
+
+def test_a_started_query_outside_the_assign_is_counted_with_it(demo_db: Path) -> None:
+    done = child("audit", demo_db, "--sample", "4", "--seed", "2", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    drawn = json.loads(done.stdout)["drawn"]
+    done = child("assign", demo_db, "--annotators", "alice,bob", "--overlap", "1", "--seed", "1")
+    assert done.returncode == 0, done.stderr
+    alices = listed(demo_db)["annotators"]
+    assert isinstance(alices, dict)
+    begun = next(q for q in alices["alice"]["assigned"] if q not in drawn)
+    passage = sorted(pools(demo_db, 20)[begun])[0]
+    with Project.open(demo_db) as project:
+        record(project, GradeEvent(query=begun, passage=passage, annotator="alice", grade=1))
+    done = child("assign", demo_db, "--annotators", "alice,bob", "--overlap", "2", "--audit")
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith(
+        "assigned 5 queries: 4 (the audit sample's queries), each to 2 of 2 annotators,"
+    )
+    assert (
+        ", and 1 started query outside them, kept (an assign never takes begun work away):"
+        f" {begun}; seed "
+    ) in first
+    shares = listed(demo_db)["annotators"]
+    assert isinstance(shares, dict)
+    assert len({q for share in shares.values() for q in share["assigned"]}) == 5
 
 
 @pytest.fixture
@@ -297,6 +344,21 @@ def test_a_read_only_project_refuses_an_assign_and_lists_its_shares(
     done = run("--annotators", "alice,bob,carol", "--overlap", "2", "--seed", "4")
     assert done.returncode == 1, done.stderr
     assert f"raglabel assign: error: nothing was saved: {db} is read-only" in done.stderr
+    # The refusal names the team's reading commands, and each of them does read it.
+    assert (
+        "Commands that only read it work (eval, report, export, backup, agree, progress,"
+        " assign --list, audit --list)"
+    ) in done.stderr
+    for command in (["progress"], ["audit", "--list"]):
+        read_it = subprocess.run(
+            [*prefix, sys.executable, "-m", "raglabel", command[0], str(db), *command[1:]],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=tempfile.gettempdir(),
+            timeout=300,
+        )
+        assert read_it.returncode == 0, read_it.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""
     assert _listing(db.parent) == before
     done = run("--list", "--format", "json")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from raglabel.errors import UsageError
+from raglabel.storage.annotators import refuse_names
 from raglabel.storage.grades import GradeEvent, record
 from raglabel.storage.invites import add_invite
 from raglabel.storage.project import Project
@@ -89,6 +90,27 @@ def test_a_qrels_import_under_a_reserved_name_writes_nothing(tmp_path: Path, cli
     code, _, err = cli("import", db, "--qrels", qrels, "--annotator", "humans")
     assert code == 2
     assert "annotator 'humans': raglabel agree gives that name its own raters" in err
-    code, out, err = cli("export", db, "--qrels", tmp_path / "out.qrels")
+    code, _out, err = cli("export", db, "--qrels", tmp_path / "out.qrels")
     assert code == 0, err
     assert (tmp_path / "out.qrels").read_text(encoding="utf-8") == ""
+
+
+@pytest.mark.parametrize(
+    ("names", "pair"),
+    [
+        # Neither is stored: the message names the two given, no stored annotator.
+        (["bob", "dave", "Dave"], "'dave' and 'Dave'"),
+        # The project's 'Alice' is neither spelling given here.
+        (["alice", "ALICE"], "'alice' and 'ALICE'"),
+        # One of them stored: still the two given that clash.
+        (["Alice", "alice"], "'Alice' and 'alice'"),
+    ],
+)
+def test_two_spellings_of_one_name_in_one_command_are_named_as_such(
+    project: Project, names: list[str], pair: str
+) -> None:
+    with pytest.raises(UsageError) as raised:
+        refuse_names(project.conn, names)
+    message = str(raised.value)
+    assert message.startswith(f"annotators {pair}: both are named here, the same name in two")
+    assert "the project has" not in message

@@ -15,10 +15,12 @@ import numpy as np
 import pytest
 
 from raglabel.analysis.assignment import (
+    ABOVE_NO_MORE,
     BEFORE,
     DROPPED_ANNOTATOR,
     HELD,
     OUTSIDE,
+    OVERLAP_DOWN,
     REBALANCED,
     STARTED,
     Plan,
@@ -300,6 +302,7 @@ def test_assigning_again_keeps_begun_work_whatever_it_asks(project: Project) -> 
     has max(overlap, started) annotators, and the plan's account adds up."""
     conn = project.conn
     rng = np.random.default_rng(2026)
+    last: int | None = None  # the overlap of the assign before
     for _ in range(12):
         names = tuple(rng.choice(NAMES, size=int(rng.integers(1, 6)), replace=False).tolist())
         overlap = int(rng.integers(1, len(names) + 1))
@@ -325,6 +328,7 @@ def test_assigning_again_keeps_begun_work_whatever_it_asks(project: Project) -> 
         assert {(s.annotator, s.query) for s in made.added} == new - old
         assert {(s.annotator, s.query) for s in made.kept if s.why == STARTED} == begun
         assert all(s.why == HELD for s in made.kept if (s.annotator, s.query) not in begun)
+        had = Counter(q for _, q in old)
         for share in made.taken:
             assert (share.annotator, share.query) not in begun
             expected = (
@@ -333,8 +337,13 @@ def test_assigning_again_keeps_begun_work_whatever_it_asks(project: Project) -> 
                 else DROPPED_ANNOTATOR
                 if share.annotator not in names
                 else REBALANCED
+                if count_of[share.query] >= had[share.query]
+                else OVERLAP_DOWN
+                if last is not None and overlap < last
+                else ABOVE_NO_MORE
             )
             assert share.why == expected
+        last = overlap
         apply(project, made)
         assert assigned(conn) == {n: q for n, q in made.shares.items() if q}
 
@@ -353,8 +362,8 @@ def test_an_overlap_lowered_leaves_started_queries_above_it(project: Project) ->
     assert holders(made.shares)[first.queries[1]] == 1
     assert "ann" in [n for n, qids in made.shares.items() if first.queries[1] in qids]
     # Every other query went down to one annotator: two unstarted shares taken from each
-    # of the two nobody began, and from the one ann began.
-    assert {s.why for s in made.taken} == {REBALANCED}
+    # of the two nobody began, and from the one ann began; the lower overlap says why.
+    assert {s.why for s in made.taken} == {OVERLAP_DOWN}
     assert len(made.taken) == 3 * 2
 
 
@@ -397,3 +406,37 @@ def test_a_first_assign_keeps_what_a_named_annotator_graded_before(project: Proj
     again = plan(conn, Request(("bea", "cal", "ann"), overlap=1, seed=9, depth=20))
     kept = {(s.annotator, s.query) for s in again.kept if s.why == STARTED}
     assert adopted <= kept and not again.adopted
+
+
+def test_a_query_left_with_fewer_annotators_at_the_same_overlap_says_why(
+    project: Project,
+) -> None:
+    conn = project.conn
+    first = plan(conn, Request(("ann", "bea"), overlap=1, seed=2, depth=20, queries=3))
+    apply(project, first)
+    q = first.queries[0]
+    holder = next(n for n, qids in first.shares.items() if q in qids)
+    other = "bea" if holder == "ann" else "ann"
+    # Both start q: above the overlap of 1, it is kept by both.
+    grade_one(project, holder, q)
+    grade_one(project, other, q)
+    again = plan(conn, Request(("ann", "bea"), overlap=1, seed=2, depth=20, queries=3))
+    apply(project, again)
+    assert holders(again.shares)[q] == 2 and again.above == (q,)
+    # The other's grade cleared: their share is no longer started, and q needs one.
+    record_grade(
+        project,
+        GradeEvent(query=q, passage=_graded(project, other, q), annotator=other, kind="clear"),
+    )
+    made = plan(conn, Request(("ann", "bea"), overlap=1, seed=2, depth=20, queries=3))
+    assert [(s.annotator, s.query, s.why) for s in made.taken] == [(other, q, ABOVE_NO_MORE)]
+
+
+def _graded(project: Project, name: str, qid: str) -> str:
+    row = project.conn.execute(
+        "SELECT p.ext_id FROM current_grade c JOIN annotator a ON a.id = c.annotator_id"
+        " JOIN query q ON q.id = c.query_id JOIN passage p ON p.id = c.passage_id"
+        " WHERE a.name = ? AND q.ext_id = ?",
+        (name, qid),
+    ).fetchone()
+    return str(row[0])

@@ -153,10 +153,32 @@ def test_a_query_started_is_finished_first(demo_db: Path) -> None:
     try:
         second = session.catalog.query_by_ext("q28")
         assert second is not None
+        here = session.hole_here(second)
+        assert here is not None
+        session.grade(second, here.pid, 1)  # Ann starts the second of her queries
         hole = session.next_hole(second)
         assert hole is not None and hole.query == second
     finally:
         session.close()
+
+
+def test_the_query_under_the_cursor_is_not_served_before_it_is_started(demo_db: Path) -> None:
+    # The tester's case: Carol's list starts q07, q25, q24, and the cursor rests on q01,
+    # far down her list; then on q04. Neither is started: g serves q07 from both, and
+    # to Bob, who shares her queries, the same.
+    share = ["q07", "q25", "q24", "q04", "q01"]
+    assign(demo_db, {"carol": share, "bob": share}, overlap=2)
+    for name in ("carol", "bob"):
+        session = opened(demo_db, name)
+        try:
+            for cursor in ("q01", "q04"):
+                q = session.catalog.query_by_ext(cursor)
+                assert q is not None
+                hole = session.next_hole(q)
+                assert hole is not None
+                assert session.catalog.queries[hole.query].ext_id == "q07"
+        finally:
+            session.close()
 
 
 def test_another_persons_grades_do_not_finish_my_share(demo_db: Path) -> None:
@@ -349,5 +371,53 @@ def test_g_before_the_worker_lands_reads_the_done_queries_itself(demo_db: Path) 
         hole = session.assignment_hole(0)
         assert hole is not None and session.catalog.queries[hole.query].ext_id == "q26"
         assert session.assignment_standing() == (1, 2)
+    finally:
+        session.close()
+
+
+def test_an_assign_made_while_the_session_is_open_is_picked_up(demo_db: Path) -> None:
+    # The tester's case: Bob has 20 queries; the lead assigns again, giving Bob 15 and
+    # q07, his first, to Dave. Bob's open session learns it at the next g.
+    covered = [f"q{i:02d}" for i in range(1, 31)]
+    bobs = ["q07", *[q for q in covered if q != "q07"][:19]]
+    assign(demo_db, {"bob": bobs, "carol": covered[20:]})
+    session = opened(demo_db, "bob")
+    try:
+        assert session.assignment_progress() == (0, 20)
+        assert session.assignment_changed() is None  # nothing new: no notice
+        assign(demo_db, {"bob": bobs[1:16], "dave": ["q07"]})  # another connection
+        assert session.assignment_progress() == (0, 20)  # not read again until asked
+        assert session.assignment_changed() == 15
+        assert session.assignment_progress() == (0, 15)
+        q07 = session.catalog.query_by_ext("q07")
+        assert q07 is not None
+        hole = session.next_hole(q07)
+        assert hole is not None
+        assert session.catalog.queries[hole.query].ext_id == bobs[1]
+        assert session.assignment_changed() is None  # told once
+        # An assign that leaves Bob's share as it is changes nothing of his.
+        assign(demo_db, {"bob": bobs[1:16], "dave": ["q07", "q30"]})
+        assert session.assignment_changed() is None
+        # A reload reads the assignment anew, and the change is still told after it.
+        assign(demo_db, {"bob": bobs[1:3]})
+        session.reload()
+        assert session.assignment_progress() == (0, 2)
+        assert session.assignment_changed() == 2
+        # Taken away altogether: told too, as none.
+        assign(demo_db, {"dave": ["q07"]})
+        assert session.assignment_changed() == 0
+        assert session.assignment_progress() is None
+    finally:
+        session.close()
+
+
+def test_a_switch_of_annotator_is_no_change_of_assignment(demo_db: Path) -> None:
+    assign(demo_db, {ME: ["q25"], "bob": ["q26", "q27"]})
+    session = opened(demo_db)
+    try:
+        assert session.assignment_progress() == (0, 1)
+        session.switch_annotator("bob")
+        assert session.assignment_changed() is None
+        assert session.assignment_progress() == (0, 2)
     finally:
         session.close()

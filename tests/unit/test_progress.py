@@ -191,21 +191,43 @@ class RollbackError(Exception):
     """Leaves a write block without committing it."""
 
 
-def test_times_that_are_not_as_stored_are_said_not_guessed_silently(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("count", "notes"),
+    [
+        (
+            1,
+            [
+                "1 of alice's grade times is not an ISO 8601 time: left out of their pace",
+                "1 of alice's grade times names no time zone: read as UTC",
+            ],
+        ),
+        (
+            2,
+            [
+                "2 of alice's grade times are not ISO 8601 times: left out of their pace",
+                "2 of alice's grade times name no time zone: read as UTC",
+            ],
+        ),
+    ],
+)
+def test_times_that_are_not_as_stored_are_said_not_guessed_silently(
+    tmp_path: Path, count: int, notes: list[str]
+) -> None:
     team = build_team(tmp_path / "team.db")
+    own = team.standing("alice")
+    fresh = [p for p in team.pools["q24"] if ("q24", p) not in own][: 2 * count]
+    assert len(fresh) == 2 * count
+    stamps = ["yesterday"] * count + ["2026-11-28T12:00:00"] * count
     with Project.open(team.db) as project:
-        for stamp, passage in (("yesterday", "kb-0036"), ("2026-11-28T12:00:00", "kb-0050")):
+        for stamp, passage in zip(stamps, fresh, strict=True):
             event = GradeEvent(
                 query="q24", passage=passage, annotator="alice", grade=3, origin="app",
                 graded_at=stamp,
             )  # fmt: skip
             record(project, event)
         found = progress(project, DEPTH)
-    assert found.notes == [
-        "1 of alice's grade times are not ISO 8601 times: left out of their pace",
-        "1 of alice's grade times name no time zone: read as UTC",
-    ]
-    assert found.report.annotators["alice"].grades == len(team.standing("alice")) + 2
+    assert found.notes == notes
+    assert found.report.annotators["alice"].grades == len(own) + 2 * count
 
 
 def test_depth_below_one_is_refused(team_db: Path) -> None:

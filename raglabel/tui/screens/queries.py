@@ -26,7 +26,7 @@ from raglabel.tui.keys import bind, first_key
 from raglabel.tui.query_filter import QueryFilter
 from raglabel.tui.widgets.key_footer import KeyFooter
 from raglabel.tui.widgets.query_table import QueryTable
-from raglabel.tui.widgets.status import assignment_text
+from raglabel.tui.widgets.status import assignment_change_text, assignment_text
 
 if TYPE_CHECKING:
     from raglabel.tui.app import GradingApp
@@ -328,11 +328,14 @@ class QueriesScreen(Screen[None]):
     def action_mine(self) -> None:
         """Show only the queries assigned to the annotator, or every query again. Only
         the list narrows: the others stay open (the queue and n, p reach them)."""
-        if not self.mine and self.glapp.session.assignment_standing() is None:
+        session = self.glapp.session
+        if not self.mine and session.assignment_standing() is None:
+            db = session.project.path or "DB"
             self.notify(
-                f"No queries are assigned to {self.glapp.session.annotator} "
-                "(raglabel assign DB gives some).",
-                timeout=4,
+                f"No queries are assigned to {session.annotator}; the lead gives some with"
+                f" raglabel assign {db} --annotators A,B --overlap K (their names, and how"
+                " many of them grade each query).",
+                timeout=6,
             )
             return
         self.mine = not self.mine
@@ -365,6 +368,10 @@ class QueriesScreen(Screen[None]):
         session = self.glapp.session
         table = self.query_one(QueryTable)
         here = table.current if table.current is not None else 0
+        changed = session.assignment_changed()  # the lead may have assigned anew
+        if changed is not None:
+            self.notify(assignment_change_text(changed), timeout=6)
+            self.refill(table.current)  # the header, and the list while it shows only it
         # The assignment, then the audit's drawn queries, need no runs: no waiting.
         hole = session.served_hole(here)
         if hole is None:

@@ -13,6 +13,13 @@ def assignment_text(done: int, assigned: int) -> str:
     return f"your assignment: {done} of {assigned} queries done"
 
 
+def assignment_change_text(assigned: int) -> str:
+    """The notice that the lead assigned anew while the app was open: the share now."""
+    if assigned == 0:
+        return "your assignment changed: no queries are assigned to you now"
+    return f"your assignment changed: now {assigned} {'query' if assigned == 1 else 'queries'}"
+
+
 def standing(assignment: tuple[int, int] | None, audit: tuple[int, int] | None) -> str:
     """What the status line keeps in view: the assignment's ``(done, assigned)``, then the
     audit's ``(complete, drawn)``, each when there is one ("" for neither)."""
