@@ -386,3 +386,10 @@ async def test_the_empty_view_hint_knows_people_an_assign_created(db: Path) -> N
             "No grades by 'bbo' yet. Annotators in this file (with grades or an assignment):"
             " ann, bob (switch with ctrl+p)."
         ]
+
+
+def test_one_query_is_one_query() -> None:
+    from raglabel.tui.widgets.status import assignment_text
+
+    assert assignment_text(0, 1) == "your assignment: 0 of 1 query done"
+    assert assignment_text(1, 2) == "your assignment: 1 of 2 queries done"

@@ -1,7 +1,7 @@
 """A project in a read-only folder, or a read-only project file: the commands that only
-read it (eval, report, export, backup, agree, and ``raglabel.open_project``) work, and
-those that must write it (import, label, judge, serve, init) say what is read-only, exit
-1 and leave every file as it was.
+read it (eval, report, export, backup, agree, progress, assign --list, audit --list, and
+``raglabel.open_project``) work, and those that must write it (import, label, judge,
+serve, init) say what is read-only, exit 1 and leave every file as it was.
 
 How read-only is made honest here: these tests run as root, and root writes through any
 permission bit, so ``chmod`` alone would prove nothing. Each command therefore runs as a

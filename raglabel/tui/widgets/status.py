@@ -10,7 +10,7 @@ from textual.widgets import Static
 
 def assignment_text(done: int, assigned: int) -> str:
     """An annotator's assignment as the app words it wherever it shows it."""
-    return f"your assignment: {done} of {assigned} queries done"
+    return f"your assignment: {done} of {assigned} {'query' if assigned == 1 else 'queries'} done"
 
 
 def assignment_change_text(assigned: int) -> str:
