@@ -154,21 +154,24 @@ class ArrayAlignment:
     def fingerprint(self) -> str:
         """SHA-256 of the sorted ``qid, docid, grade`` lines (ids as UTF-8 bytes), the same
         digest on every path."""
-        order = np.lexsort((*_byte_order_words(self.docids), self._index.qidx))
-        n = order.size
-
-        def cells(text: Text) -> NDArray[np.uint8]:
-            return text[order].view(np.uint8).reshape(n, text.itemsize)
-
-        def const(byte: int) -> NDArray[np.uint8]:
-            return np.full((n, 1), byte, dtype=np.uint8)
-
-        grade = (self.grades[order].astype(np.uint8) + ord("0")).reshape(n, 1)
-        table = np.hstack(
-            [cells(self.qids), const(9), cells(self.docids), const(9), grade, const(10)]
-        ).ravel()
-        # Ids hold no NUL byte, so dropping the zero padding leaves exactly the lines.
-        return "sha256:" + _sha256_hex(table[table != 0].tobytes())[:16]
+        index = self._index
+        order = np.lexsort((*_byte_order_words(self.docids), index.qidx))
+        n, q_width, d_width = order.size, index.ids.itemsize, self.docids.itemsize
+        # Each line as a row of fixed width, its ids zero-padded, written column by
+        # column into one table (no copy of each part to join them): the query ids are
+        # read from the sorted distinct ones, a small array that stays in cache.
+        lines = np.empty((n, q_width + d_width + 4), dtype=np.uint8)
+        lines[:, :q_width] = index.ids[index.qidx[order]].view(np.uint8).reshape(n, q_width)
+        lines[:, q_width] = ord("\t")
+        docids = lines[:, q_width + 1 : q_width + 1 + d_width]
+        docids[...] = self.docids[order].view(np.uint8).reshape(n, d_width)
+        lines[:, q_width + 1 + d_width] = ord("\t")
+        np.add(self.grades[order], ord("0"), out=lines[:, -2], casting="unsafe")
+        lines[:, -1] = ord("\n")
+        # Ids hold no NUL byte, so dropping the zero padding leaves exactly the lines
+        # (bytes.translate deletes them in one C loop, faster than a mask over the table).
+        text = lines.tobytes().translate(None, b"\0")
+        return "sha256:" + _sha256_hex(text)[:16]
 
     def run(
         self, name: str, table: RunTable, k_override: dict[str, int] | None = None

@@ -15,13 +15,24 @@ from numpy.typing import NDArray
 _FNV_OFFSET, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
 # An odd 64-bit constant (the golden ratio's): spreads query indexes over all bits.
 _MIX = np.uint64(0x9E3779B97F4A7C15)
+# MurmurHash3's 64-bit finalizer (its shift and two multipliers): see pair_keys.
+_FINAL_SHIFT = np.uint64(33)
+_FINAL_1, _FINAL_2 = np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53)
 
 
 def pair_keys(qidx: NDArray[np.int64], docids: NDArray[np.bytes_]) -> NDArray[np.uint64]:
     """Equal (query index, docid) pairs get equal keys; different ones almost never do.
 
     FNV-1a over the 8-byte words of each id, skipping all-zero words (padding only: ids
-    hold no NUL byte) so that the key does not depend on the array's width.
+    hold no NUL byte) so that the key does not depend on the array's width; then the
+    query's index mixed in, and every bit spread over the low ones.
+
+    The spreading matters: a product's low bits depend only on its factors' low bits,
+    so FNV's low 32 bits see only the first four bytes of each word. Ids such as
+    ``doc12_3`` and ``doc12_4`` then shared them, and the users of the low bits (the
+    labels' filter, :func:`distinct_in_blocks`) lost their use: on 100,000 run rows of
+    such ids, 80% of rows passed a filter meant to pass one in sixteen, and every run
+    was sorted again to look for repeats.
     """
     if docids.size == 0:
         return np.zeros(0, dtype=np.uint64)
@@ -30,7 +41,13 @@ def pair_keys(qidx: NDArray[np.int64], docids: NDArray[np.bytes_]) -> NDArray[np
     keys = np.full(docids.size, _FNV_OFFSET, dtype=np.uint64)
     for word in words.reshape(docids.size, -1).T:
         keys = np.where(word != 0, (keys ^ word) * _FNV_PRIME, keys)
-    return keys ^ (qidx.astype(np.uint64) * _MIX)
+    keys ^= qidx.astype(np.uint64) * _MIX
+    keys ^= keys >> _FINAL_SHIFT
+    keys *= _FINAL_1
+    keys ^= keys >> _FINAL_SHIFT
+    keys *= _FINAL_2
+    keys ^= keys >> _FINAL_SHIFT
+    return keys
 
 
 def distinct(values: NDArray[Any]) -> NDArray[Any]:
@@ -45,8 +62,20 @@ def id_blocks(qids: NDArray[np.bytes_]) -> tuple[NDArray[np.int64], NDArray[np.i
     """Start and length of each run of equal ids (files list a query's rows together)."""
     if qids.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    starts = np.concatenate([[0], np.flatnonzero(qids[1:] != qids[:-1]) + 1]).astype(np.int64)
-    return starts, np.diff(np.append(starts, qids.size))
+    values = _as_integers(qids)
+    starts = np.concatenate([[0], np.flatnonzero(values[1:] != values[:-1]) + 1])
+    return starts.astype(np.int64), np.diff(np.append(starts, qids.size)).astype(np.int64)
+
+
+def _as_integers(ids: NDArray[np.bytes_]) -> NDArray[Any]:
+    """Ids 1, 2, 4 or 8 bytes wide as unsigned integers of that width, equal exactly when
+    the ids are (the zero padding is part of both); other widths as they are. numpy
+    compares fixed-width bytes forty times slower than integers (0.6 ms for 100,000 ids
+    of 4 bytes); widening other widths to these costs a copy, which cost more than it
+    saved (8.2 ms against 5.7 for a million ids of 5 bytes)."""
+    if ids.itemsize not in (1, 2, 4, 8):
+        return ids
+    return np.ascontiguousarray(ids).view(f"u{ids.itemsize}")
 
 
 # A plain class with slots: no code generated at every eval's start-up.
