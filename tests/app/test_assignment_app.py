@@ -351,7 +351,7 @@ async def test_an_assign_by_the_lead_reaches_an_open_app_at_g(db: Path) -> None:
         await pilot.press("g")
         await pilot.pause()
         assert app.session.catalog.queries[grade.qi].ext_id == "q03"
-        assert status(grade).startswith("your assignment: 0 of 1 queries done")
+        assert status(grade).startswith("your assignment: 0 of 1 query done")
         notes = [str(n.message) for n in app._notifications]
         assert notes.count("your assignment changed: now 1 query") == 1
         assert notes.count("your assignment changed: now 3 queries") == 1
