@@ -22,6 +22,7 @@ import json
 import logging
 import signal
 import socket
+import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from importlib.resources import files
@@ -42,6 +43,7 @@ from raglabel.web.pages import (
     terminal_page,
 )
 from raglabel.web.tab import Ending, TabApp, tab_command
+from raglabel.web.trace import RelayTrace, TabTrace
 
 log = logging.getLogger("raglabel.serve")
 
@@ -80,9 +82,13 @@ class GradingServer:
         self.tabs: set[asyncio.Task[None]] = set()
         self._invites = Project.reader(project)
         self._downloads = DownloadManager()
+        # Where each key and screen update spent its time, when RAGLABEL_SERVE_TRACE asks.
+        self._trace = RelayTrace.from_environment()
 
     def close(self) -> None:
         self._invites.close()
+        if self._trace is not None:
+            self._trace.close()
 
     def application(self) -> web.Application:
         app = web.Application(middlewares=[self._headers])
@@ -187,10 +193,12 @@ class GradingServer:
         await socket.prepare(request)
         width = _size(request.query.get("width"), 80)
         height = _size(request.query.get("height"), 24)
+        traced = None if self._trace is None else self._trace.tab(annotator)
+        send = socket.send_bytes if traced is None else traced.timed_output(socket.send_bytes)
         service = TabApp(
             tab_command(self.project, annotator, self.cutoffs),
             ended=partial(self._app_ended, socket, annotator),
-            write_bytes=socket.send_bytes,
+            write_bytes=send,
             write_str=socket.send_str,
             close=partial(self._close, socket),
             download_manager=self._downloads,
@@ -202,7 +210,7 @@ class GradingServer:
         watch = asyncio.create_task(self._watch(socket, token, annotator))
         try:
             await service.start(width, height)
-            await self._relay(socket, service)
+            await self._relay(socket, service, traced)
         finally:
             watch.cancel()
             await service.stop()
@@ -249,9 +257,12 @@ class GradingServer:
             socket, "failed", app_failed(ending.line, started=ending.started), CLOSE_FAILED
         )
 
-    async def _relay(self, socket: web.WebSocketResponse, service: TabApp) -> None:
+    async def _relay(
+        self, socket: web.WebSocketResponse, service: TabApp, traced: TabTrace | None = None
+    ) -> None:
         """The browser's keys, sizes and focus changes, to the app process."""
         async for message in socket:
+            received = 0.0 if traced is None else time.monotonic()
             if message.type != WSMsgType.TEXT:
                 continue
             try:
@@ -260,7 +271,10 @@ class GradingServer:
             except (ValueError, TypeError, IndexError, KeyError):
                 continue  # the browser script never sends these; drop, do not crash
             if kind == "stdin" and isinstance(data, str):
-                await service.send_bytes(data.encode("utf-8"))
+                key = data.encode("utf-8")
+                await service.send_bytes(key)
+                if traced is not None:
+                    traced.key(received, len(key))
             elif kind == "resize" and isinstance(data, dict):
                 width = _size(str(data.get("width")), 80)
                 height = _size(str(data.get("height")), 24)
@@ -309,14 +323,21 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 async def serve(server: GradingServer, listener: socket.socket) -> None:
-    """Run until SIGINT or SIGTERM, then end every open tab's app and return."""
+    """Run until SIGINT, SIGTERM or SIGHUP, then end every open tab's app and return.
+    Each app runs in a session of its own (raglabel/web/tab.py), so a closed terminal
+    hangs up on the server alone, and it ends them."""
     runner = web.AppRunner(server.application(), handle_signals=False, access_log=None)
     await runner.setup()
     try:
         await web.SockSite(runner, listener).start()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        ending = [signal.SIGINT, signal.SIGTERM]
+        # A hangup ends it as its terminal closes, unless it was started to outlive
+        # the terminal (``nohup`` ignores SIGHUP, and so does the server then).
+        if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+            ending.append(signal.SIGHUP)
+        for sig in ending:
             loop.add_signal_handler(sig, stop.set)
         await stop.wait()
     finally:

@@ -16,6 +16,7 @@ import json
 import re
 import shlex
 import sys
+from asyncio.subprocess import Process
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,6 +150,32 @@ class TabApp(AppService):
         # shell's own process, so ending the process ends the app, not only its shell.
         super().__init__(f"exec {command}", **options)
         self._ended = ended
+
+    async def _open_app_process(self, width: int = 80, height: int = 24) -> Process:
+        """Start the app as AppService does, but in a session of its own.
+
+        With autogroups on (``/proc/sys/kernel/sched_autogroup_enabled`` is 1, the
+        default of a Linux built with them), the kernel shares the CPU between
+        sessions first and then shares a session's part between its processes: in the
+        server's session, every tab's app would share one part with the server and
+        with whatever else the person who started it runs there (the lead's eval,
+        export and backup, a judge run), and a grade would wait behind those for a
+        core (benchmarks/serve.py measures it; docs/benchmarks.md has the figures).
+        Each tab is an interactive session, as each terminal window is. It also keeps
+        a Ctrl-C or hangup meant for the server from reaching the apps: the server
+        ends them itself (``stop``), on SIGHUP too (``serve``)."""
+        environment = self._build_environment(width=width, height=height)
+        self._process = process = await asyncio.create_subprocess_shell(
+            self.command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=environment,
+            start_new_session=True,
+        )
+        assert process.stdin is not None
+        self._stdin = process.stdin
+        return process
 
     async def run(self) -> None:
         """Relay the app's packets until it ends, then say how it ended.
