@@ -152,6 +152,8 @@ def _run_server(args: argparse.Namespace, project: Path, cutoffs: str, invited: 
     logs = logging.StreamHandler()
     logs.setFormatter(RedactingFormatter("raglabel serve: %(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[logs], force=True)
+    # Made before "serving" is said: a bad RAGLABEL_SERVE_TRACE path is refused first.
+    server = GradingServer(project, site, cutoffs)
     print(f"serving {project} at {site.public_url}/", flush=True)
     if invited:
         print(f"invited: {', '.join(invited)}", file=sys.stderr)
@@ -161,6 +163,5 @@ def _run_server(args: argparse.Namespace, project: Path, cutoffs: str, invited: 
             file=sys.stderr,
         )
     print("Ctrl+C stops the server; every grade is saved as it is given", file=sys.stderr)
-    server = GradingServer(project, site, cutoffs)
     asyncio.run(serve(server, listener))
     return 0

@@ -6,6 +6,9 @@ echo, as in test_serve.py, so each check runs in milliseconds."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -117,3 +120,19 @@ async def test_without_the_variable_output_goes_straight_to_the_websocket(
     # The app writes with the websocket's own send: no wrapper, no stamps taken.
     (send,) = echo.sends
     assert isinstance(getattr(send, "__self__", None), web.WebSocketResponse)
+
+
+def test_a_bad_trace_path_is_refused_before_serving_is_said(demo_db: Path, tmp_path: Path) -> None:
+    target = tmp_path / "no such folder" / "trace.jsonl"
+    env = {**os.environ, ENV_TRACE: str(target)}
+    done = subprocess.run(
+        [sys.executable, "-m", "raglabel", "serve", str(demo_db), "--port", "0"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "serving" not in done.stdout
+    assert f"{target}: RAGLABEL_SERVE_TRACE names it" in done.stderr
