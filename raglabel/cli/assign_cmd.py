@@ -9,20 +9,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from raglabel.cli.arguments import int_in, project_file
-
-# One rule for a person's name, whichever command brings it (serve --add-annotator).
-from raglabel.cli.serve_cmd import _annotator as checked_name
+from raglabel.cli.options import DEFAULT_DEPTH, MAX_DEPTH, person_name
 from raglabel.errors import UsageError
-from raglabel.session.cutoffs import DEFAULT_CUTOFFS
 
 if TYPE_CHECKING:
     from raglabel.analysis.assignment import Plan, Share
 
-#: The deepest pool an assign balances or a share is done to, as for ``audit --depth``.
-MAX_DEPTH = 1_000_000
-#: ``--depth`` when not given: the deepest cutoff the grading app shows by default, so
-#: a query done here is one the app shows graded at every cutoff.
-DEFAULT_DEPTH = max(DEFAULT_CUTOFFS)
 #: A seed chosen for a plan that was given none: 32 random bits from the OS, short
 #: enough to copy from the output.
 OS_SEED_BITS = 32
@@ -113,7 +105,7 @@ def register(commands: Any) -> None:
 
 def annotator_list(text: str) -> list[str]:
     """``--annotators``' names, each checked as ``serve --add-annotator`` checks one."""
-    names = [checked_name(part, "--annotators") for part in text.split(",")]
+    names = [person_name(part, "--annotators") for part in text.split(",")]
     seen: set[str] = set()
     for name in names:
         if name in seen:

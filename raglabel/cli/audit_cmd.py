@@ -9,14 +9,9 @@ import sys
 from typing import Any
 
 from raglabel.cli.arguments import int_in, project_file
+from raglabel.cli.options import DEFAULT_DEPTH, MAX_DEPTH
 from raglabel.errors import UsageError
-from raglabel.session.cutoffs import DEFAULT_CUTOFFS
 
-#: The deepest pool a completeness check reads, as for ``import --depth``.
-MAX_DEPTH = 1_000_000
-#: ``--depth`` when not given: the deepest cutoff the grading app shows by default, so
-#: a query the app calls complete is one this command calls complete.
-DEFAULT_DEPTH = max(DEFAULT_CUTOFFS)
 #: A seed chosen for a draw that was given none: 32 random bits from the OS, short
 #: enough to copy from the output.
 OS_SEED_BITS = 32

@@ -11,11 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from raglabel.cli.arguments import input_file, int_in, is_sqlite, project_file
-from raglabel.cli.options import grade_map_option, named_file
+from raglabel.cli.options import MAX_DEPTH, grade_map_option, named_file
 from raglabel.errors import UsageError
 
-#: The deepest pool: no run ranks more passages for one query than this.
-MAX_DEPTH = 1_000_000
 _SPLIT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 

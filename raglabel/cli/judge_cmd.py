@@ -19,6 +19,7 @@ from raglabel.cli.judge_options import (
     params_of,
     run_limits,
 )
+from raglabel.cli.options import MAX_DEPTH
 from raglabel.errors import UsageError
 
 if TYPE_CHECKING:
@@ -46,7 +47,6 @@ SHOW_FLAGGED = 10
 CHARS_PER_TOKEN = 4
 # Caps on the options (documented in --help and the README): each is far past any real
 # need and keeps a typo from planning a billion requests or sleeping for ever.
-MAX_DEPTH = 1_000_000
 MAX_REPEAT = 100
 #: Answers one run may plan (pairs x models x repeats); narrow a bigger one.
 MAX_ANSWERS = 10_000_000

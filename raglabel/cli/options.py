@@ -3,15 +3,41 @@
 from __future__ import annotations
 
 import argparse
+import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from raglabel.cli.arguments import int_in
 from raglabel.errors import UsageError
+from raglabel.session.cutoffs import DEFAULT_CUTOFFS
 
 if TYPE_CHECKING:
     from raglabel.formats.maps import GradeMap
     from raglabel.metrics.config import MetricConfig
+
+
+#: The deepest pool any ``--depth`` reads (import's candidates, judge's picks, the
+#: audit's completeness, an assignment's balance and done queries).
+MAX_DEPTH = 1_000_000
+#: ``--depth`` of audit, assign and progress when not given: the deepest cutoff the
+#: grading app shows by default, so a query complete or done there is one the app shows
+#: graded at every cutoff.
+DEFAULT_DEPTH = max(DEFAULT_CUTOFFS)
+#: The longest name a person may be given on the command line.
+MAX_NAME = 100
+
+
+def person_name(name: str, option: str) -> str:
+    """A person's name as ``option`` gave it, stripped; empty, overlong or holding a
+    control character is a usage error naming the option (serve and assign alike)."""
+    name = name.strip()
+    if not name:
+        raise UsageError(f"{option} needs a name")
+    if len(name) > MAX_NAME:
+        raise UsageError(f"{option}: a name of at most {MAX_NAME} characters, please")
+    if any(unicodedata.category(ch).startswith("C") for ch in name):
+        raise UsageError(f"{option}: the name holds a control character: {name!r}")
+    return name
 
 
 def named_file(spec: str, option: str) -> tuple[str, Path]:

@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from raglabel.cli.arguments import int_in, project_file
-from raglabel.cli.audit_cmd import DEFAULT_DEPTH, MAX_DEPTH
+from raglabel.cli.options import DEFAULT_DEPTH, MAX_DEPTH
 
 if TYPE_CHECKING:
     from raglabel.formats.progress_report import ProgressReport

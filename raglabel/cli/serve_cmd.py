@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-import unicodedata
 from pathlib import Path
 from typing import Any
 
-from raglabel.cli.options import cutoffs_option
+from raglabel.cli.options import cutoffs_option, person_name
 from raglabel.errors import InputError, UsageError
 from raglabel.session.cutoffs import DEFAULT_CUTOFFS_OPTION
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-MAX_NAME = 100
 WILDCARDS = ("0.0.0.0", "::", "")
 
 
@@ -73,17 +71,6 @@ def register(commands: Any) -> None:
     parser.set_defaults(handler=run_serve)
 
 
-def _annotator(name: str, option: str) -> str:
-    name = name.strip()
-    if not name:
-        raise UsageError(f"{option} needs a name")
-    if len(name) > MAX_NAME:
-        raise UsageError(f"{option}: a name of at most {MAX_NAME} characters, please")
-    if any(unicodedata.category(ch).startswith("C") for ch in name):
-        raise UsageError(f"{option}: the name holds a control character: {name!r}")
-    return name
-
-
 def _public_url(args: argparse.Namespace, port: int) -> str:
     if args.public_url is not None:
         return str(args.public_url)
@@ -108,7 +95,7 @@ def run_serve(args: argparse.Namespace) -> int:
     # Opened (and upgraded, if an older raglabel made it) before anything listens.
     with Project.open(project_path) as project:
         if args.add_annotator is not None:
-            name = _annotator(args.add_annotator, "--add-annotator")
+            name = person_name(args.add_annotator, "--add-annotator")
             if args.port == 0 and args.public_url is None:
                 raise UsageError("an invite URL needs the port: give --port or --public-url")
             site = Site.make(project_path, _public_url(args, args.port))
@@ -118,7 +105,7 @@ def run_serve(args: argparse.Namespace) -> int:
             print(site.invite_url(token))
             return 0
         if args.revoke is not None:
-            name = _annotator(args.revoke, "--revoke")
+            name = person_name(args.revoke, "--revoke")
             if not revoke_invite(project, name):
                 held = ", ".join(i.annotator for i in invites(project)) or "nobody"
                 raise InputError(project_path, f"{name!r} has no invite (invited: {held})")
