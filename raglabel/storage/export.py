@@ -12,10 +12,10 @@ from typing import Any, NamedTuple
 from raglabel.errors import UsageError
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.output import atomic_text
-from raglabel.formats.suggestion_line import SuggestionLine
-from raglabel.judge.failures import failure_kind
-from raglabel.storage.labelfile import FIELDS
 from raglabel.storage.labels import LabelChoice, resolved_labels
+
+# The JSONL and CSV exports import their pydantic models when called: a lead's `export
+# --qrels`, run every few seconds beside a serving host, then starts in half the CPU.
 
 
 def reverse_map(grade_map: GradeMap) -> dict[int, int]:
@@ -84,6 +84,8 @@ def _records(conn: sqlite3.Connection, history: bool) -> Iterator[dict[str, Any]
             f"SELECT {_EVENT_COLUMNS} FROM current_grade c JOIN event e ON e.id = c.event_id"
             f" {_EVENT_JOINS} ORDER BY q.ext_id, p.ext_id, a.name"
         )
+    from raglabel.storage.labelfile import FIELDS
+
     for row in conn.execute(sql):
         record = dict(zip(FIELDS, row, strict=True))
         if record["accepted_suggestion"] is not None:
@@ -93,13 +95,12 @@ def _records(conn: sqlite3.Connection, history: bool) -> Iterator[dict[str, Any]
         yield record
 
 
-SUGGESTION_FIELDS = tuple(SuggestionLine.model_fields)
-
-
 def _suggestion_records(conn: sqlite3.Connection) -> Iterator[dict[str, Any]]:
     """Every stored suggestion; ``source`` is "judge" or "imported", never "human", so a
     file of suggestions can never be mistaken for human grades when merged with an export
     of grades."""
+    from raglabel.formats.suggestion_line import SuggestionLine
+
     rows = conn.execute(
         "SELECT q.ext_id, p.ext_id, s.grade, s.model, s.reason, s.flagged, s.low, s.high,"
         " s.answers, s.endpoint, s.prompt_version, s.params, s.created_at, s.source, i.sha256"
@@ -167,6 +168,8 @@ def _failure_records(conn: sqlite3.Connection) -> Iterator[dict[str, Any]]:
 
 def _failure_line(about: dict[str, Any], row: list[Any]) -> dict[str, Any]:
     """``row``: the columns both queries end with, from the model on."""
+    from raglabel.judge.failures import failure_kind
+
     model, repeat, error, raw, attempts, run, endpoint, version, params, created, later = row
     return {
         **about,
@@ -218,8 +221,11 @@ def export_jsonl(conn: sqlite3.Connection, path: Path, *, history: bool) -> int:
 def export_csv(
     conn: sqlite3.Connection, path: Path, *, history: bool, suggestions: bool = False
 ) -> int:
+    from raglabel.formats.suggestion_line import SuggestionLine
+    from raglabel.storage.labelfile import FIELDS
+
     count = 0
-    fields = SUGGESTION_FIELDS if suggestions else FIELDS
+    fields = tuple(SuggestionLine.model_fields) if suggestions else FIELDS
     records = _suggestion_records(conn) if suggestions else _records(conn, history)
     with atomic_text(path, newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields)

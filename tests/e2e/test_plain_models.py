@@ -271,6 +271,28 @@ def test_plain_eval_imports_only_what_it_uses(tmp_path: Path, fmt: list[str]) ->
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["export", "{db}", "--qrels", "{out}"], ["eval", "{db}"], ["backup", "{db}", "{out}"]],
+)
+def test_the_leads_commands_on_a_project_import_only_what_they_use(
+    demo_db: Path, tmp_path: Path, command: list[str]
+) -> None:
+    # A lead runs these every few seconds beside a host serving a team (issue 30): each is
+    # a process of its own, and pydantic's models alone cost an export --qrels half its
+    # CPU. Nor do they need the app, the judge's client, polars or rich.
+    argv = [part.format(db=demo_db, out=tmp_path / "out") for part in command]
+    code = (
+        "import sys; from raglabel.cli.main import main; "
+        f"main({argv!r}); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'polars', 'rich',"
+        " 'textual', 'httpx', 'asyncio', 'jinja2'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert "{out}" not in command or (tmp_path / "out").stat().st_size > 0
+
+
 def test_eval_pauses_the_collector_only_as_its_process_command(tmp_path: Path) -> None:
     # As the process's own command, eval runs without the cyclic collector (it walked the
     # modules again and again while they loaded); called with arguments, from Python
