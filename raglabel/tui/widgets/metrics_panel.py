@@ -200,9 +200,13 @@ class MetricsPanel(Static):
         self.compact = compact
         self.set_class(compact, "-compact")
         if self._panel is not None:
-            self.show(self._panel)
+            self.show(self._panel, again=True)
 
-    def show(self, panel: QueryPanel) -> None:
+    def show(self, panel: QueryPanel, *, again: bool = False) -> None:
+        """Draw ``panel``. One equal to the panel shown (a skip, a flag, a grade that moves
+        no figure) is left as it is, sparing a redraw, unless ``again`` (the shape changed)."""
+        if panel == self._panel and not again:
+            return
         self._panel = panel
         if self.compact:
             self.update(Folded(panel, self.toggle_key))

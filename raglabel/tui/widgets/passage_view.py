@@ -114,9 +114,16 @@ def mark_line(row: PassageRow | None) -> Text:
 class PassageView(VerticalScroll):
     """The passage's id and title ride on the border, so every line inside is text."""
 
+    _marks: tuple[str, object] | None = None  # what the marks line shows
+
     def show_marks(self, row: PassageRow | None) -> None:
-        marks = self.query_one("#passage-marks", Static)
         line = mark_line(row)
+        shown = (line.plain, line.spans)
+        if shown == self._marks:
+            # A grade leaves skip and flag marks as they were: no update, no layout pass.
+            return
+        self._marks = shown
+        marks = self.query_one("#passage-marks", Static)
         marks.update(line)
         marks.display = bool(line)
 

@@ -32,6 +32,8 @@ def standing(assignment: tuple[int, int] | None, audit: tuple[int, int] | None) 
 
 
 class SaveMark(Static):
+    DEFAULT_CSS = "SaveMark { height: 1; }"
+
     # Both replaced, never changed in place: the class's own serve as the defaults.
     _kept = ""  # shown first, whatever the message
     _message = Text()  # the last message
@@ -54,9 +56,14 @@ class SaveMark(Static):
     def _show(self, message: Text) -> None:
         self._message = message
         if not self._kept:
-            self.update(message)
+            self._line(message)
             return
         parts: list[Text | tuple[str, str]] = [(self._kept, "bold")]
         if message.plain:
             parts += [(" · ", "dim"), message]
-        self.update(Text.assemble(*parts))
+        self._line(Text.assemble(*parts))
+
+    def _line(self, text: Text) -> None:
+        # One line high, whatever it says (DEFAULT_CSS): a new message repaints the line
+        # alone, and spares the screen a layout pass on every grade.
+        self.update(text, layout=False)
