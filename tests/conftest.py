@@ -26,12 +26,16 @@ from pathlib import Path
 
 import chat_server
 import cli_helpers
+import examples
 import integrity
 import old_schema
 import pytest
 
 from raglabel.storage.demo import build_demo
 from raglabel.storage.project import Project
+
+# Hypothesis' profiles, "quick" by default: tests/examples.py.
+examples.register()
 
 #: The annotator whose grades the demo project holds (its first 20 queries).
 ME = "ann"
@@ -155,6 +159,10 @@ ONE_AT_A_TIME = frozenset(
         "unit/judge/test_judge_runner.py",
     }
 )
+
+
+def pytest_report_header() -> str:
+    return examples.header()
 
 
 # First: xdist reads the group marks in a hook of the same name.

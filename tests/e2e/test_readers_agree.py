@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import trec_oracle
-from hypothesis import HealthCheck, given, settings
+from examples import examples
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from raglabel.formats.maps import GradeMap
@@ -72,9 +73,7 @@ def _same_arrays(ranked: RankedRun, expected: trec_oracle.Ranked) -> None:
     assert ranked.grades.tolist() == expected.flat()
 
 
-@settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@examples(150, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(inputs=trec_inputs(), marks=st.tuples(st.booleans(), st.booleans()))
 def test_every_strategy_equals_the_exact_reader(
     tmp_path: Path, inputs: tuple[str, str], marks: tuple[bool, bool]

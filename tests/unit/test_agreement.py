@@ -12,7 +12,8 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from examples import examples
+from hypothesis import given
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
@@ -242,13 +243,13 @@ def rating_matrices(draw: st.DrawFn) -> NDArray[np.float64]:
     return np.array(flat, dtype=float).reshape(raters, units)
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(rating_matrices(), st.sampled_from(LEVELS))
 def test_alpha_matches_reference(data: NDArray[np.float64], level: str) -> None:
     assert_same(krippendorff_alpha(data, level), reference_alpha(data, level))  # type: ignore[arg-type]
 
 
-@settings(max_examples=100, deadline=None)
+@examples(100)
 @given(rating_matrices(), st.sampled_from(LEVELS))
 def test_alpha_ignores_rater_and_unit_order(data: NDArray[np.float64], level: str) -> None:
     shuffled = data[::-1, ::-1]
@@ -324,7 +325,7 @@ grade_pairs = st.integers(0, 30).flatmap(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(grade_pairs, st.sampled_from(["quadratic", "linear", "none"]))
 def test_kappa_matches_reference(pair: tuple[list[int], list[int]], weights: str) -> None:
     a, b = pair
@@ -332,7 +333,7 @@ def test_kappa_matches_reference(pair: tuple[list[int], list[int]], weights: str
     assert_same(got, reference_kappa(a, b, [1, 2, 3, 4, 5], weights))
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(grade_pairs)
 def test_kappa_quadratic_is_symmetric(pair: tuple[list[int], list[int]]) -> None:
     a, b = pair
@@ -418,7 +419,7 @@ def test_tau_b_rejects_bad_input() -> None:
         kendall_tau_b([1, NAN], [1, 2])
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(
     st.integers(0, 12).flatmap(
         lambda n: st.tuples(

@@ -12,7 +12,8 @@ import statistics
 import krippendorff
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from examples import examples
+from hypothesis import given
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
@@ -103,7 +104,7 @@ def test_column_bootstrap_draws_as_the_row_bootstrap_does() -> None:
     np.testing.assert_array_equal(column_bootstrap(values, 50, 9), column_bootstrap(values, 50, 9))
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(
     st.lists(
         st.lists(st.integers(1, 5), min_size=1, max_size=7).flatmap(

@@ -11,7 +11,8 @@ import numpy as np
 import polars as pl
 import pytest
 import trec_oracle
-from hypothesis import given, settings
+from examples import examples
+from hypothesis import given
 from hypothesis import strategies as st
 
 from raglabel.cli import eval_inputs
@@ -50,7 +51,7 @@ def run_lines(seed: int, queries: int, depth: int, *, grouped: bool = True) -> l
     return lines
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(st.integers(0, 10_000), st.integers(1, 30), st.integers(48, 400), st.booleans())
 def test_blocks_hold_whole_queries_and_nothing_is_lost(
     tmp_path_factory: pytest.TempPathFactory, seed: int, queries: int, size: int, newline: bool
@@ -200,7 +201,7 @@ def test_eval_reads_a_large_run_in_blocks_with_the_same_report(
         assert NOT_GROUPED in err and "read whole" in err
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from("xyz")), max_size=12))
 def test_repeated_pairs_are_found_as_polars_finds_them(pairs: list[tuple[str, str]]) -> None:
     frame = pl.DataFrame(
@@ -443,7 +444,7 @@ def test_early_blocks_are_the_reader_s_blocks(tmp_path: Path) -> None:
     nothing.close()
 
 
-@settings(max_examples=100, deadline=None)
+@examples(100)
 @given(st.integers(0, 2**32 - 1), st.integers(0, 3000), st.integers(0, 3000))
 def test_the_grades_filter_marks_every_label_key_and_reads_bits_as_packed(
     seed: int, n_labels: int, n_rows: int
@@ -489,7 +490,7 @@ def test_labels_whose_keys_collide_are_graded_by_their_passage_ids(
     _graded_alike(tmp_path, seed, lambda: monkeypatch.setattr(align, "_pair_keys", colliding))
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(
     st.lists(
         st.tuples(

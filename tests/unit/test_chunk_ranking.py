@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from examples import examples
+from hypothesis import given
 from hypothesis import strategies as st
 
 from raglabel.metrics import LabelSet, MetricConfig, RankedRun, evaluate_runs, parse_metric_list
@@ -83,7 +84,7 @@ def test_mismatched_input_is_refused(chunks: list[Graded], order: list[int]) -> 
         chunk_ranking(chunks, order)
 
 
-@settings(max_examples=150, deadline=None)
+@examples(150)
 @given(
     grades=st.lists(st.integers(2, 5), min_size=1, max_size=8),
     data=st.data(),

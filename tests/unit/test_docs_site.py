@@ -88,7 +88,7 @@ def test_the_quick_start_is_two_commands_and_ci_runs_the_second() -> None:
     assert demo.endswith(".venv/bin/raglabel demo")
     assert suite == (
         "python3.11 -m venv .venv && .venv/bin/pip install -q -e '.[test]'"
-        " && .venv/bin/pytest -n auto"
+        " && .venv/bin/pytest -n auto --hypothesis-profile=thorough"
     )
     steps = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert suite in steps, ".ci/run must run the README's test command as it is written"

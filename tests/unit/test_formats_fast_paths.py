@@ -15,7 +15,8 @@ import numpy as np
 import polars as pl
 import pytest
 import trec_oracle
-from hypothesis import given, settings
+from examples import examples
+from hypothesis import given
 from hypothesis import strategies as st
 
 from raglabel.formats.trec import arrays
@@ -52,7 +53,7 @@ def keyed_rows(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
     return qidx, keys
 
 
-@settings(max_examples=300, deadline=None)
+@examples(300)
 @given(keyed_rows())
 def test_distinct_in_blocks_never_misses_a_repeat(rows: tuple[np.ndarray, np.ndarray]) -> None:
     qidx, keys = rows
@@ -80,7 +81,7 @@ def test_distinct_in_blocks_on_unequal_blocks() -> None:
     assert not distinct_in_blocks(keys, block_starts(qidx), qidx)
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(
     st.lists(
         st.tuples(
@@ -125,7 +126,7 @@ def test_ranking_moves_equal_a_full_sort(rows: list[tuple[int, str, int]], group
     assert listed(order) == listed(full)
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(
     st.lists(st.lists(st.integers(0, 5), max_size=9), min_size=1, max_size=8),
     st.integers(0, 12),
@@ -234,7 +235,7 @@ QRELS_LINE = st.tuples(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@examples(300)
 @given(st.lists(QRELS_LINE, min_size=1, max_size=8), st.booleans())
 def test_qrels_rows_cut_by_numpy_equal_the_line_reader(
     tmp_path_factory: pytest.TempPathFactory, lines: list[tuple[str, ...]], newline: bool

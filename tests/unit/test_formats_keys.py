@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from examples import examples
+from hypothesis import given
 from hypothesis import strategies as st
 
 from raglabel.formats.trec.arrays import ArrayAlignment, align_qrels, read_run_table
@@ -102,7 +103,7 @@ def test_runs_of_real_files_are_known_free_of_repeats_by_blocks(
         alignment.run(run, read_run_table(ROOT / run))
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(st.lists(st.binary(min_size=1, max_size=12).filter(lambda b: b"\x00" not in b), max_size=30))
 def test_id_blocks_split_where_the_ids_change(ids: list[bytes]) -> None:
     # Runs of equal ids, as files list a query's rows together.

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from examples import examples
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from raglabel.cli.main import main
@@ -37,9 +38,7 @@ LINE_LIMIT = 1 << 20
 #: (``limits.MAX_ID_CHARS``) that the TREC readers, which have no line limit, refuse it by.
 BIG = 2 * LINE_LIMIT
 # Fixtures here are read-only (the base project) or reset by each example (tmp files).
-FUZZ = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+FUZZ = examples(40, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @dataclass(frozen=True)
@@ -351,9 +350,7 @@ BEIR_FILES = {
 
 
 @pytest.mark.parametrize("target", sorted(BEIR_FILES))
-@settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@examples(25, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_damaged_beir_folders(
     target: str,

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from examples import examples
+from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
@@ -558,7 +559,7 @@ def _append_in_two(project: Project, annotators: list[Any], rows: list[Any], spl
         append_many(project.conn, rows[split:])
 
 
-@settings(max_examples=75, deadline=None)
+@examples(75)
 @given(steps=st.lists(step, max_size=40), split=st.integers(0, 40))
 def test_random_histories_agree_with_the_reference(steps: list[Any], split: int) -> None:
     with _fresh() as project:
@@ -663,7 +664,7 @@ def test_rebuild_current_repairs_a_damaged_cache(project: Project) -> None:
     assert current_rows(project.conn) == expected
 
 
-@settings(max_examples=50, deadline=None)
+@examples(50)
 @given(
     grades=st.lists(
         st.tuples(st.sampled_from(ANNOTATORS), st.sampled_from(ITEMS), st.integers(1, 5)),

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from examples import examples
+from hypothesis import given
 from hypothesis import strategies as st
 
 from raglabel.metrics import (
@@ -37,9 +38,9 @@ from raglabel.metrics.stats import (
 )
 from raglabel.metrics.table import metric as metric_record
 
-SETTINGS = settings(max_examples=200, deadline=None)
-SOME = settings(max_examples=100, deadline=None)
-FEW = settings(max_examples=60, deadline=None)
+SETTINGS = examples(200)
+SOME = examples(100)
+FEW = examples(60)
 
 SET_BASES = (
     "ra_nwg",
@@ -277,7 +278,7 @@ def reference_metrics(q: Query, k: int, cfg: MetricConfig) -> dict[str, float]:
 # 100 examples, not SETTINGS' 200: every one compares all metrics with the reference.
 # Grades 3 and below capped at cap4 instead of cap3 is still found in every run of five,
 # at 50 examples too.
-@settings(max_examples=100, deadline=None)
+@examples(100)
 @given(
     queries=st.lists(consistent_query() | arbitrary_query(), min_size=1, max_size=5),
     k=ks,
@@ -441,7 +442,7 @@ def test_unjudged_tail_changes_nothing(queries: list[Query], k: int, config: Met
 
 # 50 examples, not SOME's 100: every query's weights taken from the batch's first query
 # is still found in every run of five.
-@settings(max_examples=50, deadline=None)
+@examples(50)
 @given(
     queries=st.lists(consistent_query() | arbitrary_query(), min_size=1, max_size=6),
     k=ks,
@@ -462,7 +463,7 @@ def test_query_order_does_not_matter(
 # 50 examples, not SOME's 100 (each evaluates the batch and then every query alone):
 # every query's weights taken from the batch's first query is still found in every run
 # of five.
-@settings(max_examples=50, deadline=None)
+@examples(50)
 @given(queries=st.lists(consistent_query() | arbitrary_query(), min_size=1, max_size=4))
 def test_batch_equals_one_query_at_a_time(queries: list[Query]) -> None:
     together = evaluate(queries, CUT_BASES, 5, MetricConfig())
@@ -657,7 +658,7 @@ def _trec_reference(q: Query, threshold: int) -> dict[str, float]:
 
 # 100 examples: bpref divided by N instead of min(R, N) is still found in every run of
 # five.
-@settings(max_examples=100, deadline=None)
+@examples(100)
 @given(
     queries=st.lists(consistent_query(with_pool=False), min_size=1, max_size=5),
     threshold=st.integers(1, 5),
@@ -684,7 +685,7 @@ def test_ap_rprec_bpref_follow_their_definitions(queries: list[Query], threshold
 
 # 100 examples: nDCG left out of the metrics computed on the condensed lists is still
 # found in every run of five.
-@settings(max_examples=100, deadline=None)
+@examples(100)
 @given(queries=st.lists(consistent_query(with_pool=False), min_size=1, max_size=5), k=ks)
 def test_judged_only_equals_the_lists_without_unjudged(queries: list[Query], k: int) -> None:
     labels = LabelSet(

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from hypothesis import given, settings
+from examples import examples
+from hypothesis import given
 from hypothesis import strategies as st
 from rich import box
 from rich.console import Console
@@ -54,7 +55,7 @@ def tables(draw_from: st.DrawFn) -> Table:
 
 # 150 examples: each draws through rich several times. A title centred a column off
 # (rounding the other way) is still found in every run of five.
-@settings(max_examples=150, deadline=None)
+@examples(150)
 @given(tables(), st.integers(20, 140))
 def test_a_plain_table_is_drawn_exactly_as_rich_draws_it(table: Table, width: int) -> None:
     expected = by_rich(table, width)
@@ -77,7 +78,7 @@ def body_lines(text: str) -> list[str]:
 
 # 100 examples: a fitted width that forgets the table's right edge (rich then wraps a
 # cell) is still found in every run of five.
-@settings(max_examples=100, deadline=None)
+@examples(100)
 @given(tables(), st.integers(20, 140))
 def test_a_laid_out_table_never_wraps_a_cell_or_repeats_a_header(table: Table, width: int) -> None:
     fitted, wide = fit(table, width)
@@ -113,7 +114,7 @@ METRIC_NAMES = st.builds(
 
 # 200 examples: a reading-alike check that misses names two characters longer than a cut
 # shows (so two headers read alike) is still found in every run of five.
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(
     st.lists(METRIC_NAMES, min_size=1, max_size=12, unique=True).flatmap(
         lambda names: st.tuples(
@@ -141,7 +142,7 @@ def test_cut_metric_names_never_repeat_and_keep_their_cutoff(
 
 # 100 examples: a split that lets a block run a column past the console is still found
 # in every run of five.
-@settings(max_examples=100, deadline=None)
+@examples(100)
 @given(
     st.lists(METRIC_NAMES, min_size=1, max_size=10, unique=True),
     # From the width of the query column beside the longest name whole (30): narrower,

@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from examples import examples
+from hypothesis import given
 from hypothesis import strategies as st
 
 from raglabel.errors import UsageError
@@ -184,7 +185,7 @@ def test_fill_with_judge_fills_around_one_annotator(graded: Project) -> None:
     assert labels == {("q1", "d1"): 2, ("q1", "d2"): 1, ("q2", "d3"): 2}
 
 
-@settings(max_examples=300, deadline=None)
+@examples(300)
 @given(
     rows=st.lists(
         st.tuples(

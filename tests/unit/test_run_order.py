@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from examples import thinned
 
 from raglabel.formats.trec import ranked
 from raglabel.formats.trec.frames import read_run
@@ -249,7 +250,8 @@ def test_a_grouped_run_is_stored_as_the_general_path_stores_it(
     """Runs read the grouped way (file order kept, ties rewritten in the joined ids)
     store the same rows as when put in order row by row; runs it refuses take that way."""
     grouped = 0
-    for seed in range(60):
+    seeds = thinned(range(60))
+    for seed in seeds:
         rows = _random_run(seed)
         if seed % 4:  # most without a repeated pair nor a query in two blocks
             first: dict[tuple[str, str], tuple[str, str, float]] = {}
@@ -278,7 +280,8 @@ def test_a_grouped_run_is_stored_as_the_general_path_stores_it(
         assert fast.repeats == general.repeats, seed
         known = sorted({d for _, d, _ in rows})[::3]
         assert _stored(fast, known) == _stored(general, known), seed
-    assert 12 <= grouped <= 50, grouped  # the grouped way taken often, and refused often
+    # The grouped way taken often, and refused often.
+    assert 0.2 <= grouped / len(seeds) <= 0.83, (grouped, len(seeds))
 
 
 def test_ties_of_ids_of_different_lengths_are_rewritten_in_place(tmp_path: Path) -> None:
