@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import events, work
 from textual.app import App
 from textual.binding import BindingType
+from textual.driver import Driver
 from textual.message import Message
 from textual.screen import Screen
 from textual.worker import get_current_worker
@@ -72,6 +73,17 @@ class GradingApp(App[int]):
     ]
     #: Actions of the app's own keys that would act on a screen below the Help screen.
     _NOT_ON_HELP = frozenset({"undo", "runs", "help", "command_palette", "review", "progress"})
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's choice, but a tab served by ``raglabel serve`` quits when its server
+        is gone (ServedDriver), instead of running on alone."""
+        chosen = super().get_driver_class()
+        # By name: a terminal's app need not import the web driver to know it is not it.
+        if (chosen.__module__, chosen.__name__) == ("textual.drivers.web_driver", "WebDriver"):
+            from raglabel.tui.served_driver import ServedDriver
+
+            return ServedDriver
+        return chosen
 
     def __init__(self, session: GradingSession) -> None:
         super().__init__()

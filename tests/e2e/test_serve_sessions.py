@@ -1,7 +1,8 @@
 """Each tab's app runs in a session of its own (raglabel/web/tab.py), so that Linux
 shares the CPU with it as with a terminal window of its own rather than with the server
 and whatever its starter runs beside it; and so a hangup meant for the server reaches
-the server alone, which then ends every tab's app itself (raglabel/web/server.py)."""
+the server alone, which then ends every tab's app itself (raglabel/web/server.py); and an
+app whose server was killed quits on its own."""
 
 from __future__ import annotations
 
@@ -131,6 +132,25 @@ async def test_a_hangup_ends_the_server_and_it_ends_every_tabs_app(demo_db: Path
         process.send_signal(signal.SIGHUP)
         assert process.wait(PATIENCE) == 0  # stopped as by Ctrl-C, not killed by it
         assert gone(app, PATIENCE), "the tab's app outlived the server"
+    finally:
+        if client is not None:
+            await client.close()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+async def test_a_tabs_app_quits_when_its_server_is_killed(demo_db: Path) -> None:
+    # No hangup, no stop: the pipe to the app's stdin closes, and that alone must end it
+    # (raglabel/tui/served_driver.py), or it runs on, holding the project file open.
+    process, url = start_serving(demo_db)
+    client = None
+    try:
+        client = await open_tab(demo_db, url, "alice")
+        (app,) = app_pids(process.pid)
+        process.kill()
+        process.wait()
+        assert gone(app, PATIENCE), "the tab's app outlived its killed server"
     finally:
         if client is not None:
             await client.close()
