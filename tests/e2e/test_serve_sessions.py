@@ -7,6 +7,7 @@ app whose server was killed quits on its own."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shlex
 import signal
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
@@ -123,40 +125,38 @@ def gone(pid: int, within: float) -> bool:
     return False
 
 
-async def test_a_hangup_ends_the_server_and_it_ends_every_tabs_app(demo_db: Path) -> None:
-    process, url = start_serving(demo_db)
+@contextlib.asynccontextmanager
+async def one_tab_served(db: Path) -> AsyncIterator[tuple[subprocess.Popen[str], int]]:
+    """``raglabel serve`` with alice's tab open: the server's process and the app's pid.
+    Whatever the test does to them, nothing is left running after it."""
+    process, url = start_serving(db)
     client = None
     try:
-        client = await open_tab(demo_db, url, "alice")
+        client = await open_tab(db, url, "alice")
         (app,) = app_pids(process.pid)
-        process.send_signal(signal.SIGHUP)
-        assert process.wait(PATIENCE) == 0  # stopped as by Ctrl-C, not killed by it
-        assert gone(app, PATIENCE), "the tab's app outlived the server"
+        yield process, app
     finally:
         if client is not None:
             await client.close()
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+async def test_a_hangup_ends_the_server_and_it_ends_every_tabs_app(demo_db: Path) -> None:
+    async with one_tab_served(demo_db) as (process, app):
+        process.send_signal(signal.SIGHUP)
+        assert process.wait(PATIENCE) == 0  # stopped as by Ctrl-C, not killed by it
+        assert gone(app, PATIENCE), "the tab's app outlived the server"
 
 
 async def test_a_tabs_app_quits_when_its_server_is_killed(demo_db: Path) -> None:
     # No hangup, no stop: the pipe to the app's stdin closes, and that alone must end it
     # (raglabel/tui/served_driver.py), or it runs on, holding the project file open.
-    process, url = start_serving(demo_db)
-    client = None
-    try:
-        client = await open_tab(demo_db, url, "alice")
-        (app,) = app_pids(process.pid)
+    async with one_tab_served(demo_db) as (process, app):
         process.kill()
         process.wait()
         assert gone(app, PATIENCE), "the tab's app outlived its killed server"
-    finally:
-        if client is not None:
-            await client.close()
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 def test_a_server_started_under_nohup_outlives_a_hangup(demo_db: Path) -> None:
