@@ -39,6 +39,7 @@ from raglabel.tui.screens.runs import RunsScreen, _cell
 from raglabel.tui.screens.search import SearchScreen
 from raglabel.tui.widgets.key_footer import KeyFooter
 from raglabel.tui.widgets.passage_list import PassageList
+from raglabel.tui.widgets.passage_view import PassageView
 from raglabel.tui.widgets.query_table import QueryTable
 from raglabel.tui.widgets.status import SaveMark
 
@@ -923,7 +924,7 @@ async def test_suggestion_shows_its_reason_and_flag(demo_db: Path) -> None:
         )
         app.open_query(UNGRADED, pid)
         await pilot.pause()
-        line = str(app.screen.query_one("#passage-judge", Static).render())
+        line = app.screen.query_one(PassageView).judge.plain
         assert "judge suggests 4" in line and "3-5" in line
         assert "names the cause" in line and "check by hand: addresses the grader" in line
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from test_app import ME, UNGRADED, drive, events, open_query, screen_text
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import DataTable, Input
 
 from raglabel.session.options import AppOptions
 from raglabel.storage.demo import build_demo
@@ -29,6 +29,7 @@ from raglabel.tui.screens.queries import QueriesScreen
 from raglabel.tui.screens.review import ReviewScreen
 from raglabel.tui.screens.search import SearchScreen
 from raglabel.tui.widgets.metrics_panel import MetricsPanel
+from raglabel.tui.widgets.passage_view import PassageView
 
 SIZES = {"80x24": (80, 24), "120x32": (120, 32), "200x50": (200, 50)}
 
@@ -282,12 +283,12 @@ async def test_skip_reason_and_flag_note_show_with_the_passage(db: Path) -> None
         screen = await open_query(app, pilot, UNGRADED)
         first = screen.current
         await pilot.press("f", *"price is from 2023", "enter")
-        line = str(screen.query_one("#passage-marks", Static).render())
+        line = screen.query_one(PassageView).marks.plain
         assert "flagged: price is from 2023" in line
         await pilot.press("s", *"dup of kb-0002", "enter")
         await pilot.press("k")  # back to it: the skip moved on
         assert screen.current == first
-        line = str(screen.query_one("#passage-marks", Static).render())
+        line = screen.query_one(PassageView).marks.plain
         assert "skipped: dup of kb-0002" in line and "flagged: price is from 2023" in line
 
     await drive(db, scenario)

@@ -21,6 +21,7 @@ from raglabel.tui.keys import bind, first_key
 from raglabel.tui.screens.confirm import ConfirmScreen
 from raglabel.tui.screens.prompt import PromptScreen
 from raglabel.tui.widgets.format import GRADE_NAMES
+from raglabel.tui.widgets.in_place import update_in_place
 from raglabel.tui.widgets.key_footer import KeyFooter
 from raglabel.tui.widgets.metrics_panel import MetricsPanel, full_height
 from raglabel.tui.widgets.passage_list import PassageList
@@ -223,7 +224,7 @@ class GradeScreen(Screen[None]):
             (f"K={session.k} · graded {row.graded}/{row.candidates} · holes {row.holes} · ", "dim"),
             (f"annotator {session.annotator}{'' if session.blind else ' (all annotators)'}", "dim"),
         )
-        self.query_one("#query-head", Static).update(head)
+        update_in_place(self.query_one("#query-head", Static), head)
         self.query_one(SaveMark).keep(
             standing(session.assignment_progress(), session.audit_progress())
         )

@@ -16,6 +16,7 @@ from raglabel.metrics.names import MetricKey
 from raglabel.metrics.table import metric
 from raglabel.session.live_metrics import PANEL_METRICS, QueryPanel
 from raglabel.tui.widgets.format import number
+from raglabel.tui.widgets.in_place import update_in_place
 
 
 def _rich_share() -> Callable[[int, list[int]], list[int]] | None:
@@ -209,7 +210,7 @@ class MetricsPanel(Static):
             return
         self._panel = panel
         if self.compact:
-            self.update(Folded(panel, self.toggle_key))
+            update_in_place(self, Folded(panel, self.toggle_key))
             return
         header = [f"@{panel.k}", *_HEADERS.values()]
         rows = [
@@ -235,4 +236,4 @@ class MetricsPanel(Static):
             )
         if not panel.values:
             parts.insert(0, Text("No runs in this project.", style="dim"))
-        self.update(_DrawnOnce(Group(*parts)))
+        update_in_place(self, _DrawnOnce(Group(*parts)))

@@ -1,0 +1,125 @@
+"""The passage view wraps its lines as a Static would, scrolls a long passage, and
+starts each passage at its top, without a layout pass of the screen for a new passage."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.strip import Strip
+from textual.widgets import Static
+
+from raglabel.session.catalog import Passage
+from raglabel.tui.widgets.passage_view import PassageView, highlighted
+
+LONG = " ".join(f"word{i} of the long passage about backups." for i in range(40))
+SHORT = "Short: fits at once."
+
+
+class Host(App[None]):
+    """The passage view beside a Static holding the same passage text, same width."""
+
+    CSS = "PassageView { height: 1fr; } #same { height: auto; display: none; }"
+
+    def compose(self) -> ComposeResult:
+        yield PassageView(id="passage")
+        yield Static(id="same")
+
+
+def _passage(text: str) -> Passage:
+    return Passage(pid=1, ext_id="kb-1", title="Backups", text=text)
+
+
+def _cells(strip: Strip) -> list[tuple[str, object]]:
+    """Each character with its style (Textual's offset meta aside), trailing blanks cut."""
+    cells = [(char, segment.style) for segment in strip for char in segment.text]
+    while cells and cells[-1][0] == " ":
+        cells.pop()
+    return [(char, style.clear_meta_and_links() if style else None) for char, style in cells]
+
+
+def _lines(view: PassageView) -> list[str]:
+    return [strip.text.rstrip() for strip in view._lines]
+
+
+async def test_a_long_passage_scrolls_and_a_new_one_starts_at_its_top() -> None:
+    app = Host()
+    async with app.run_test(size=(40, 12)) as pilot:
+        view = app.query_one(PassageView)
+        view.show(_passage(LONG), "backups")
+        await pilot.pause()
+        assert view.virtual_size.height == len(view._lines) > view.size.height
+        assert view.show_vertical_scrollbar
+        view.scroll_end(animate=False)
+        await pilot.pause()
+        assert view.scroll_y == view.max_scroll_y > 0
+        shown = [view.render_line(y).text for y in range(view.scrollable_content_region.height)]
+        assert "word39" in "".join(shown)
+
+        view.show(_passage(SHORT), "")
+        await pilot.pause()
+        assert view.scroll_y == 0 and not view.show_vertical_scrollbar
+        assert _lines(view) == ["Short: fits at once."]
+
+
+async def test_lines_wrap_as_a_static_wraps_them() -> None:
+    app = Host()
+    async with app.run_test(size=(40, 50)) as pilot:
+        view = app.query_one(PassageView)
+        view.styles.height = 20  # room for the whole text: no scrollbar
+        view.show(_passage(LONG[:600]), "backups")
+        same = app.query_one("#same", Static)
+        same.display = True
+        same.update(highlighted(LONG[:600], ["backups"]))
+        await pilot.pause()
+        assert not view.show_vertical_scrollbar and view.size.width == same.size.width == 40
+        drawn = same.render_lines(same.size.region)
+        assert [_cells(line) for line in view._lines] == [_cells(line) for line in drawn]
+
+
+async def test_marks_and_the_judge_line_come_first_each_with_a_blank_line_after() -> None:
+    app = Host()
+    async with app.run_test(size=(60, 20)) as pilot:
+        view = app.query_one(PassageView)
+        view.show(_passage(SHORT), "")
+        view.marks = Text("skipped: dup")
+        view.judge = Text("judge suggests 3")
+        view._changed()
+        await pilot.pause()
+        assert _lines(view)[:5] == ["skipped: dup", "", "judge suggests 3", "", SHORT]
+
+
+async def test_a_wider_terminal_wraps_the_passage_again() -> None:
+    app = Host()
+    async with app.run_test(size=(40, 12)) as pilot:
+        view = app.query_one(PassageView)
+        view.show(_passage(LONG), "")
+        await pilot.pause()
+        narrow = len(view._lines)
+        await pilot.resize_terminal(100, 12)
+        await pilot.pause()
+        assert len(view._lines) < narrow
+        assert view.virtual_size.height == len(view._lines)
+        assert max(len(line) for line in _lines(view)) > 40
+
+
+async def test_a_new_passage_of_another_length_lays_nothing_out_again() -> None:
+    # A layout of the whole screen for each passage was a third of a grade's CPU; the
+    # view's own size does not change, so only it is drawn again.
+    app = Host()
+    async with app.run_test(size=(40, 12)) as pilot:
+        view = app.query_one(PassageView)
+        view.show(_passage(LONG), "")
+        await pilot.pause()
+        layouts: list[object] = []
+        refresh_layout = app.screen._refresh_layout
+
+        def counted(*args: object, **kwargs: object) -> None:
+            layouts.append(args)
+            refresh_layout(*args, **kwargs)  # type: ignore[arg-type]
+
+        app.screen._refresh_layout = counted  # type: ignore[method-assign]
+        view.show(_passage(LONG[: len(LONG) // 2]), "backups")
+        await pilot.pause()
+        assert layouts == []
+        assert view.virtual_size.height == len(view._lines)
+        assert "word0" in view.render_line(0).text
