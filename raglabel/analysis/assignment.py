@@ -103,13 +103,14 @@ def plan(conn: sqlite3.Connection, request: Request) -> Plan:
     refuse_names(conn, annotators)
     before = assigned(conn)
     begun = started(conn)
-    queries = _selection(conn, request, before, begun)
+    # Work begun without a share (before the first assign, or on someone else's query)
+    # is begun work all the same: a plan that gave it to others would grade it twice,
+    # and --queries N takes such queries first, as it takes queries begun on a share.
+    graded = graded_by(conn, annotators)
+    queries = _selection(conn, request, before, begun | graded)
     involved = {q for qids in before.values() for q in qids} | set(queries)
     sizes = pool_sizes(conn, involved, request.depth)
     fixed = {name: [q for q in qids if (name, q) in begun] for name, qids in before.items()}
-    # Work begun without a share (before the first assign, or on someone else's query)
-    # is begun work all the same: a plan that gave it to others would grade it twice.
-    graded = graded_by(conn, annotators)
     adopted = [(name, q) for q in queries for name in annotators if (name, q) in graded]
     adopted = [(name, q) for name, q in adopted if q not in before.get(name, ())]
     for name, q in adopted:
@@ -362,8 +363,9 @@ def _selection(
         raise UsageError(
             f"--queries {request.queries}: the stored runs cover only {len(covered)} queries"
         )
-    # Assigning again extends: queries someone began come first, then those assigned
-    # before, then new ones in the seed's draw order.
+    # Assigning again extends: queries someone began come first (on a share, or graded
+    # by one of --annotators before any share), then those assigned before, then new
+    # ones in the seed's draw order.
     assigned_before = {q for qids in before.values() for q in qids}
     begun_queries = {q for _, q in begun}
     rank = {q: i for i, q in enumerate(ordered)}

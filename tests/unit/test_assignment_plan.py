@@ -263,6 +263,22 @@ def test_queries_n_extends_what_was_assigned_before(project: Project) -> None:
         plan(conn, Request(("ann",), overlap=1, seed=4, depth=20, queries=37))
 
 
+def test_queries_n_takes_queries_graded_before_any_assign_first(project: Project) -> None:
+    conn = project.conn
+    undrawn = plan(conn, Request(("ann", "bea"), overlap=1, seed=4, depth=20, queries=5))
+    # Three queries the seed would not draw among its first five, graded before anyone
+    # assigned anything: one by ann, one by bea, one by someone not being assigned.
+    others = [q for q in draw_order(covered_queries(conn), 4) if q not in undrawn.queries]
+    grade_one(project, "ann", others[0])
+    grade_one(project, "bea", others[1])
+    grade_one(project, "cy", others[2])
+    made = plan(conn, Request(("ann", "bea"), overlap=1, seed=4, depth=20, queries=5))
+    assert set(made.queries[:2]) == {others[0], others[1]}  # begun work first
+    assert others[2] not in made.queries  # cy is not being assigned: no begun work of theirs
+    assert made.queries[2:] == undrawn.queries[:3]
+    assert others[0] in made.shares["ann"] and others[1] in made.shares["bea"]
+
+
 def test_audit_takes_the_audit_samples_queries_in_draw_order(project: Project) -> None:
     conn = project.conn
     with pytest.raises(UsageError, match=r"raglabel audit DB --sample N"):
