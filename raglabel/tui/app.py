@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 CHECKPOINT_EVERY_S = 15.0
 #: How often the app looks for a moment at rest to collect garbage in.
 COLLECT_CHECK_S = 1.0
+#: How often an open app looks for an assign the lead recorded since (one indexed read):
+#: a new share reaches the annotator within this, not only at their next ``g`` or reload.
+ASSIGN_CHECK_S = 10.0
 
 
 class Landed(Message):
@@ -124,6 +127,7 @@ class GradingApp(App[int]):
         self.set_interval(CHECKPOINT_EVERY_S, self._checkpoint)
         self.collector.hold()
         self.set_interval(COLLECT_CHECK_S, self.collector.collect_if_due)
+        self.set_interval(ASSIGN_CHECK_S, self._look_for_assign)
 
     async def on_event(self, event: events.Event) -> None:
         # A pointer resting over the terminal sends moves: they are no one waiting.
@@ -421,6 +425,19 @@ class GradingApp(App[int]):
 
         if not isinstance(self.screen, ProgressScreen):
             self.push_screen(ProgressScreen())
+
+    def _look_for_assign(self) -> None:
+        """Tell the annotator of a new share and count it wherever it is shown, as ``g``
+        and reload do; nothing while the assignment is as it was read."""
+        changed = self.session.assignment_changed()
+        if changed is None:
+            return
+        self.notify(assignment_change_text(changed), timeout=6)
+        screen = self._built_screen()
+        if isinstance(screen, GradeScreen):
+            screen.show_standing()
+        elif isinstance(screen, QueriesScreen):
+            screen.refresh_for_k()  # the header, and the list while it shows only the share
 
     def action_reload(self) -> None:
         self.session.reload()

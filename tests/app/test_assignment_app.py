@@ -23,6 +23,7 @@ from raglabel.session.options import AppOptions
 from raglabel.storage.assignments import done_queries, record
 from raglabel.storage.audit import draw
 from raglabel.storage.project import Project
+from raglabel.tui import app as app_module
 from raglabel.tui.app import GradingApp, create_app
 from raglabel.tui.screens.grade import GradeScreen
 from raglabel.tui.screens.queries import QueriesScreen
@@ -355,6 +356,36 @@ async def test_an_assign_by_the_lead_reaches_an_open_app_at_g(db: Path) -> None:
         notes = [str(n.message) for n in app._notifications]
         assert notes.count("your assignment changed: now 1 query") == 1
         assert notes.count("your assignment changed: now 3 queries") == 1
+
+
+async def test_an_assign_by_the_lead_reaches_an_open_app_by_itself(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No key pressed: the app looks for a new assign every ASSIGN_CHECK_S (10 s; a tenth
+    # of a second here), on the Queries screen and on the Grade screen alike.
+    monkeypatch.setattr(app_module, "ASSIGN_CHECK_S", 0.1)
+    app = create_app(AppOptions(project=db, annotator="bob"))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, QueriesScreen)
+        assign(db, {ME: SHARE, "bob": ["q02", "q03", "q04"]})
+        await pilot.pause(0.5)
+        assert "your assignment: 0 of 3 queries done" in head(screen)
+        notes = [str(n.message) for n in app._notifications]
+        assert notes == ["your assignment changed: now 3 queries"]
+        app.open_query(2, None)
+        await pilot.pause()
+        grade = app.screen
+        assert isinstance(grade, GradeScreen)
+        assign(db, {ME: SHARE, "bob": ["q03"]})
+        await pilot.pause(0.5)
+        assert status(grade).startswith("your assignment: 0 of 1 query done")
+        notes = [str(n.message) for n in app._notifications]
+        assert notes == [
+            "your assignment changed: now 3 queries",
+            "your assignment changed: now 1 query",
+        ]
 
 
 async def test_the_reload_command_tells_of_a_new_assignment(db: Path) -> None:

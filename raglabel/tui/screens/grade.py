@@ -225,6 +225,11 @@ class GradeScreen(Screen[None]):
             (f"annotator {session.annotator}{'' if session.blind else ' (all annotators)'}", "dim"),
         )
         update_in_place(self.query_one("#query-head", Static), head)
+        self.show_standing()
+
+    def show_standing(self) -> None:
+        """The status line's standing: the assignment's queries done, the audit's."""
+        session = self.glapp.session
         self.query_one(SaveMark).keep(
             standing(session.assignment_progress(), session.audit_progress())
         )
