@@ -3,8 +3,12 @@ starts each passage at its top, without a layout pass of the screen for a new pa
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.pilot import Pilot
 from textual.strip import Strip
 from textual.widgets import Static
 
@@ -41,12 +45,21 @@ def _lines(view: PassageView) -> list[str]:
     return [strip.text.rstrip() for strip in view._lines]
 
 
-async def test_a_long_passage_scrolls_and_a_new_one_starts_at_its_top() -> None:
+@contextlib.asynccontextmanager
+async def long_passage_shown(
+    size: tuple[int, int], terms: str = ""
+) -> AsyncIterator[tuple[Host, Pilot[None], PassageView]]:
+    """A Host app of ``size`` showing the long passage, drawn."""
     app = Host()
-    async with app.run_test(size=(40, 12)) as pilot:
+    async with app.run_test(size=size) as pilot:
         view = app.query_one(PassageView)
-        view.show(_passage(LONG), "backups")
+        view.show(_passage(LONG), terms)
         await pilot.pause()
+        yield app, pilot, view
+
+
+async def test_a_long_passage_scrolls_and_a_new_one_starts_at_its_top() -> None:
+    async with long_passage_shown((40, 12), "backups") as (_, pilot, view):
         assert view.virtual_size.height == len(view._lines) > view.size.height
         assert view.show_vertical_scrollbar
         view.scroll_end(animate=False)
@@ -89,11 +102,7 @@ async def test_marks_and_the_judge_line_come_first_each_with_a_blank_line_after(
 
 
 async def test_a_wider_terminal_wraps_the_passage_again() -> None:
-    app = Host()
-    async with app.run_test(size=(40, 12)) as pilot:
-        view = app.query_one(PassageView)
-        view.show(_passage(LONG), "")
-        await pilot.pause()
+    async with long_passage_shown((40, 12)) as (_, pilot, view):
         narrow = len(view._lines)
         await pilot.resize_terminal(100, 12)
         await pilot.pause()
@@ -105,11 +114,7 @@ async def test_a_wider_terminal_wraps_the_passage_again() -> None:
 async def test_a_new_passage_of_another_length_lays_nothing_out_again() -> None:
     # A layout of the whole screen for each passage was a third of a grade's CPU; the
     # view's own size does not change, so only it is drawn again.
-    app = Host()
-    async with app.run_test(size=(40, 12)) as pilot:
-        view = app.query_one(PassageView)
-        view.show(_passage(LONG), "")
-        await pilot.pause()
+    async with long_passage_shown((40, 12)) as (app, pilot, view):
         layouts: list[object] = []
         refresh_layout = app.screen._refresh_layout
 
