@@ -127,7 +127,7 @@ class GradingApp(App[int]):
         self.set_interval(CHECKPOINT_EVERY_S, self._checkpoint)
         self.collector.hold()
         self.set_interval(COLLECT_CHECK_S, self.collector.collect_if_due)
-        self.set_interval(ASSIGN_CHECK_S, self._look_for_assign)
+        self.set_interval(ASSIGN_CHECK_S, self.look_for_assign)
 
     async def on_event(self, event: events.Event) -> None:
         # A pointer resting over the terminal sends moves: they are no one waiting.
@@ -426,9 +426,10 @@ class GradingApp(App[int]):
         if not isinstance(self.screen, ProgressScreen):
             self.push_screen(ProgressScreen())
 
-    def _look_for_assign(self) -> None:
-        """Tell the annotator of a new share and count it wherever it is shown, as ``g``
-        and reload do; nothing while the assignment is as it was read."""
+    def look_for_assign(self) -> None:
+        """Tell the annotator of a share the lead changed since it was read and count it
+        wherever it is shown: every ASSIGN_CHECK_S, and at ``g`` before the queue is
+        served. One indexed read while nothing changed."""
         changed = self.session.assignment_changed()
         if changed is None:
             return

@@ -26,7 +26,7 @@ from raglabel.tui.widgets.key_footer import KeyFooter
 from raglabel.tui.widgets.metrics_panel import MetricsPanel, full_height
 from raglabel.tui.widgets.passage_list import PassageList
 from raglabel.tui.widgets.passage_view import PassageView
-from raglabel.tui.widgets.status import SaveMark, assignment_change_text, standing
+from raglabel.tui.widgets.status import SaveMark, standing
 
 if TYPE_CHECKING:
     from raglabel.tui.app import GradingApp
@@ -476,10 +476,7 @@ class GradeScreen(Screen[None]):
 
     def action_queue(self) -> None:
         session = self.glapp.session
-        changed = session.assignment_changed()  # the lead may have assigned anew
-        if changed is not None:
-            self.notify(assignment_change_text(changed), timeout=6)
-            self._show_head()  # the status line counts the assignment of now
+        self.glapp.look_for_assign()  # the lead may have assigned anew
         # The assignment, then the audit's drawn queries: they need no runs, so no
         # waiting for them.
         hole = session.served_hole(self.qi)

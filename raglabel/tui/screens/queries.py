@@ -26,7 +26,7 @@ from raglabel.tui.keys import bind, first_key
 from raglabel.tui.query_filter import QueryFilter
 from raglabel.tui.widgets.key_footer import KeyFooter
 from raglabel.tui.widgets.query_table import QueryTable
-from raglabel.tui.widgets.status import assignment_change_text, assignment_text
+from raglabel.tui.widgets.status import assignment_text
 
 if TYPE_CHECKING:
     from raglabel.tui.app import GradingApp
@@ -368,10 +368,7 @@ class QueriesScreen(Screen[None]):
         session = self.glapp.session
         table = self.query_one(QueryTable)
         here = table.current if table.current is not None else 0
-        changed = session.assignment_changed()  # the lead may have assigned anew
-        if changed is not None:
-            self.notify(assignment_change_text(changed), timeout=6)
-            self.refill(table.current)  # the header, and the list while it shows only it
+        self.glapp.look_for_assign()  # the lead may have assigned anew
         # The assignment, then the audit's drawn queries, need no runs: no waiting.
         hole = session.served_hole(here)
         if hole is None:
