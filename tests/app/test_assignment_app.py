@@ -8,8 +8,10 @@ nothing of it shows."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -327,16 +329,25 @@ def test_the_assignment_at_every_size(db: Path, snap_compare: Any, screen: str, 
     assert snap_compare(app, terminal_size=SIZES[size], run_before=SCENARIOS[screen])
 
 
-async def test_an_assign_by_the_lead_reaches_an_open_app_at_g(db: Path) -> None:
-    # The tester's case: Bob's app is open on his 2 queries; the lead assigns again (a
-    # record() on a connection of this test's, as another process would), giving q01,
-    # Bob's first, to Dave. At the next g Bob's app says so, counts the new share and
-    # serves from it.
+@contextlib.asynccontextmanager
+async def bobs_queries(
+    db: Path,
+) -> AsyncIterator[tuple[GradingApp, Pilot[Any], QueriesScreen]]:
+    """Bob's app on its first screen, the Queries screen, with everything read."""
     app = create_app(AppOptions(project=db, annotator="bob"))
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
         screen = app.screen
         assert isinstance(screen, QueriesScreen)
+        yield app, pilot, screen
+
+
+async def test_an_assign_by_the_lead_reaches_an_open_app_at_g(db: Path) -> None:
+    # The tester's case: Bob's app is open on his 2 queries; the lead assigns again (a
+    # record() on a connection of this test's, as another process would), giving q01,
+    # Bob's first, to Dave. At the next g Bob's app says so, counts the new share and
+    # serves from it.
+    async with bobs_queries(db) as (app, pilot, screen):
         assert "your assignment: 0 of 2 queries done" in head(screen)
         assign(db, {ME: SHARE, "bob": ["q02", "q03", "q04"], "dave": ["q01"]})
         await pilot.press("g")
@@ -364,11 +375,7 @@ async def test_an_assign_by_the_lead_reaches_an_open_app_by_itself(
     # No key pressed: the app looks for a new assign every ASSIGN_CHECK_S (10 s; a tenth
     # of a second here), on the Queries screen and on the Grade screen alike.
     monkeypatch.setattr(app_module, "ASSIGN_CHECK_S", 0.1)
-    app = create_app(AppOptions(project=db, annotator="bob"))
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(app, pilot)
-        screen = app.screen
-        assert isinstance(screen, QueriesScreen)
+    async with bobs_queries(db) as (app, pilot, screen):
         assign(db, {ME: SHARE, "bob": ["q02", "q03", "q04"]})
         await pilot.pause(0.5)
         assert "your assignment: 0 of 3 queries done" in head(screen)
@@ -389,11 +396,7 @@ async def test_an_assign_by_the_lead_reaches_an_open_app_by_itself(
 
 
 async def test_the_reload_command_tells_of_a_new_assignment(db: Path) -> None:
-    app = create_app(AppOptions(project=db, annotator="bob"))
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(app, pilot)
-        screen = app.screen
-        assert isinstance(screen, QueriesScreen)
+    async with bobs_queries(db) as (app, pilot, screen):
         assign(db, {ME: SHARE, "bob": ["q05", "q06", "q07", "q08"]})
         app.action_reload()
         await ready(app, pilot)
