@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from raglabel.analysis.bounds import MAX_PERMUTATIONS, MAX_RESAMPLES
 from raglabel.cli.arguments import LazyWidthRawDescription, is_sqlite
+from raglabel.cli.blas import spare_blas_threads
 from raglabel.cli.options import add_convention_options
 from raglabel.errors import UsageError
 from raglabel.storage.policies import POLICIES
@@ -255,27 +255,21 @@ def settle_db(args: argparse.Namespace) -> None:
         args.run = [other for other in args.run if other != spec]
 
 
-def spare_blas_threads(args: argparse.Namespace) -> None:
-    """One BLAS thread for an eval that multiplies no matrices, when it is its process's
-    own command (``main`` says so) and numpy is not loaded yet.
-
-    numpy's OpenBLAS starts a thread for each further core as it loads, and each one
-    spins waiting for work (50 ms of CPU on a 2-core machine): a sixth of the CPU time
-    of a quick eval of 10,000 run lines, and on a busy machine a core taken from the
-    evaluation. Only the bootstrap, the randomization tests and the answer statistics
-    multiply matrices, so with any of them the threads stay; a setting of the user's is
-    left as it is.
-    """
-    if not getattr(args, "own_process", False) or "numpy" in sys.modules:
+def spare_eval_blas_threads(args: argparse.Namespace) -> None:
+    """One BLAS thread (raglabel/cli/blas.py) for an eval that is its process's own
+    command (``main`` says so) and multiplies no matrices: only the bootstrap, the
+    randomization tests and the answer statistics do, so with any of them the threads
+    stay."""
+    if not getattr(args, "own_process", False):
         return
     if args.ci or args.compare or args.answers:
         return
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    spare_blas_threads()
 
 
 def run(args: argparse.Namespace) -> int:
     # First: the renderer's imports load numpy, after which the BLAS threads are started.
-    spare_blas_threads(args)
+    spare_eval_blas_threads(args)
     from raglabel.cli.plain_table import console_width
     from raglabel.cli.render import render
 

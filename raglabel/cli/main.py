@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from raglabel import __version__
 from raglabel.cli.arguments import LazyWidthFormatter, join_dash_values
+from raglabel.cli.blas import PLAIN_COMMANDS, spare_blas_threads
 from raglabel.errors import InputError, StorageError, UsageError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -71,6 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     # The first word names the command unless it is an option (--help, --version).
     command = words[0] if words else None
+    if argv is None and command in PLAIN_COMMANDS:
+        spare_blas_threads()
     if argv is None and command in QUICK_EXIT:
         # The cyclic collector would walk numpy's and raglabel's module objects again
         # and again while they load (3% of the instructions of an eval of 10,000 run
