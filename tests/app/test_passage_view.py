@@ -1,5 +1,6 @@
 """The passage view wraps its lines as a Static would, scrolls a long passage, and
-starts each passage at its top, without a layout pass of the screen for a new passage."""
+starts each passage at its top, without a layout pass of the screen for a new passage,
+long or short: its scrollbar is always there, a bare track while the passage fits."""
 
 from __future__ import annotations
 
@@ -70,7 +71,9 @@ async def test_a_long_passage_scrolls_and_a_new_one_starts_at_its_top() -> None:
 
         view.show(_passage(SHORT), "")
         await pilot.pause()
-        assert view.scroll_y == 0 and not view.show_vertical_scrollbar
+        assert view.scroll_y == view.max_scroll_y == 0
+        assert view.show_vertical_scrollbar  # kept, as a bare track: nothing to scroll
+        assert view.virtual_size.height == view.scrollable_content_region.height
         assert _lines(view) == ["Short: fits at once."]
 
 
@@ -78,13 +81,14 @@ async def test_lines_wrap_as_a_static_wraps_them() -> None:
     app = Host()
     async with app.run_test(size=(40, 50)) as pilot:
         view = app.query_one(PassageView)
-        view.styles.height = 20  # room for the whole text: no scrollbar
+        view.styles.height = 20  # room for the whole text
         view.show(_passage(LONG[:600]), "backups")
         same = app.query_one("#same", Static)
+        same.styles.width = 38  # beside the view's scrollbar, 2 wide
         same.display = True
         same.update(highlighted(LONG[:600], ["backups"]))
         await pilot.pause()
-        assert not view.show_vertical_scrollbar and view.size.width == same.size.width == 40
+        assert view.scrollable_content_region.width == same.size.width == 38
         drawn = same.render_lines(same.size.region)
         assert [_cells(line) for line in view._lines] == [_cells(line) for line in drawn]
 
@@ -107,13 +111,17 @@ async def test_a_wider_terminal_wraps_the_passage_again() -> None:
         await pilot.resize_terminal(100, 12)
         await pilot.pause()
         assert len(view._lines) < narrow
-        assert view.virtual_size.height == len(view._lines)
+        assert view.virtual_size.height == max(
+            len(view._lines), view.scrollable_content_region.height
+        )
         assert max(len(line) for line in _lines(view)) > 40
 
 
 async def test_a_new_passage_of_another_length_lays_nothing_out_again() -> None:
     # A layout of the whole screen for each passage was a third of a grade's CPU; the
-    # view's own size does not change, so only it is drawn again.
+    # view's own size does not change, so only it is drawn again. Nor does a passage
+    # that fits after one that scrolls, or the other way round: a scrollbar that came
+    # and went laid the screen out twice more.
     async with long_passage_shown((40, 12)) as (app, pilot, view):
         layouts: list[object] = []
         refresh_layout = app.screen._refresh_layout
@@ -128,3 +136,10 @@ async def test_a_new_passage_of_another_length_lays_nothing_out_again() -> None:
         assert layouts == []
         assert view.virtual_size.height == len(view._lines)
         assert "word0" in view.render_line(0).text
+        width = view.scrollable_content_region.width
+        for text in (SHORT, LONG, SHORT):
+            view.show(_passage(text), "")
+            await pilot.pause()
+            assert layouts == [], text
+            assert view.scrollable_content_region.width == width
+            assert view.render_line(0).text.startswith(text[:10])

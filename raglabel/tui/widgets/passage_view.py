@@ -124,7 +124,15 @@ class PassageView(ScrollView):
     so a grade that moves on to the next passage repaints this view alone, without
     laying the screen out twice (Textual lays it out again after any child's size
     changes). That is a third of the CPU a grade costs the app (benchmarks/serve.py
-    runs ten such apps on two cores)."""
+    runs ten such apps on two cores). For the same reason its scrollbar is always
+    there: one that came with a long passage and went with a short
+    one laid the screen out twice more, and wrapped the passage again."""
+
+    DEFAULT_CSS = """
+    PassageView {
+        overflow-y: scroll;
+    }
+    """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -185,7 +193,9 @@ class PassageView(ScrollView):
                 lines.append(Strip.blank(width, style.rich_style))
         lines += Visual.to_strips(self, visualize(self, self.body), width, None, style)
         self._lines, self._width = lines, width
-        size = Size(width, len(lines))
+        # At least the view's height: the scrollbar, always shown, draws a bare track,
+        # not a thumb, while the passage fits.
+        size = Size(width, max(len(lines), self.scrollable_content_region.height))
         if size != self.virtual_size:
             # Not ``self.virtual_size = size``: that asks for a layout of the whole
             # screen, for a size only this view and its scrollbar use. Textual's own
@@ -196,7 +206,7 @@ class PassageView(ScrollView):
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         if self._width != width:
-            self._wrap()  # the scrollbar came or went since: the width changed
+            self._wrap()  # resized since: wrap at the new width
         index = y + self.scroll_offset.y
         blank = self.visual_style.rich_style
         if 0 <= index < len(self._lines):
