@@ -31,7 +31,7 @@ from raglabel.session.options import AppOptions
 from raglabel.tui.app import GradingApp, create_app
 from raglabel.tui.screens.adjudicate import AdjudicationScreen
 from raglabel.tui.screens.confirm import ConfirmScreen
-from raglabel.tui.screens.grade import GradeScreen
+from raglabel.tui.screens.grade import AHEAD_AFTER_S, GradeScreen
 from raglabel.tui.screens.help import HelpScreen
 from raglabel.tui.screens.prompt import PromptScreen
 from raglabel.tui.screens.queries import QueriesScreen
@@ -136,6 +136,36 @@ async def test_grade_key_saves_then_advances_to_next_ungraded(db: Path) -> None:
     assert seen["grade_of_next"] is None
     assert "saved" in seen["status"] and "= 4" in seen["status"]
     assert seen["table"] == "4"
+
+
+async def test_the_passage_a_grade_moves_on_to_is_wrapped_while_one_reads(db: Path) -> None:
+    # Its wrap was a sixth of a grade's frame: done ahead, the frame only draws it.
+    seen: dict[str, Any] = {}
+
+    async def scenario(app: GradingApp, pilot: Pilot[Any]) -> None:
+        screen = await open_query(app, pilot, UNGRADED)
+        view = screen.query_one(PassageView)
+        first = screen.current
+        assert first is not None
+        await pilot.pause(AHEAD_AFTER_S + 0.2)
+        target = screen._next_after(first)
+        ahead = view._ahead
+        assert target is not None and ahead is not None
+        assert ahead.given[0] == app.session.passage(target)
+        await pilot.press("3")
+        seen["moved_to"], seen["target"] = screen.current, target
+        seen["used"] = view._ahead is None
+        # The lines drawn are those a wrap of the passage now would make.
+        seen["lines"] = [strip.text for strip in view._lines]
+        seen["fresh"] = [
+            strip.text for strip in view._wrapped(view.marks, view.judge, view.body, view._width)
+        ]
+        seen["body"] = view.body.plain
+        seen["text"] = app.session.passage(target).text
+
+    await drive(db, scenario)
+    assert seen["moved_to"] == seen["target"] and seen["used"]
+    assert seen["lines"] == seen["fresh"] and seen["body"] == seen["text"]
 
 
 @pytest.mark.parametrize("grade", [1, 2, 3, 4, 5])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -14,6 +15,7 @@ from textual.strip import Strip
 from textual.widgets import Static
 
 from raglabel.session.catalog import Passage
+from raglabel.session.suggestions import Suggestion
 from raglabel.tui.widgets.passage_view import PassageView, highlighted
 
 LONG = " ".join(f"word{i} of the long passage about backups." for i in range(40))
@@ -143,3 +145,44 @@ async def test_a_new_passage_of_another_length_lays_nothing_out_again() -> None:
             assert layouts == [], text
             assert view.scrollable_content_region.width == width
             assert view.render_line(0).text.startswith(text[:10])
+
+
+async def test_a_passage_wrapped_ahead_is_shown_without_wrapping_again() -> None:
+    async with long_passage_shown((40, 12), "backups") as (_, pilot, view):
+        judged = Suggestion(grade=3, models=("m",), low=3, high=3, reason=None)
+        view.prepare(_passage(SHORT), "backups", judged)
+        wraps: list[int] = []
+        wrapped = view._wrapped
+
+        def counted(*args: Any) -> list[Strip]:
+            wraps.append(1)
+            return wrapped(*args)
+
+        view._wrapped = counted  # type: ignore[method-assign]
+        view.show(_passage(SHORT), "backups", judged)
+        await pilot.pause()
+        assert wraps == []
+        assert _lines(view) == ["judge suggests 3 (m)", "", SHORT]
+        assert view.virtual_size.height == view.scrollable_content_region.height
+
+        # Anything else shown, or the same passage once its suggestion changed, wraps
+        # anew: what was wrapped ahead is used once, for exactly what it was made from.
+        view.prepare(_passage(SHORT), "backups", judged)
+        del wraps[:]
+        view.show(_passage(SHORT), "backups", None)
+        await pilot.pause()
+        assert wraps == [1] and _lines(view) == [SHORT]
+        view.show(_passage(SHORT), "backups", None)
+        assert wraps == [1, 1]
+
+
+async def test_a_passage_wrapped_ahead_at_another_width_is_wrapped_again() -> None:
+    async with long_passage_shown((40, 12)) as (_, pilot, view):
+        view.prepare(_passage(LONG), "")
+        narrow = list(view._ahead.lines) if view._ahead else []
+        await pilot.resize_terminal(100, 12)
+        await pilot.pause()
+        view.show(_passage(LONG), "")
+        await pilot.pause()
+        assert len(view._lines) < len(narrow)
+        assert max(len(line) for line in _lines(view)) > 40

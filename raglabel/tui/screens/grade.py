@@ -13,6 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.events import Resize, ScreenResume
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Static
 
 from raglabel.session.grading import Change, PassageRow
@@ -44,6 +45,9 @@ WIDE_LIST = 160
 #: ... leaving the passage and the metrics panel at least this many columns, where the
 #: panel's table of six runs fits without wrapping.
 SIDE_LEAST = 64
+#: How long a passage is shown before the one a grade moves on to is wrapped ahead: an
+#: annotator moving through the list in a hurry does not make every passage wrap twice.
+AHEAD_AFTER_S = 0.2
 
 
 def metrics_fit(width: int, height: int, runs: int) -> bool:
@@ -90,6 +94,7 @@ class GradeScreen(Screen[None]):
         self._last = time.monotonic()
         self._refilled = False  # filled for a new open while off the stack (``reopen``)
         self._styled_at: int | None = None  # the app's CSS count when last styled whole
+        self._ahead: Timer | None = None  # wraps the passage after this one, once due
 
     @property
     def glapp(self) -> GradingApp:
@@ -250,6 +255,25 @@ class GradeScreen(Screen[None]):
         self.query_one(PassageView).show(
             passage, session.catalog.queries[self.qi].text, suggestion, row
         )
+        if self._ahead is not None:
+            self._ahead.stop()
+        self._ahead = None if pid is None else self.set_timer(AHEAD_AFTER_S, self._wrap_ahead)
+
+    def _wrap_ahead(self) -> None:
+        """Wrap the passage a grade of the shown one moves on to, so that the grade's
+        frame does not wait for it (PassageView.prepare)."""
+        self._ahead = None
+        target = None if self.current is None else self._next_after(self.current)
+        if target is None:
+            return
+        session = self.glapp.session
+        row = self.rows.get(target)
+        self.query_one(PassageView).prepare(
+            session.passage(target),
+            session.catalog.queries[self.qi].text,
+            None if row is None else row.suggestion,
+            row,
+        )
 
     def select(self, pid: int) -> None:
         self.query_one(PassageList).select(pid)
@@ -335,21 +359,28 @@ class GradeScreen(Screen[None]):
             self._advance()
 
     def _advance(self) -> None:
-        """To the next passage of this query not yet graded, else simply the next one."""
-        table = self.query_one(PassageList)
-        order = table.order
-        if self.current not in order:
+        """To the passage a write moves on to (``_next_after``)."""
+        if self.current is None:
             return
-        start = order.index(self.current)
-        later = order[start + 1 :] + order[:start]
-        target = next((pid for pid in later if self.rows[pid].grade is None), None)
-        if target is None and start + 1 < len(order):
-            target = order[start + 1]
+        target = self._next_after(self.current)
         if target is not None:
-            table.select(target)
+            self.query_one(PassageList).select(target)
             # At once, not when the table's highlight message comes round: that takes
             # a frame or more, and the annotator is already reading.
             self._show_passage(target)
+
+    def _next_after(self, pid: int) -> int | None:
+        """The next passage of this query after ``pid`` not yet graded, else simply the
+        next one; None at the end of a query graded whole, or for a passage not listed."""
+        order = self.query_one(PassageList).order
+        if pid not in order:
+            return None
+        start = order.index(pid)
+        later = order[start + 1 :] + order[:start]
+        target = next((other for other in later if self.rows[other].grade is None), None)
+        if target is None and start + 1 < len(order):
+            target = order[start + 1]
+        return target
 
     # -- actions -----------------------------------------------------------------------
 

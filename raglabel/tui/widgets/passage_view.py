@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual.geometry import Size
@@ -114,6 +115,40 @@ def mark_line(row: PassageRow | None) -> Text:
     return out
 
 
+def _title(passage: Passage | None) -> Text | None:
+    """The passage's id and title, for the border: a line of its own, so a newline or
+    an escape in the data is a space."""
+    if passage is None:
+        return None
+    head = Text(one_line(passage.ext_id), style="bold")
+    if passage.title:
+        head.append(f" · {one_line(passage.title)}")
+    return head
+
+
+def _parts(
+    passage: Passage | None, query: str, suggestion: Suggestion | None, row: PassageRow | None
+) -> tuple[Text, Text, Text]:
+    """The view's three parts: the annotator's marks, the judge's line, the passage."""
+    if passage is None:
+        body = Text("No candidate passages for this query.", style="dim")
+    else:
+        body = highlighted(passage.text or "(no text stored)", query_terms(query))
+    return mark_line(row), judge_line(suggestion), body
+
+
+@dataclass(frozen=True)
+class _Ahead:
+    """A passage wrapped before it is shown: what its lines were made from, its parts,
+    and the lines."""
+
+    given: tuple[object, ...]
+    marks: Text
+    judge: Text
+    body: Text
+    lines: list[Strip]
+
+
 class PassageView(ScrollView):
     """The passage's id and title ride on the border, so every line inside is text: the
     annotator's own marks and the judge's suggestion, each with a blank line after it,
@@ -141,6 +176,7 @@ class PassageView(ScrollView):
         self.body = Text()
         self._lines: list[Strip] = []
         self._width = -1  # the width the lines were wrapped at; -1: wrap again
+        self._ahead: _Ahead | None = None  # a passage wrapped before it is shown
 
     def show_marks(self, row: PassageRow | None) -> None:
         line = mark_line(row)
@@ -156,20 +192,48 @@ class PassageView(ScrollView):
         suggestion: Suggestion | None = None,
         row: PassageRow | None = None,
     ) -> None:
-        self.judge = judge_line(suggestion)
-        self.marks = mark_line(row)
-        if passage is None:
-            self.border_title = None
-            self.body = Text("No candidate passages for this query.", style="dim")
+        self.border_title = _title(passage)
+        given = self._given(passage, query, suggestion, row)
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead.given == given:
+            self.marks, self.judge, self.body = ahead.marks, ahead.judge, ahead.body
+            self._take(ahead.lines, self.scrollable_content_region.width)
+            self.refresh()
         else:
-            # On the border, a line of its own: a newline or an escape in the data is a space.
-            head = Text(one_line(passage.ext_id), style="bold")
-            if passage.title:
-                head.append(f" · {one_line(passage.title)}")
-            self.border_title = head
-            self.body = highlighted(passage.text or "(no text stored)", query_terms(query))
-        self._changed()
+            self.marks, self.judge, self.body = _parts(passage, query, suggestion, row)
+            self._changed()
         self.scroll_home(animate=False)
+
+    def prepare(
+        self,
+        passage: Passage | None,
+        query: str,
+        suggestion: Suggestion | None = None,
+        row: PassageRow | None = None,
+    ) -> None:
+        """Wrap a passage that is likely shown next, while the annotator reads this
+        one: ``show`` with the same arguments, at the same width, then wraps nothing
+        (the wrap was a sixth of the CPU a grade's frame takes)."""
+        width = self.scrollable_content_region.width
+        if width <= 0:
+            return
+        marks, judge, body = _parts(passage, query, suggestion, row)
+        lines = self._wrapped(marks, judge, body, width)
+        self._ahead = _Ahead(
+            self._given(passage, query, suggestion, row), marks, judge, body, lines
+        )
+
+    def _given(
+        self,
+        passage: Passage | None,
+        query: str,
+        suggestion: Suggestion | None,
+        row: PassageRow | None,
+    ) -> tuple[object, ...]:
+        """All a passage's lines are made from: equal for equal lines."""
+        marks = None if row is None else (row.skip_reason, row.flag_note)
+        width = self.scrollable_content_region.width
+        return (passage, query, suggestion, marks, width, self.visual_style)
 
     def _changed(self) -> None:
         self._width = -1
@@ -180,18 +244,24 @@ class PassageView(ScrollView):
         self._changed()
 
     def _wrap(self) -> None:
-        """Wrap the parts at the width there is, as a Static wraps its content, and tell
-        the scrollbar how many lines there are."""
+        """Wrap the parts at the width there is, as a Static wraps its content."""
         width = self.scrollable_content_region.width
         if width <= 0:
             return
+        self._take(self._wrapped(self.marks, self.judge, self.body, width), width)
+
+    def _wrapped(self, marks: Text, judge: Text, body: Text, width: int) -> list[Strip]:
         style = self.visual_style
         lines: list[Strip] = []
-        for part in (self.marks, self.judge):
+        for part in (marks, judge):
             if part:
                 lines += Visual.to_strips(self, visualize(self, part), width, None, style)
                 lines.append(Strip.blank(width, style.rich_style))
-        lines += Visual.to_strips(self, visualize(self, self.body), width, None, style)
+        lines += Visual.to_strips(self, visualize(self, body), width, None, style)
+        return lines
+
+    def _take(self, lines: list[Strip], width: int) -> None:
+        """Show ``lines``, wrapped at ``width``, and tell the scrollbar how many there are."""
         self._lines, self._width = lines, width
         # At least the view's height: the scrollbar, always shown, draws a bare track,
         # not a thumb, while the passage fits.
