@@ -152,7 +152,15 @@ def _assign(args: argparse.Namespace, depth: int) -> int:
     )
     with Project.open(args.db) as project:
         made = plan(project.conn, request)
-        record(project, made.shares, overlap=request.overlap, seed=seed, audit=request.audit)
+        record(
+            project,
+            made.shares,
+            overlap=request.overlap,
+            seed=seed,
+            audit=request.audit,
+            annotators=request.annotators,
+            queries=made.queries,
+        )
     for line in describe(made, str(args.db)):
         print(line)
     return 0

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +42,8 @@ def record(
     overlap: int,
     seed: int | None,
     audit: bool,
+    annotators: Collection[str] = (),
+    queries: Collection[str] = (),
 ) -> None:
     """Store ``shares`` (annotator -> query ids in serving order) as the whole assignment,
     replacing the one stored, and record the assign that made it; all or nothing.
@@ -50,7 +52,10 @@ def record(
     refuses stop the whole assign). An annotator stored before and left out of
     ``shares`` keeps no assignment. A row that stays keeps the assign that first gave it.
     A share its annotator has started (:func:`started`) must be among ``shares``: an
-    assign that would drop one is refused.
+    assign that would drop one is refused. So must every query of ``queries`` that one
+    of ``annotators`` graded with no share of it (:func:`graded_by`): an assign's plan
+    makes such work its grader's share (raglabel.analysis.assignment), so one missing
+    was graded after the plan read the project.
     """
     if overlap < 1:
         raise UsageError(f"--overlap {overlap}: give each query to at least 1 annotator")
@@ -65,7 +70,11 @@ def record(
         refuse_names(conn, list(shares))
         # Checked under the write lock: a grade made since the caller planned (people
         # grade while a lead assigns) must not lose its share.
-        for name, qid in sorted(started(conn)):
+        wanted_queries = set(queries)
+        begun = started(conn) | {
+            (name, qid) for name, qid in graded_by(conn, annotators) if qid in wanted_queries
+        }
+        for name, qid in sorted(begun):
             if qid not in shares.get(name, ()):
                 raise UsageError(
                     f"{name!r} has started query {qid!r}, and an assign never takes begun"

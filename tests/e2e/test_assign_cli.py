@@ -25,6 +25,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_helpers import child, other_user
@@ -193,6 +194,41 @@ def test_a_first_assign_keeps_the_queries_an_annotator_graded_before(demo_db: Pa
     assert sorted(kept.split("ann: ")[1].split()) == graded
     # 30 queries twice is 60 shares: 20 kept, 40 given.
     assert "gave 40 new shares" in done.stdout
+
+
+def test_a_grade_made_while_the_assign_plans_is_not_planned_away(
+    demo_db: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # bob grades q25, which nobody was given, after the plan read the project and
+    # before it is recorded (another window: people grade while a lead assigns). The
+    # plan gave q25 to alice alone, so the assign is refused whole; made again, it
+    # keeps q25 bob's.
+    from raglabel.analysis import assignment
+    from raglabel.cli.main import main
+
+    planned = assignment.plan
+    passage = min(pools(demo_db, 1)["q25"])
+
+    def plan_then_bob_grades(*args: Any, **kwargs: Any) -> Any:
+        made = planned(*args, **kwargs)
+        assert "q25" not in made.shares.get("bob", [])
+        with Project.open(demo_db) as other:
+            event = GradeEvent(query="q25", passage=passage, annotator="bob", grade=2)
+            record(other, event)
+        return made
+
+    monkeypatch.setattr(assignment, "plan", plan_then_bob_grades)
+    words = ["assign", str(demo_db), "--annotators", "alice,bob", "--overlap", "1"]
+    with pytest.raises(SystemExit) as refused:
+        main([*words, "--seed", "3"])
+    assert refused.value.code == 2
+    assert "'bob' has started query 'q25'" in capsys.readouterr().err
+    assert read(demo_db, "SELECT count(*) FROM assignment") == [(0,)]
+    monkeypatch.setattr(assignment, "plan", planned)
+    assert main([*words, "--seed", "3"]) == 0
+    shares = listed(demo_db)["annotators"]
+    assert isinstance(shares, dict) and "q25" in shares["bob"]["assigned"]
+    assert "q25" not in shares["alice"]["assigned"]
 
 
 @pytest.mark.parametrize(

@@ -247,6 +247,39 @@ def test_an_assign_dropping_a_started_share_is_refused_whole(project: Project) -
     assert overlap(project.conn) == 1
 
 
+def test_an_assign_leaving_out_work_begun_since_its_plan_without_a_share_is_refused(
+    project: Project,
+) -> None:
+    # The plan read no grade of carol's on q3, so gave q3 to alice; carol graded it
+    # before the assign was recorded. Her work would be graded again by someone else.
+    record(project, {"alice": ["q1"]}, overlap=1, seed=1, audit=False)
+    grade(project, "carol", "q3", "q3-d1")
+    planned = {"alice": ["q1", "q3"], "carol": ["q2"]}
+    with pytest.raises(UsageError, match="'carol' has started query 'q3'"):
+        record(
+            project,
+            planned,
+            overlap=1,
+            seed=2,
+            audit=False,
+            annotators=["alice", "carol"],
+            queries=["q2", "q3"],
+        )
+    assert assigned(project.conn) == {"alice": ["q1"]}
+    # Not this assign's query, or not one of its annotators: nothing for it to keep.
+    record(project, planned, overlap=1, seed=2, audit=False, annotators=["alice"], queries=["q3"])
+    record(
+        project,
+        planned,
+        overlap=1,
+        seed=3,
+        audit=False,
+        annotators=["alice", "carol"],
+        queries=["q2"],
+    )
+    assert assigned(project.conn) == planned
+
+
 Given = tuple[str, str, str, int | None, bool]  # annotator, query, passage, grade, accepted
 
 
