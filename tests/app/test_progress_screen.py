@@ -7,6 +7,8 @@ after a deliberate layout change and look at the SVGs)."""
 
 from __future__ import annotations
 
+import random
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -21,12 +23,14 @@ from textual.widgets import DataTable
 from raglabel.analysis.progress import Progress
 from raglabel.session.options import AppOptions
 from raglabel.session.team_progress import ProgressRequest, read_progress
+from raglabel.storage.assignments import record as assign
 from raglabel.storage.audit import pooled
+from raglabel.storage.demo import build_demo
 from raglabel.storage.grades import GradeEvent, record
 from raglabel.storage.project import Project
 from raglabel.tui.app import GradingApp, create_app
 from raglabel.tui.screens import progress as screen_module
-from raglabel.tui.screens.progress import ProgressScreen
+from raglabel.tui.screens.progress import ProgressScreen, alpha_cell
 from raglabel.tui.screens.queries import QueriesScreen
 
 SIZES = {"80x24": (80, 24), "120x32": (120, 32), "200x50": (200, 50)}
@@ -205,3 +209,48 @@ async def _progress(pilot: Pilot[Any]) -> None:
 @pytest.mark.parametrize("size", list(SIZES))
 def test_the_progress_screen_at_every_size(db: Path, snap_compare: Any, size: str) -> None:
     assert snap_compare(lead_app(db), terminal_size=SIZES[size], run_before=_progress)
+
+
+def test_alphas_go_on_as_many_lines_as_keep_them_within_the_room() -> None:
+    alphas: dict[str, float | None] = {"bob": 0.5, "carol": None, "dave": -0.25, "erin": 1.0}
+    assert str(alpha_cell(alphas)) == "bob 0.50 · dave -0.25 · erin 1.00"
+    assert str(alpha_cell(alphas, room=33)) == "bob 0.50 · dave -0.25 · erin 1.00"  # it fits
+    # Wider than the room: in columns, names padded alike and alphas right-aligned.
+    assert str(alpha_cell(alphas, room=23)) == "bob   0.50 · dave -0.25\nerin  1.00"
+    assert str(alpha_cell(alphas, room=22)) == "bob   0.50\ndave -0.25\nerin  1.00"
+    assert str(alpha_cell(alphas, room=5)) == "bob   0.50\ndave -0.25\nerin  1.00"
+    # The table's longest name pads every row's alike.
+    assert (
+        str(alpha_cell(alphas, room=26, name_width=5)) == "bob    0.50 · dave  -0.25\nerin   1.00"
+    )
+    assert str(alpha_cell({"bob": None})) == "-"
+
+
+async def test_five_annotators_alphas_fit_80_columns(tmp_path: Path) -> None:
+    # Four others' alphas on one line need about 50 columns beside the figures' 50:
+    # at 80 the alpha column ran off the right edge, to be scrolled to.
+    db = tmp_path / "five.db"
+    build_demo(db, "ann", answers=False)
+    team = ["alice", "bob", "carol", "dave", "erin"]
+    rng = random.Random(5)
+    with Project.open(db) as project:
+        assign(project, {name: ["q21"] for name in team}, overlap=5, seed=None, audit=False)
+        row = project.conn.execute("SELECT id FROM query WHERE ext_id = 'q21'").fetchone()[0]
+        passages = sorted(pooled(project.conn, [row], DEPTH)[row])
+        for name in team:
+            for passage in passages:
+                event = GradeEvent(
+                    query="q21", passage=passage, annotator=name, grade=rng.randint(1, 5)
+                )
+                record(project, event)
+    app = lead_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await opened(app, pilot)
+        table = screen.query_one("#progress-annotators", DataTable)
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        for name in team:
+            cell = row_of(screen, name)[-1]
+            others = dict(pair.split() for pair in re.split(r" · |\n", cell))
+            assert sorted(others) == sorted(set(team) - {name}), cell
+            assert all(re.fullmatch(r"-?\d\.\d\d", alpha) for alpha in others.values())
+            assert "\n" in cell  # four pairs do not fit one line at 80 columns

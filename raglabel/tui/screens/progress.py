@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, cast
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -28,25 +29,53 @@ if TYPE_CHECKING:
 #: How often the figures are read again while the screen is in view: others grade in
 #: their own processes, and nothing tells this one when they do.
 REFRESH_S = 5.0
+#: Between two annotators' alphas in a row's alpha cell.
+SEPARATOR = " · "
+#: An alpha's width in that cell, two decimals from -1 to 1.
+ALPHA_WIDTH = len("-1.00")
+#: The annotators table's columns before the alphas.
+FIGURE_COLUMNS = ("annotator", "assigned", "done", "grades", "grades/h", "median s")
 
 
 def _num(value: float | None, digits: int) -> str:
     return "NA" if value is None else f"{value:.{digits}f}"
 
 
-def alpha_cell(alpha_with: dict[str, float | None]) -> Text:
+def alpha_cell(
+    alpha_with: dict[str, float | None], room: int | None = None, name_width: int = 0
+) -> Text:
     """``bob 0.74 · carol 0.81``: this annotator's alpha with each other annotator where
     it is defined (2 shared pairs or more, not all one grade); ``-`` with none. The
-    undefined ones are left out so that the defined fit an 80-column terminal."""
+    undefined ones are left out. When the defined ones are wider than ``room`` columns
+    they go on several lines, as many a line as fit, in columns: each name padded to
+    ``name_width`` (or the longest here), each alpha to the width of ``-1.00``, so that
+    the table fits the terminal however many annotators share pairs."""
+    pairs = [(name, alpha) for name, alpha in alpha_with.items() if alpha is not None]
+    if not pairs:
+        return Text("-", style="dim")
+    line = [(name, f"{alpha:.2f}") for name, alpha in pairs]
+    if room is None or cell_len(SEPARATOR.join(f"{n} {a}" for n, a in line)) <= room:
+        return _pairs_line(line)
+    names = max(name_width, *(cell_len(name) for name, _ in pairs))
+    piece = names + 1 + ALPHA_WIDTH
+    per_line = max(1, (room + len(SEPARATOR)) // (piece + len(SEPARATOR)))
+    padded = [(name + " " * (names - cell_len(name)), a.rjust(ALPHA_WIDTH)) for name, a in line]
     out = Text()
-    for name, alpha in alpha_with.items():
-        if alpha is None:
-            continue
+    for start in range(0, len(padded), per_line):
+        if start:
+            out.append("\n")
+        out.append_text(_pairs_line(padded[start : start + per_line]))
+    return out
+
+
+def _pairs_line(pairs: list[tuple[str, str]]) -> Text:
+    out = Text()
+    for name, alpha in pairs:
         if out:
-            out.append(" · ", style="dim")
+            out.append(SEPARATOR, style="dim")
         out.append(f"{name} ")
-        out.append(f"{alpha:.2f}", style="bold")
-    return out if out else Text("-", style="dim")
+        out.append(alpha, style="bold")
+    return out
 
 
 def head_text(report: ProgressReport, depth: int) -> Text:
@@ -88,6 +117,7 @@ class ProgressScreen(Screen[None]):
         super().__init__()
         self._timer: Timer | None = None
         self._reading = False
+        self._report: ProgressReport | None = None  # the last read, drawn again on resize
 
     @property
     def glapp(self) -> GradingApp:
@@ -102,7 +132,7 @@ class ProgressScreen(Screen[None]):
 
     def on_mount(self) -> None:
         annotators = self.query_one("#progress-annotators", DataTable)
-        for label in ("annotator", "assigned", "done", "grades", "grades/h", "median s"):
+        for label in FIGURE_COLUMNS:
             annotators.add_column(label, key=label)
         annotators.add_column("alpha with", key="alpha")
         queries = self.query_one("#progress-queries", DataTable)
@@ -110,6 +140,10 @@ class ProgressScreen(Screen[None]):
         queries.add_column("annotators done", key="done")
         self._timer = self.set_interval(REFRESH_S, self.refresh_figures)
         self.refresh_figures()
+
+    def on_resize(self) -> None:
+        if self._report is not None:
+            self._fill_annotators(self._report)
 
     def on_screen_resume(self) -> None:
         if self._timer is not None:
@@ -150,6 +184,7 @@ class ProgressScreen(Screen[None]):
         for note in found.notes:
             text.append(f"\n{note}", style="yellow")
         head.update(text)
+        self._report = report
         self._fill_annotators(report)
         self._fill_queries(report)
 
@@ -157,19 +192,43 @@ class ProgressScreen(Screen[None]):
         table = self.query_one("#progress-annotators", DataTable)
         row = table.cursor_row
         table.clear()
-        for name, a in report.annotators.items():
-            figures = (
+        rows = {
+            name: (
+                name,
                 str(a.assigned),
                 str(a.done),
                 str(a.grades),
                 _num(a.grades_per_hour, 1),
                 _num(a.median_active_s, 1),
             )
+            for name, a in report.annotators.items()
+        }
+        # What the figures' columns leave the alphas: each column is as wide as its
+        # widest cell or label, with the table's padding on both sides; less a vertical
+        # scrollbar's width if the rows, wrapped without one, are more than the table
+        # may show.
+        pad = 2 * table.cell_padding
+        taken = sum(
+            max([cell_len(label), *(cell_len(cells[i]) for cells in rows.values())]) + pad
+            for i, label in enumerate(FIGURE_COLUMNS)
+        )
+        room = self.size.width - taken - pad
+        names = max(map(cell_len, rows), default=0)
+        alphas = {
+            name: alpha_cell(a.alpha_with, room, names) for name, a in report.annotators.items()
+        }
+        lines = 1 + sum(len(cell.plain.split("\n")) for cell in alphas.values())  # and a head
+        most = table.styles.max_height
+        if most is not None and lines > most.resolve(self.size, self.app.size):
+            room -= table.styles.scrollbar_size_vertical
+            alphas = {name: alpha_cell(a.alpha_with, room) for name, a in report.annotators.items()}
+        for name, cells in rows.items():
             table.add_row(
-                name,
-                *(Text(figure, justify="right") for figure in figures),
-                alpha_cell(a.alpha_with),
+                cells[0],
+                *(Text(figure, justify="right") for figure in cells[1:]),
+                alphas[name],
                 key=name,
+                height=len(alphas[name].plain.split("\n")),
             )
         if report.annotators:
             table.move_cursor(row=min(row, len(report.annotators) - 1))
