@@ -231,7 +231,7 @@ async def test_five_annotators_alphas_fit_80_columns(tmp_path: Path) -> None:
     # at 80 the alpha column ran off the right edge, to be scrolled to.
     db = tmp_path / "five.db"
     build_demo(db, "ann", answers=False)
-    team = ["alice", "bob", "carol", "dave", "erin"]
+    team = ["alice", "bob", "carol", "dave", "erin-marie"]
     rng = random.Random(5)
     with Project.open(db) as project:
         assign(project, {name: ["q21"] for name in team}, overlap=5, seed=None, audit=False)
@@ -248,9 +248,13 @@ async def test_five_annotators_alphas_fit_80_columns(tmp_path: Path) -> None:
         screen = await opened(app, pilot)
         table = screen.query_one("#progress-annotators", DataTable)
         assert table.virtual_size.width <= table.scrollable_content_region.width
+        pieces: set[str] = set()
         for name in team:
             cell = row_of(screen, name)[-1]
             others = dict(pair.split() for pair in re.split(r" · |\n", cell))
             assert sorted(others) == sorted(set(team) - {name}), cell
             assert all(re.fullmatch(r"-?\d\.\d\d", alpha) for alpha in others.values())
             assert "\n" in cell  # four pairs do not fit one line at 80 columns
+            pieces.update(re.split(r" · |\n", cell))
+        # In columns across the table: every name padded to the longest, every alpha alike.
+        assert len({len(piece) for piece in pieces}) == 1, pieces

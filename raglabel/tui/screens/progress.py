@@ -212,16 +212,17 @@ class ProgressScreen(Screen[None]):
             max([cell_len(label), *(cell_len(cells[i]) for cells in rows.values())]) + pad
             for i, label in enumerate(FIGURE_COLUMNS)
         )
-        room = self.size.width - taken - pad
         names = max(map(cell_len, rows), default=0)
-        alphas = {
-            name: alpha_cell(a.alpha_with, room, names) for name, a in report.annotators.items()
-        }
+
+        def cells_within(room: int) -> dict[str, Text]:
+            return {n: alpha_cell(a.alpha_with, room, names) for n, a in report.annotators.items()}
+
+        room = self.size.width - taken - pad
+        alphas = cells_within(room)
         lines = 1 + sum(len(cell.plain.split("\n")) for cell in alphas.values())  # and a head
         most = table.styles.max_height
         if most is not None and lines > most.resolve(self.size, self.app.size):
-            room -= table.styles.scrollbar_size_vertical
-            alphas = {name: alpha_cell(a.alpha_with, room) for name, a in report.annotators.items()}
+            alphas = cells_within(room - table.styles.scrollbar_size_vertical)
         for name, cells in rows.items():
             table.add_row(
                 cells[0],

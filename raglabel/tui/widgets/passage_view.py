@@ -160,8 +160,8 @@ class PassageView(ScrollView):
     laying the screen out twice (Textual lays it out again after any child's size
     changes). That is a third of the CPU a grade costs the app (benchmarks/serve.py
     runs ten such apps on two cores). For the same reason its scrollbar is always
-    there: one that came with a long passage and went with a short
-    one laid the screen out twice more, and wrapped the passage again."""
+    there: one that came with a long passage and went with a short one laid the
+    screen out again, and wrapped the passage again at the other width."""
 
     DEFAULT_CSS = """
     PassageView {
