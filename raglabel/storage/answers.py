@@ -252,16 +252,20 @@ def _other_questions(
 
 def write_answer_grades(
     conn: sqlite3.Connection, path: Path, lines: list[tuple[int, AnswerGrade]], origin: str
-) -> tuple[int, int]:
-    """Each line as a grade event of the answer log, and how many lines were left out
-    because the annotator's grade already stands as the line gives it (same grade, same
-    unsupported spans): a file exported by ``export --answer-grades`` and imported again
-    adds nothing. An unknown system or sample, a span past the end of the answer, or an
-    event breaking the log's rules is an error naming the line (the caller's transaction
-    then rolls back)."""
-    standing = standing_answer_grades(
-        conn, samples={(line.system, line.sample_id) for _, line in lines}
-    )
+) -> tuple[int, int, int]:
+    """Each line as a grade event of the answer log; how many were added, and how many
+    left out: because the annotator's grade already stands as the line gives it (same
+    grade, same unsupported spans), or because the line is an event of the log that no
+    longer stands (same grade, spans and ``graded_at``: another copy of the project,
+    exported, still held a grade given before the copies parted and since changed here).
+    A line keeps its ``graded_at``; one without is stamped with the import's time. So a
+    file exported by ``export --answer-grades`` and imported again adds nothing, and the
+    copies' files may come back in any order. An unknown system or sample, a span past
+    the end of the answer, or an event breaking the log's rules is an error naming the
+    line (the caller's transaction then rolls back)."""
+    samples = {(line.system, line.sample_id) for _, line in lines}
+    standing = standing_answer_grades(conn, samples=samples)
+    logged = _logged_grades(conn, samples)
     systems = dict(conn.execute("SELECT name, id FROM answer_system"))
     answers: dict[tuple[int, str], str | None] = {
         (system, sample): answer
@@ -271,7 +275,7 @@ def write_answer_grades(
     }
     stamp = now()
     rows = []
-    already = 0
+    already = older = 0
     for number, line in lines:
         system = systems.get(line.system)
         if system is None:
@@ -296,20 +300,45 @@ def write_answer_grades(
             grade=line.grade,
             unsupported=None if line.unsupported is None else tuple(line.unsupported),
             origin=origin,
-            graded_at=stamp,
+            graded_at=line.graded_at or stamp,
         )
         problem = event.problem()
         if problem is not None:
             raise InputError(path, problem, number)
-        found = standing.get((line.system, line.sample_id, line.criterion, line.annotator))
+        item = (line.system, line.sample_id, line.criterion, line.annotator)
+        found = standing.get(item)
         if found is not None and found[:2] == (line.grade, event.unsupported):
             already += 1
+            continue
+        if line.graded_at is not None and (line.grade, event.unsupported, line.graded_at) in (
+            logged.get(item, ())
+        ):
+            older += 1
             continue
         rows.append(
             values(ANSWER_LOG, event, (*key, line.criterion, person_id(conn, line.annotator)))
         )
     conn.executemany(insert_sql(ANSWER_LOG), rows)
-    return len(rows), already
+    return len(rows), already, older
+
+
+def _logged_grades(
+    conn: sqlite3.Connection, samples: Collection[tuple[str, str]]
+) -> dict[AnswerGradeKey, set[tuple[int, tuple[Span, ...] | None, str]]]:
+    """Every human grade event of the log on ``samples``, standing or not: (grade,
+    unsupported spans, graded_at) by (system, sample, criterion, annotator)."""
+    out: dict[AnswerGradeKey, set[tuple[int, tuple[Span, ...] | None, str]]] = {}
+    for system, sample, criterion, who, grade, unsupported, graded_at in conn.execute(
+        "SELECT s.name, e.sample_id, e.criterion, a.name, e.grade, e.unsupported, e.graded_at"
+        " FROM answer_event e JOIN answer_system s ON s.id = e.system_id"
+        " JOIN annotator a ON a.id = e.annotator_id"
+        " WHERE e.source = 'human' AND e.kind = 'grade' AND e.graded_at IS NOT NULL"
+    ):
+        if (system, sample) in samples:
+            out.setdefault((system, sample, criterion, who), set()).add(
+                (grade, _spans(unsupported), graded_at)
+            )
+    return out
 
 
 #: One standing answer grade: (grade, unsupported spans or None, the grade event's id).
@@ -369,9 +398,17 @@ def _spans(text: str | None) -> tuple[Span, ...] | None:
 
 
 def current_answer_grades(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-    """Every standing human answer grade, as the answer-grades JSONL writes it."""
+    """Every standing human answer grade, as the answer-grades JSONL writes it: with the
+    time the grade was given."""
+    standing = standing_answer_grades(conn)
+    times = dict(
+        conn.execute(
+            "SELECT id, graded_at FROM answer_event WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps([event_id for _, _, event_id in standing.values()]),),
+        )
+    )
     out: list[dict[str, Any]] = []
-    for (system, sample, criterion, who), (grade, spans, _) in standing_answer_grades(conn).items():
+    for (system, sample, criterion, who), (grade, spans, event_id) in standing.items():
         line: dict[str, Any] = {
             "system": system,
             "sample_id": sample,
@@ -381,6 +418,8 @@ def current_answer_grades(conn: sqlite3.Connection) -> list[dict[str, Any]]:
         }
         if spans is not None:
             line["unsupported"] = [list(span) for span in spans]
+        if times[event_id] is not None:
+            line["graded_at"] = times[event_id]
         out.append(line)
     return out
 

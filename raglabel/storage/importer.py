@@ -153,7 +153,7 @@ def run_import(
             if request.answer_grades is not None:
                 from raglabel.storage.answers import write_answer_grades
 
-                added, already = write_answer_grades(
+                added, already, older = write_answer_grades(
                     conn,
                     request.answer_grades,
                     parsed.answer_grades,
@@ -162,6 +162,8 @@ def run_import(
                 summary.counts["answer grades"] += added
                 if already:
                     summary.counts["answer grades already standing"] += already
+                if older:
+                    summary.counts["answer grades since changed here"] += older
             if parsed.passages or parsed.samples or parsed.answers:
                 # In the same transaction: the search index never lags the passages.
                 from raglabel.storage.search import reindex

@@ -31,7 +31,10 @@ from docs_pages import examples
 from integrity import assert_sound
 
 from raglabel.storage.adjudication import adjudicate, disagreements
+from raglabel.storage.answers import record_answer, standing_answer_grades
 from raglabel.storage.clock import now
+from raglabel.storage.demo import build_demo
+from raglabel.storage.events import AnswerTarget, Event
 from raglabel.storage.grades import GradeEvent, record, undo_last
 from raglabel.storage.project import Project
 
@@ -276,7 +279,7 @@ def settled(cwd: Path, db: str) -> dict[str, int]:
 
 
 def test_two_copies_graded_at_once_merge_back_whole(tmp_path: Path) -> None:
-    split, merge = recipe()
+    split, merge, _ = recipe()
     assert split == [["backup", "project.db", "group-a.db"], ["backup", "project.db", "group-b.db"]]
     assert merge == [
         ["export", "group-a.db", "--jsonl", "group-a.jsonl", "--history"],
@@ -401,3 +404,82 @@ def test_one_person_grading_a_pair_in_two_places_is_warned_of(tmp_path: Path) ->
     assert current(main) == {("alice", "P1"): 2, ("alice", "P3"): 4}
     again = child("import", "project.db", "--labels", "group-a.jsonl", cwd=tmp_path)
     assert (again.returncode, again.stderr) == (0, "")
+
+
+def standing_answers(db: Path) -> dict[tuple[str, str, str, str], tuple[int, object]]:
+    """(annotator, system, sample, criterion) -> (grade, unsupported spans), as standing."""
+    with Project.open_read(db) as project:
+        found = standing_answer_grades(project.conn)
+    return {
+        (who, system, sample, criterion): (grade, spans)
+        for (system, sample, criterion, who), (grade, spans, _) in found.items()
+    }
+
+
+def test_answer_grades_given_on_copies_merge_back(tmp_path: Path) -> None:
+    # The demo with its two answer systems, lena's answer grades among them; on copy A
+    # alice grades and lena regrades one of hers and clears another, on copy B carol
+    # grades, each with or without unsupported spans. Merged in either order: the same.
+    _, _, carry = recipe()
+    assert carry == [
+        ["export", "group-a.db", "--answer-grades", "group-a-answers.jsonl"],
+        ["export", "group-b.db", "--answer-grades", "group-b-answers.jsonl"],
+        ["import", "project.db", "--answer-grades", "group-a-answers.jsonl"],
+        ["import", "project.db", "--answer-grades", "group-b-answers.jsonl"],
+    ]
+    main = tmp_path / "project.db"
+    build_demo(main, "lena")
+    raglabel(tmp_path, "backup", "project.db", "group-a.db")
+    raglabel(tmp_path, "backup", "project.db", "group-b.db")
+    raglabel(tmp_path, "backup", "project.db", "other-order.db")
+    before = standing_answers(main)
+    lena = sorted(key for key in before if key[0] == "lena")
+    assert len(lena) > 4
+    given = {
+        tmp_path / "group-a.db": [
+            ("alice", AnswerTarget("grounded", "q03", "faithfulness"), 2, ((0, 5),)),
+            ("alice", AnswerTarget("embellished", "q03", "faithfulness"), 4, None),
+            ("lena", AnswerTarget(*lena[0][1:]), 6 - before[lena[0]][0], None),
+        ],
+        tmp_path / "group-b.db": [
+            ("carol", AnswerTarget("grounded", "q03", "faithfulness"), 5, None),
+            ("carol", AnswerTarget("grounded", "q04", "answer_relevancy"), 3, None),
+        ],
+    }
+    assert 6 - before[lena[0]][0] != before[lena[0]][0]  # a regrade that changes it
+    for copy, grades in given.items():
+        with Project.open(copy) as project:
+            for who, target, grade, spans in grades:
+                record_answer(project, Event(target, who, "grade", grade=grade, unsupported=spans))
+    with Project.open(tmp_path / "group-a.db") as project:  # a clear stays behind
+        record_answer(project, Event(AnswerTarget(*lena[1][1:]), "lena", "clear"))
+
+    out = [raglabel(tmp_path, *argv) for argv in carry]
+    # A: alice's two and lena's regrade; lena's cleared one is not in A's file.
+    assert out[2].splitlines()[0] == (
+        f"imported into project.db: answer grades: 3,"
+        f" answer grades already standing: {len(before) - 2}"
+    )
+    # B still holds lena's grade from before her regrade on A: that very event, since
+    # changed here, not a grade given anew.
+    assert out[3].splitlines()[0] == (
+        f"imported into project.db: answer grades: 2,"
+        f" answer grades already standing: {len(before) - 1},"
+        " answer grades since changed here: 1"
+    )
+    want = dict(before)
+    for grades in given.values():
+        for who, target, grade, spans in grades:
+            key = (who, target.system, target.sample_id, target.criterion)
+            want[key] = (grade, spans)
+    assert standing_answers(main) == want  # lena's cleared grade still stands here
+    assert_sound(main)
+    # The other order gives the same grades; importing either file again adds nothing.
+    for name in ("group-b-answers.jsonl", "group-a-answers.jsonl"):
+        raglabel(tmp_path, "import", "other-order.db", "--answer-grades", name)
+    assert standing_answers(tmp_path / "other-order.db") == want
+    for db in ("project.db", "other-order.db"):
+        for argv in carry[2:]:
+            again = raglabel(tmp_path, "import", db, *argv[2:])
+            assert "answer grades: " not in again, again
+        assert standing_answers(tmp_path / db) == want

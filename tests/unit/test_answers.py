@@ -8,6 +8,7 @@ import hashlib
 import json
 import shutil
 import sqlite3
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -286,11 +287,13 @@ def test_answer_grades_round_trip(tmp_path: Path, cli: Cli, empty_project: Path)
     assert code == 0, err
     assert "wrote 3 answer grades" in stdout
     exported = [json.loads(line) for line in out.read_text().splitlines()]
+    stamps = [line.pop("graded_at") for line in exported]
     assert GRADE | {"unsupported": [[0, 4], [10, 20]]} in exported
+    assert all(datetime.fromisoformat(stamp).tzinfo is not None for stamp in stamps)
     assert cli("import", fresh, "--answer-grades", out)[0] == 0
     again = tmp_path / "again.jsonl"
     assert cli("export", fresh, "--answer-grades", again)[0] == 0
-    assert again.read_text() == out.read_text()
+    assert again.read_text() == out.read_text()  # the times too: each kept as given
     # The same grades again, into either project, add no event: each already stands.
     for project in (db, fresh):
         before = sqlite3.connect(project).execute("SELECT count(*) FROM answer_event").fetchone()
@@ -317,6 +320,8 @@ def test_answer_grades_round_trip(tmp_path: Path, cli: Cli, empty_project: Path)
         ({"unsupported": [[0, 999]]}, "ends past the answer"),
         ({"unsupported": [[5, 2]]}, "empty or reversed"),
         ({"sample_id": "q2", "unsupported": [[0, 1]]}, "ends past the answer (0 characters)"),
+        ({"graded_at": "yesterday"}, "graded_at 'yesterday' is not an ISO 8601 time"),
+        ({"graded_at": "2026-11-28T10:00:00"}, "has no time zone"),
     ],
 )
 def test_bad_answer_grades_write_nothing(
