@@ -33,7 +33,7 @@ class AnswerGrade(BaseModel):
     graded_at: str | None = None
 
     @model_validator(mode="after")
-    def _spans(self) -> Self:
+    def _fields(self) -> Self:
         if not self.annotator.strip():
             raise ValueError("annotator must not be empty")
         if self.graded_at is not None:
