@@ -64,7 +64,8 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--annotator",
         metavar="NAME",
-        help="whose grades the labels are (default: the label file's name)",
+        help="whose grades the --qrels, --beir or --samples labels are (default: the label"
+        " file's name); each line of --labels and --answer-grades names its own",
     )
     parser.add_argument(
         "--run",
@@ -172,6 +173,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.annotator is not None and not args.annotator.strip():
         raise UsageError("--annotator must not be empty")
+    if args.annotator is not None and not (args.qrels or args.beir or args.samples):
+        # Said, not ignored: a lead who meant to file a copy's labels under another name
+        # would otherwise see them imported as their own annotators' without a word.
+        raise UsageError(
+            "--annotator names whose --qrels, --beir or --samples labels they are;"
+            " each line of --labels and --answer-grades names its own annotator"
+        )
     if not _SPLIT.fullmatch(args.split):
         raise UsageError(
             f"--split {args.split!r}: a split is a plain name such as test, dev or train"

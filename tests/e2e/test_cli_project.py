@@ -962,3 +962,17 @@ def test_a_command_imports_no_other_commands_module() -> None:
         )
         loaded = sorted([f"raglabel.cli.{module}", *also.get(module, [])])
         assert out.stdout.strip().splitlines()[-1] == str(loaded), module
+
+
+def test_an_annotator_for_files_that_name_their_own_is_refused(
+    tmp_path: Path, cli: Cli, labelled_db: Path
+) -> None:
+    # Each line of a label file names its annotator: --annotator there was ignored, and
+    # a lead filing a copy's labels under another name saw them imported as they were.
+    labels = tmp_path / "labels.jsonl"
+    ok(cli, "export", labelled_db, "--jsonl", labels)
+    before = digest(labelled_db)
+    code, out, err = cli("import", labelled_db, "--labels", labels, "--annotator", "dave")
+    assert code == 2 and out == ""
+    assert "--annotator names whose --qrels, --beir or --samples labels they are" in err
+    assert digest(labelled_db) == before
