@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +62,13 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--policy",
         choices=POLICIES,
-        default="median",
         help="qrels: how several annotators' grades resolve to one (default: median)",
     )
-    parser.add_argument("--annotator", metavar="NAME", help="qrels: one annotator's grades only")
+    parser.add_argument(
+        "--annotator",
+        metavar="NAME",
+        help="qrels, JSONL, CSV: one annotator's grades (or events) only",
+    )
     parser.add_argument(
         "--fill-with-judge",
         action="store_true",
@@ -89,6 +93,18 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--annotator must not be empty")
     if args.answer_grades and (args.suggestions or args.history):
         raise UsageError("--answer-grades goes without --suggestions and --history")
+    # Options of one kind of file, said rather than left unread beside another.
+    if not args.qrels:
+        for given, option in (
+            (args.policy, "--policy"),
+            (args.grade_map, "--grade-map"),
+            (args.fill_with_judge, "--fill-with-judge"),
+        ):
+            if given:
+                raise UsageError(f"{option} goes with --qrels")
+    if args.annotator is not None and (args.suggestions or args.answer_grades):
+        what = "--suggestions (the judge's)" if args.suggestions else "--answer-grades"
+        raise UsageError(f"--annotator goes with --qrels, --jsonl or --csv grades, not {what}")
     option = (
         "answer-grades"
         if args.answer_grades
@@ -110,7 +126,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     with open_to_read(args.db, "export") as project:
         if args.qrels:
-            choice = LabelChoice(args.policy, args.annotator, args.fill_with_judge)
+            choice = LabelChoice(annotator=args.annotator, fill_with_judge=args.fill_with_judge)
+            if args.policy is not None:
+                choice = replace(choice, policy=args.policy)
             grade_map = grade_map_option(args.grade_map) or GradeMap()
             exported = export_qrels(project.conn, Path(args.qrels), grade_map, choice)
             count, target, what = exported.pairs, args.qrels, "judged pairs"
@@ -125,11 +143,17 @@ def run(args: argparse.Namespace) -> int:
             if args.with_failures:
                 what = f"suggestions and {failures} failed judge answers"
         elif args.jsonl:
-            count = export_jsonl(project.conn, Path(args.jsonl), history=args.history)
+            count = export_jsonl(
+                project.conn, Path(args.jsonl), history=args.history, annotator=args.annotator
+            )
             target = args.jsonl
         else:
             count = export_csv(
-                project.conn, Path(args.csv), history=args.history, suggestions=args.suggestions
+                project.conn,
+                Path(args.csv),
+                history=args.history,
+                suggestions=args.suggestions,
+                annotator=args.annotator,
             )
             target = args.csv
         if not (args.qrels or args.with_failures):

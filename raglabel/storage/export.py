@@ -5,14 +5,14 @@ from __future__ import annotations
 import csv
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from raglabel.errors import UsageError
 from raglabel.formats.maps import GradeMap
 from raglabel.formats.output import atomic_text
-from raglabel.storage.labels import LabelChoice, resolved_labels
+from raglabel.storage.labels import LabelChoice, refuse_unknown_annotator, resolved_labels
 
 # The JSONL and CSV exports import their pydantic models when called: a lead's `export
 # --qrels`, run every few seconds beside a serving host, then starts in half the CPU.
@@ -75,18 +75,30 @@ _EVENT_JOINS = (
 )
 
 
-def _records(conn: sqlite3.Connection, history: bool) -> Iterator[dict[str, Any]]:
+def _records(
+    conn: sqlite3.Connection, history: bool, annotator: str | None = None
+) -> Iterator[dict[str, Any]]:
+    """Every standing grade, or with ``history`` every event; ``annotator``'s alone
+    when named: someone of the project, or a usage error here, before any file is made."""
+    where: tuple[str, tuple[str, ...]] = ("", ())
+    if annotator is not None:
+        refuse_unknown_annotator(conn, annotator)
+        where = (" WHERE a.name = ?", (annotator,))
     if history:
-        sql = f"SELECT {_EVENT_COLUMNS} FROM event e {_EVENT_JOINS} ORDER BY e.id"
+        sql = f"SELECT {_EVENT_COLUMNS} FROM event e {_EVENT_JOINS}{where[0]} ORDER BY e.id"
     else:
         # Each standing grade with the event that set it, so times and source travel along.
         sql = (
             f"SELECT {_EVENT_COLUMNS} FROM current_grade c JOIN event e ON e.id = c.event_id"
-            f" {_EVENT_JOINS} ORDER BY q.ext_id, p.ext_id, a.name"
+            f" {_EVENT_JOINS}{where[0]} ORDER BY q.ext_id, p.ext_id, a.name"
         )
+    return _record_rows(conn.execute(sql, where[1]), history)
+
+
+def _record_rows(rows: Iterable[tuple[Any, ...]], history: bool) -> Iterator[dict[str, Any]]:
     from raglabel.storage.labelfile import FIELDS
 
-    for row in conn.execute(sql):
+    for row in rows:
         record = dict(zip(FIELDS, row, strict=True))
         if record["accepted_suggestion"] is not None:
             record["accepted_suggestion"] = bool(record["accepted_suggestion"])
@@ -208,10 +220,13 @@ def export_suggestions(
     return suggestions, failures
 
 
-def export_jsonl(conn: sqlite3.Connection, path: Path, *, history: bool) -> int:
+def export_jsonl(
+    conn: sqlite3.Connection, path: Path, *, history: bool, annotator: str | None = None
+) -> int:
     count = 0
+    records = _records(conn, history, annotator)
     with atomic_text(path) as handle:
-        for record in _records(conn, history):
+        for record in records:
             compact = {key: value for key, value in record.items() if value is not None}
             handle.write(json.dumps(compact, ensure_ascii=False) + "\n")
             count += 1
@@ -219,14 +234,19 @@ def export_jsonl(conn: sqlite3.Connection, path: Path, *, history: bool) -> int:
 
 
 def export_csv(
-    conn: sqlite3.Connection, path: Path, *, history: bool, suggestions: bool = False
+    conn: sqlite3.Connection,
+    path: Path,
+    *,
+    history: bool,
+    suggestions: bool = False,
+    annotator: str | None = None,
 ) -> int:
     from raglabel.formats.suggestion_line import SuggestionLine
     from raglabel.storage.labelfile import FIELDS
 
     count = 0
     fields = tuple(SuggestionLine.model_fields) if suggestions else FIELDS
-    records = _suggestion_records(conn) if suggestions else _records(conn, history)
+    records = _suggestion_records(conn) if suggestions else _records(conn, history, annotator)
     with atomic_text(path, newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields)
         writer.writeheader()

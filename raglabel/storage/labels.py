@@ -71,15 +71,18 @@ class ResolvedLabels:
         return [False] * self.human + [True] * self.judge_filled
 
 
+def refuse_unknown_annotator(conn: sqlite3.Connection, name: str) -> None:
+    """An export's ``--annotator`` must name someone of the project: a misspelt name
+    would otherwise export nothing, or everything, without a word."""
+    if conn.execute("SELECT 1 FROM annotator WHERE name = ?", (name,)).fetchone() is None:
+        raise UsageError(f"--annotator {name!r}: nobody of that name graded here")
+
+
 def resolved_labels(conn: sqlite3.Connection, choice: LabelChoice) -> ResolvedLabels:
     if choice.judge_only:
         return _judge_only_labels(conn, choice)
     if choice.annotator is not None:
-        known = conn.execute(
-            "SELECT 1 FROM annotator WHERE name = ?", (choice.annotator,)
-        ).fetchone()
-        if known is None:
-            raise UsageError(f"--annotator {choice.annotator!r}: nobody of that name graded here")
+        refuse_unknown_annotator(conn, choice.annotator)
     labels = _human_labels(conn, choice)
     human = len(labels)
     filled = 0

@@ -665,8 +665,10 @@ def test_export_failing_mid_write_leaves_no_partial_file(
 
     real = export._records
 
-    def broken(conn: sqlite3.Connection, history: bool) -> Iterator[dict[str, Any]]:
-        for i, item in enumerate(real(conn, history)):
+    def broken(
+        conn: sqlite3.Connection, history: bool, annotator: str | None = None
+    ) -> Iterator[dict[str, Any]]:
+        for i, item in enumerate(real(conn, history, annotator)):
             if i == 3:
                 raise sqlite3.OperationalError("disk I/O error")
             yield item
@@ -976,3 +978,52 @@ def test_an_annotator_for_files_that_name_their_own_is_refused(
     assert code == 2 and out == ""
     assert "--annotator names whose --qrels, --beir or --samples labels they are" in err
     assert digest(labelled_db) == before
+
+
+@pytest.mark.parametrize("target", ["--jsonl", "--csv"])
+@pytest.mark.parametrize("history", [False, True])
+def test_export_of_one_annotators_grades_as_jsonl_or_csv(
+    tmp_path: Path, cli: Cli, labelled_db: Path, target: str, history: bool
+) -> None:
+    # --annotator was read for qrels alone: a JSONL of one person's grades held everyone's.
+    extra = ["--history"] if history else []
+    with Project.open(labelled_db) as project:
+        record(project, GradeEvent(query="q01", passage="kb-0002", annotator="bob", grade=2))
+    out = tmp_path / f"bob{target.replace('--', '.')}"
+    ok(cli, "export", labelled_db, target, out, "--annotator", "bob", *extra)
+    if target == "--jsonl":
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+    else:
+        rows = list(csv.DictReader(out.read_text().splitlines()))
+    assert [(r["query"], r["passage"], r["annotator"], int(r["grade"])) for r in rows] == [
+        ("q01", "kb-0002", "bob", 2)
+    ]
+    everyone = tmp_path / f"all{target.replace('--', '.')}"
+    ok(cli, "export", labelled_db, target, everyone, *extra)
+    assert len(everyone.read_text().splitlines()) > len(rows) + 100
+
+
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        (["--jsonl", "--annotator", "bbo"], "--annotator 'bbo': nobody of that name graded"),
+        (["--csv", "--annotator", "bbo"], "--annotator 'bbo': nobody of that name graded"),
+        (["--jsonl", "--policy", "max"], "--policy goes with --qrels"),
+        (["--csv", "--grade-map", "0:1"], "--grade-map goes with --qrels"),
+        (["--jsonl", "--fill-with-judge"], "--fill-with-judge goes with --qrels"),
+        (
+            ["--jsonl", "--suggestions", "--annotator", "alice"],
+            "--annotator goes with --qrels, --jsonl or --csv grades, not --suggestions",
+        ),
+        (["--answer-grades", "--annotator", "alice"], "not --answer-grades"),
+    ],
+)
+def test_export_options_of_another_kind_of_file_are_refused(
+    tmp_path: Path, cli: Cli, labelled_db: Path, words: list[str], message: str
+) -> None:
+    # Each was read for one kind of file and left unread beside another, without a word.
+    target = tmp_path / "out"
+    code, out, err = cli("export", labelled_db, words[0], target, *words[1:])
+    assert code == 2 and out == "", err
+    assert message in err
+    assert not target.exists()
