@@ -147,7 +147,8 @@ def run_import(
                 summary.warnings += parsed.sample_warnings
             if parsed.labels:
                 assert request.labels is not None
-                _write_labels(conn, parsed.labels, summary)
+                what = f"the label file {request.labels.name!r}" if request.labels else "labels"
+                _write_labels(conn, parsed.labels, summary, what)
             if parsed.answers:
                 _write_answers(conn, request, parsed, summary)
             if request.answer_grades is not None:
@@ -470,9 +471,22 @@ def _known_events(conn: sqlite3.Connection, annotators: list[int]) -> dict[tuple
     return {tuple(row[:7]): int(row[7]) for row in rows}
 
 
-def _write_labels(conn: sqlite3.Connection, lines: list[LabelLine], summary: ImportSummary) -> None:
+def _write_labels(
+    conn: sqlite3.Connection, lines: list[LabelLine], summary: ImportSummary, what: str
+) -> None:
     from raglabel.storage.grades import GradeEvent, append_many, event_row
 
+    # Queries, passages and people the project lacks are added, and said: a label file
+    # of another project, or a misspelt name, must not pass for this project's grades.
+    before = Mark.of(conn)
+    people = sorted({line.annotator for line in lines})
+    stored_people = {
+        name
+        for (name,) in conn.execute(
+            "SELECT name FROM annotator WHERE name IN (SELECT value FROM json_each(?))",
+            (json.dumps(people),),
+        )
+    }
     queries = ensure_queries(conn, (line.query for line in lines))
     passages = ensure_passages(conn, (line.passage for line in lines))
     annotators = {name: annotator_id(conn, name) for name in {line.annotator for line in lines}}
@@ -521,6 +535,10 @@ def _write_labels(conn: sqlite3.Connection, lines: list[LabelLine], summary: Imp
     summary.counts["label events"] += len(rows)
     if len(rows) < len(lines):
         summary.counts["label events already in the log"] += len(lines) - len(rows)
+    _count_additions(conn, before, summary, what=what, kind="label", named=len(queries))
+    created = [name for name in people if name not in stored_people]
+    if created:
+        summary.notes.append(f"new annotators, created: {', '.join(created)}")
     if overtaken:
         line = next(iter(overtaken.values()))
         summary.warnings.append(

@@ -1027,3 +1027,35 @@ def test_export_options_of_another_kind_of_file_are_refused(
     assert code == 2 and out == "", err
     assert message in err
     assert not target.exists()
+
+
+def test_labels_naming_what_the_project_lacks_say_what_they_added(
+    tmp_path: Path, cli: Cli, labelled_db: Path
+) -> None:
+    # From a new lead's tryout: a query, a passage and a misspelt person of a label file
+    # were added to the project without a word.
+    labels = tmp_path / "labels.jsonl"
+    ok(cli, "export", labelled_db, "--jsonl", labels)
+    lines = [json.loads(line) for line in labels.read_text().splitlines()]
+    known = lines[0]
+    odd = [
+        known | {"annotator": "alcie"},
+        known | {"query": "q99", "passage": "kb-9999", "annotator": "alice"},
+    ]
+    labels.write_text("".join(json.dumps(line) + "\n" for line in odd))
+    code, out, err = cli("import", labelled_db, "--labels", labels)
+    assert code == 0, err
+    first, *rest = out.splitlines()
+    assert first == (
+        f"imported into {labelled_db}: label events: 2, queries added: 1, passages added: 1"
+    )
+    assert rest == ["new annotators, created: alcie"]
+    assert err == ""  # one new query of two: counted, not yet a warning
+    # A file whose queries are mostly new to the project is most likely another's.
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps(known | {"query": "x1", "passage": "kb-0002"}) + "\n")
+    code, out, err = cli("import", labelled_db, "--labels", other)
+    assert code == 0, err
+    assert out.splitlines() == [f"imported into {labelled_db}: label events: 1, queries added: 1"]
+    assert "the label file 'other.jsonl': 1 of its 1 queries are new to a project" in err
+    assert "added without text ('x1')" in err
