@@ -131,14 +131,20 @@ def annotator_name(option: str | None) -> str:
     return FALLBACK_ANNOTATOR
 
 
-def _say_fallback(args: argparse.Namespace) -> None:
-    """Grades made under the fallback name are easy to mistake for nobody's: say so."""
-    if args.annotator is None and annotator_name(None) == FALLBACK_ANNOTATOR:
-        print(
-            f"grading as {FALLBACK_ANNOTATOR!r}: ${ENV_ANNOTATOR} and $USER are empty "
-            f"(choose a name with --annotator NAME, or set ${ENV_ANNOTATOR})",
-            file=sys.stderr,
-        )
+def _with_fallback_said(args: argparse.Namespace, options: AppOptions) -> AppOptions:
+    """Grades made under the fallback name are easy to mistake for nobody's: say so on
+    the terminal, and in the app as it opens (the terminal's line shows only once the
+    app has closed)."""
+    if args.annotator is not None or options.annotator != FALLBACK_ANNOTATOR:
+        return options
+    if annotator_name(None) != FALLBACK_ANNOTATOR:
+        return options
+    notice = (
+        f"grading as {FALLBACK_ANNOTATOR!r}: ${ENV_ANNOTATOR} and $USER are empty "
+        f"(choose a name with --annotator NAME, or set ${ENV_ANNOTATOR})"
+    )
+    print(notice, file=sys.stderr)
+    return replace(options, notices=(*options.notices, notice))
 
 
 def _say_saved(path: Path) -> None:
@@ -225,7 +231,7 @@ def run_label(args: argparse.Namespace) -> int:
     if options.locked:
         # Nobody reads this process's stderr but the server's log.
         return _start_app(options)
-    _say_fallback(args)
+    options = _with_fallback_said(args, options)
     try:
         return _start_app(options)
     finally:
@@ -251,7 +257,7 @@ def run_demo(args: argparse.Namespace) -> int:
         f"of {summary.answer_systems} systems, {summary.answer_grades} answer grades)",
         file=sys.stderr,
     )
-    _say_fallback(args)
+    options = _with_fallback_said(args, options)
     try:
         return _start_app(options)
     finally:

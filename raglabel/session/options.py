@@ -19,7 +19,7 @@ class AppOptions:
     ``adjudicate`` opens the lead's view of pairs whose annotators disagree. ``locked``
     keeps the annotator fixed and leaves out what writes anywhere but the project (the
     qrels export): ``raglabel serve`` starts each browser tab so, because the person at
-    the keys is not the person at the server.
+    the keys is not the person at the server. ``notices`` are shown as the app opens.
     """
 
     project: Path
@@ -30,3 +30,6 @@ class AppOptions:
     adjudicate: bool = False
     locked: bool = False
     config: MetricConfig = field(default_factory=MetricConfig)
+    #: What the command had to guess, said again as the app opens: said only on the
+    #: terminal, it showed once the app had closed, after the grades were made.
+    notices: tuple[str, ...] = ()

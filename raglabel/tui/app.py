@@ -46,6 +46,9 @@ COLLECT_CHECK_S = 1.0
 #: How often an open app looks for an assign the lead recorded since (one indexed read):
 #: a new share reaches the annotator within this, not only at their next ``g`` or reload.
 ASSIGN_CHECK_S = 10.0
+#: How long a notice of the command's (its options' notices) stays: long enough to be
+#: read after the first screen has drawn.
+NOTICE_S = 20.0
 
 
 class Landed(Message):
@@ -124,6 +127,8 @@ class GradingApp(App[int]):
             self.call_after_refresh(self.session.start_runs)
         if self.session.options.adjudicate:
             self.action_adjudicate()
+        for notice in self.session.options.notices:
+            self.notify(notice, severity="warning", timeout=NOTICE_S)
         self.set_interval(CHECKPOINT_EVERY_S, self._checkpoint)
         self.collector.hold()
         self.set_interval(COLLECT_CHECK_S, self.collector.collect_if_due)

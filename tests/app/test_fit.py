@@ -244,6 +244,18 @@ def test_empty_user_grades_as_annotator_and_says_how_to_choose(
     assert code == 0 and started[0].annotator == "annotator"
     assert "grading as 'annotator': $RAGLABEL_ANNOTATOR and $USER are empty" in err
     assert "--annotator NAME" in err
+    # Said in the app too: the terminal's line shows only once the app has closed.
+    (notice,) = started[0].notices
+    assert notice in err
+
+
+async def test_the_commands_notices_show_as_the_app_opens(db: Path) -> None:
+    said = "grading as 'annotator': $RAGLABEL_ANNOTATOR and $USER are empty"
+    app = create_app(AppOptions(project=db, annotator="annotator", notices=(said,)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        shown = [(n.message, n.severity) for n in app._notifications]
+        assert (said, "warning") in shown
 
 
 async def test_keys_on_the_help_footer_never_act_below_it(db: Path) -> None:
