@@ -85,6 +85,11 @@ def test_defaults(cli: Cli, started: list[AppOptions], db: Path) -> None:
         blind=True,
         adjudicate=False,
         config=MetricConfig(),
+        # No name given anywhere: the app is told to say so as it opens.
+        notices=(
+            "grading as 'annotator': $RAGLABEL_ANNOTATOR and $USER are empty (choose a name"
+            " with --annotator NAME, or set $RAGLABEL_ANNOTATOR)",
+        ),
     )
 
 
