@@ -132,7 +132,7 @@ async def test_g_serves_the_assignment_first_and_the_status_counts_it(db: Path) 
             await pilot.press("3")
             await pilot.pause()
             # Counted anew with the grade that finishes a query, before any other key.
-            assert status(screen).startswith(f"your assignment: {done(app)} of 2 queries done")
+            assert status(screen).endswith(f"your assignment: {done(app)} of 2 queries done")
             await pilot.press("g")
             await pilot.pause()
         assert visited == SHARE
@@ -355,7 +355,7 @@ async def test_an_assign_by_the_lead_reaches_an_open_app_at_g(db: Path) -> None:
         grade = app.screen
         assert isinstance(grade, GradeScreen)
         assert app.session.catalog.queries[grade.qi].ext_id == "q02"
-        assert status(grade).startswith("your assignment: 0 of 3 queries done")
+        assert status(grade).endswith("your assignment: 0 of 3 queries done")
         notes = [str(n.message) for n in app._notifications]
         assert notes.count("your assignment changed: now 3 queries") == 1
         # On the Grade screen too, and told once only.
@@ -363,7 +363,7 @@ async def test_an_assign_by_the_lead_reaches_an_open_app_at_g(db: Path) -> None:
         await pilot.press("g")
         await pilot.pause()
         assert app.session.catalog.queries[grade.qi].ext_id == "q03"
-        assert status(grade).startswith("your assignment: 0 of 1 query done")
+        assert status(grade).endswith("your assignment: 0 of 1 query done")
         notes = [str(n.message) for n in app._notifications]
         assert notes.count("your assignment changed: now 1 query") == 1
         assert notes.count("your assignment changed: now 3 queries") == 1
@@ -387,7 +387,7 @@ async def test_an_assign_by_the_lead_reaches_an_open_app_by_itself(
         assert isinstance(grade, GradeScreen)
         assign(db, {ME: SHARE, "bob": ["q03"]})
         await pilot.pause(0.5)
-        assert status(grade).startswith("your assignment: 0 of 1 query done")
+        assert status(grade).endswith("your assignment: 0 of 1 query done")
         notes = [str(n.message) for n in app._notifications]
         assert notes == [
             "your assignment changed: now 3 queries",

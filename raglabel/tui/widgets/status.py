@@ -1,4 +1,4 @@
-"""The line that says whether the last action reached the database, after what it always
+"""The line that says whether the last action reached the database, then what it always
 shows (the annotator's assignment, when they have one, and the audit sample's progress,
 when the project has a draw)."""
 
@@ -32,14 +32,14 @@ def standing(assignment: tuple[int, int] | None, audit: tuple[int, int] | None) 
 
 
 class SaveMark(Static):
-    DEFAULT_CSS = "SaveMark { height: 1; }"
+    DEFAULT_CSS = "SaveMark { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }"
 
     # Both replaced, never changed in place: the class's own serve as the defaults.
-    _kept = ""  # shown first, whatever the message
+    _kept = ""  # shown after the message, whatever it is
     _message = Text()  # the last message
 
     def keep(self, text: str) -> None:
-        """Show ``text`` before every message from now on ("" for nothing)."""
+        """Show ``text`` after every message from now on ("" for nothing)."""
         if text != self._kept:
             self._kept = text
             self._show(self._message)
@@ -55,15 +55,16 @@ class SaveMark(Static):
 
     def _show(self, message: Text) -> None:
         self._message = message
-        if not self._kept:
-            self._line(message)
-            return
-        parts: list[Text | tuple[str, str]] = [(self._kept, "bold")]
-        if message.plain:
-            parts += [(" · ", "dim"), message]
+        parts: list[Text | tuple[str, str]] = [message] if message.plain else []
+        if self._kept:
+            if parts:
+                parts.append((" · ", "dim"))
+            parts.append((self._kept, "bold"))
         self._line(Text.assemble(*parts))
 
     def _line(self, text: Text) -> None:
         # One line high, whatever it says (DEFAULT_CSS): a new message repaints the line
-        # alone, and spares the screen a layout pass on every grade.
+        # alone, and spares the screen a layout pass on every grade. So the message,
+        # what the annotator needs after a key, comes first; what the line keeps is cut
+        # at the right edge with an ellipsis when both do not fit.
         self.update(text, layout=False)
