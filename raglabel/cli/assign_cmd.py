@@ -100,6 +100,11 @@ def register(commands: Any) -> None:
         default="text",
         help="with --list: output (default: text)",
     )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="with --annotators: print the plan and what it would change, record nothing",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -122,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
             ("--queries", args.queries is not None),
             ("--audit", args.audit),
             ("--seed", args.seed is not None),
+            ("--dry-run", args.dry_run),
         ):
             if given:
                 raise UsageError(f"{option} goes with --annotators, not --list")
@@ -150,6 +156,14 @@ def _assign(args: argparse.Namespace, depth: int) -> int:
         queries=args.queries,
         audit=args.audit,
     )
+    if args.dry_run:
+        from raglabel.cli.reading import open_to_read
+
+        with open_to_read(args.db, "assign") as reader:
+            made = plan(reader.conn, request)
+        for line in describe(made, str(args.db), recorded=False):
+            print(line)
+        return 0
     with Project.open(args.db) as project:
         made = plan(project.conn, request)
         record(
@@ -166,8 +180,9 @@ def _assign(args: argparse.Namespace, depth: int) -> int:
     return 0
 
 
-def describe(made: Plan, db: str) -> list[str]:
-    """The lines an assign prints: what it did, each share's size, and every change."""
+def describe(made: Plan, db: str, *, recorded: bool = True) -> list[str]:
+    """The lines an assign prints: what it did, each share's size, and every change; or,
+    not ``recorded`` (``--dry-run``), what it would do, said as such first and last."""
     from raglabel.analysis.assignment import HELD, STARTED
 
     request = made.request
@@ -183,7 +198,7 @@ def describe(made: Plan, db: str) -> list[str]:
     beyond = sorted({q for qids in made.shares.values() for q in qids} - chosen)
     total = len(chosen) + len(beyond)
     lines = [
-        f"assigned {_count(total, 'query', 'queries')}"
+        f"{'assigned' if recorded else 'would assign'} {_count(total, 'query', 'queries')}"
         + (f": {len(made.queries)} ({source})" if beyond else f" ({source})")
         + f", each to {request.overlap} of {len(request.annotators)} annotators, balanced by"
         f" the pairs each query pools to depth {request.depth}"
@@ -196,8 +211,11 @@ def describe(made: Plan, db: str) -> list[str]:
         + f"; seed {request.seed} (--seed {request.seed} makes the same plan from {db} as it"
         " was)"
     ]
+    if not recorded:
+        lines.insert(0, "dry run: this plan is not recorded")
     if made.created:
-        lines.append(f"new annotators, created: {', '.join(made.created)}")
+        done = "created" if recorded else "would be created"
+        lines.append(f"new annotators, {done}: {', '.join(made.created)}")
     width = max(len("annotator"), *(len(name) for name in made.shares))
     wide = max(len("pairs"), *(len(str(pairs)) for pairs in made.pairs.values()))
     lines.append(f"{'annotator':<{width}}  queries  {'pairs':>{wide}}")
@@ -235,6 +253,11 @@ def describe(made: Plan, db: str) -> list[str]:
         lines.append(
             f"above the overlap of {request.overlap} (started by more annotators; nobody's"
             f" begun work is taken): {' '.join(made.above)}"
+        )
+    if not recorded:
+        lines.append(
+            f"dry run: nothing was recorded; --seed {request.seed} without --dry-run records"
+            " this plan, as long as no grade or assign lands in between"
         )
     return lines
 

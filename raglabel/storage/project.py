@@ -28,7 +28,9 @@ BUSY_TIMEOUT_S = 30.0
 #: What SQLite keeps beside a project in WAL mode: the log of recent writes, and its index.
 WAL_SUFFIXES = ("-wal", "-shm")
 #: The commands that only read a project, named when one that writes is refused.
-READING_COMMANDS = "eval, report, export, backup, agree, progress, assign --list, audit --list"
+READING_COMMANDS = (
+    "eval, report, export, backup, agree, progress, assign --list, assign --dry-run, audit --list"
+)
 #: SQLite's errors for a file, or the files beside it, that it may not create or write.
 _READ_ONLY_ERRORS = ("SQLITE_READONLY", "SQLITE_CANTOPEN")
 

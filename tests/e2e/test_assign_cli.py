@@ -257,6 +257,7 @@ def test_a_grade_made_while_the_assign_plans_is_not_planned_away(
         (["--annotators", "a", "--overlap", "1", "--format", "json"], "--format goes with --list"),
         (["--list", "--overlap", "2"], "--overlap goes with --annotators, not --list"),
         (["--list", "--seed", "2"], "--seed goes with --annotators, not --list"),
+        (["--list", "--dry-run"], "--dry-run goes with --annotators, not --list"),
         ([], "one of the arguments --annotators --list is required"),
     ],
 )
@@ -383,9 +384,10 @@ def test_a_read_only_project_refuses_an_assign_and_lists_its_shares(
     # The refusal names the team's reading commands, and each of them does read it.
     assert (
         "Commands that only read it work (eval, report, export, backup, agree, progress,"
-        " assign --list, audit --list)"
+        " assign --list, assign --dry-run, audit --list)"
     ) in done.stderr
-    for command in (["progress"], ["audit", "--list"]):
+    dry = ["assign", "--annotators", "alice,bob,carol", "--overlap", "2", "--dry-run"]
+    for command in (["progress"], ["audit", "--list"], dry):
         read_it = subprocess.run(
             [*prefix, sys.executable, "-m", "raglabel", command[0], str(db), *command[1:]],
             capture_output=True,
@@ -432,3 +434,24 @@ def test_the_pages_commands_print_what_the_page_says(tmp_path: Path) -> None:
             for name, share in document["annotators"].items()
         },
     }
+
+
+def test_a_dry_run_prints_the_plan_and_records_nothing(demo_db: Path) -> None:
+    # A misspelt name costs real shares once recorded: a dry run shows the plan first.
+    words = ["--annotators", "ann,bob,carl", "--overlap", "2", "--seed", "4"]
+    before = hashlib.sha256(demo_db.read_bytes()).hexdigest()
+    dry = child("assign", demo_db, *words, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert hashlib.sha256(demo_db.read_bytes()).hexdigest() == before
+    assert read(demo_db, "SELECT count(*) FROM assignment") == [(0,)]
+    assert read(demo_db, "SELECT count(*) FROM annotator WHERE name IN ('bob', 'carl')") == [(0,)]
+    shown = dry.stdout.splitlines()
+    assert shown[0] == "dry run: this plan is not recorded"
+    assert shown[-1].startswith("dry run: nothing was recorded; --seed 4 without --dry-run")
+    assert "new annotators, would be created: bob, carl" in shown
+    # The same command without it records exactly the plan shown.
+    done = child("assign", demo_db, *words)
+    assert done.returncode == 0, done.stderr
+    recorded = done.stdout.splitlines()
+    assert recorded[0] == shown[1].replace("would assign", "assigned", 1)
+    assert recorded[1:] == [line.replace("would be created", "created") for line in shown[2:-1]]
