@@ -136,9 +136,7 @@ def _with_fallback_said(args: argparse.Namespace, options: AppOptions) -> AppOpt
     the terminal, and in the app as it opens (the terminal's line shows only once the
     app has closed)."""
     if args.annotator is not None or options.annotator != FALLBACK_ANNOTATOR:
-        return options
-    if annotator_name(None) != FALLBACK_ANNOTATOR:
-        return options
+        return options  # a name given, or found in the environment
     notice = (
         f"grading as {FALLBACK_ANNOTATOR!r}: ${ENV_ANNOTATOR} and $USER are empty "
         f"(choose a name with --annotator NAME, or set ${ENV_ANNOTATOR})"

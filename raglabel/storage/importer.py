@@ -147,7 +147,7 @@ def run_import(
                 summary.warnings += parsed.sample_warnings
             if parsed.labels:
                 assert request.labels is not None
-                what = f"the label file {request.labels.name!r}" if request.labels else "labels"
+                what = f"the label file {request.labels.name!r}"
                 _write_labels(conn, parsed.labels, summary, what)
             if parsed.answers:
                 _write_answers(conn, request, parsed, summary)
