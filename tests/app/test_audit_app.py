@@ -62,7 +62,8 @@ async def test_the_queue_key_serves_the_drawn_queries_and_the_status_line_counts
         # A grade's confirmation comes after the count, which stays in view.
         await pilot.press("4")
         await pilot.pause()
-        assert status(screen).startswith("✓ saved ") and status(screen).endswith(" · audit 1/2 complete")
+        line = status(screen)
+        assert line.startswith("✓ saved ") and line.endswith(" · audit 1/2 complete")
 
 
 async def test_without_a_draw_the_status_line_shows_no_audit(demo_db: Path) -> None:
