@@ -489,7 +489,7 @@ def _write_labels(
     }
     queries = ensure_queries(conn, (line.query for line in lines))
     passages = ensure_passages(conn, (line.passage for line in lines))
-    annotators = {name: annotator_id(conn, name) for name in {line.annotator for line in lines}}
+    annotators = {name: annotator_id(conn, name) for name in people}
     # Copies of one project merge through their exported logs, which share the events
     # made before the copies parted: an event already in this log (same pair, person,
     # kind, grade, note and time to the millisecond) is that event, not a second one.
